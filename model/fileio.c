@@ -1,0 +1,78 @@
+/* model/fileio.c: whole-file reads and temp-file-then-rename writes. */
+#include "model/fileio.h"
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+char *read_whole_file(const char *path, size_t max_bytes, size_t *len, Error *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { error_set(err, "%s: cannot open", path); return NULL; }
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max_bytes) { error_set(err, "%s: larger than %zu bytes", path, max_bytes); goto fail; }
+            cap = cap ? cap * 2 : 4096;
+            if (cap > max_bytes) cap = max_bytes;
+            char *nb = realloc(buf, cap + 1);
+            if (!nb) { error_set(err, "%s: out of memory", path); goto fail; }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) { error_set(err, "%s: read error", path); goto fail; }
+    fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+fail:
+    fclose(f);
+    free(buf);
+    return NULL;
+}
+
+int atomic_open(AtomicFile *af, const char *path, Error *err) {
+    memset(af, 0, sizeof *af);
+    if (strlen(path) >= sizeof af->final_path) return error_set(err, "%s: path too long", path);
+    strcpy(af->final_path, path);
+    snprintf(af->tmp_path, sizeof af->tmp_path, "%s.tmp.%ld", path, (long)getpid());
+    af->f = fopen(af->tmp_path, "wb");
+    if (!af->f) return error_set(err, "%s: cannot create file", path);
+    return 0;
+}
+
+int atomic_commit(AtomicFile *af, Error *err) {
+    int bad = ferror(af->f);
+    if (fclose(af->f) != 0) bad = 1;
+    af->f = NULL;
+    if (bad) {
+        unlink(af->tmp_path);
+        return error_set(err, "%s: write failed", af->final_path);
+    }
+    if (rename(af->tmp_path, af->final_path) != 0) {
+        unlink(af->tmp_path);
+        return error_set(err, "%s: cannot rename temporary file into place", af->final_path);
+    }
+    return 0;
+}
+
+void atomic_abort(AtomicFile *af) {
+    if (af->f) fclose(af->f);
+    af->f = NULL;
+    if (af->tmp_path[0]) unlink(af->tmp_path);
+}
+
+int write_text_file(const char *path, const char *text, Error *err) {
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    fputs(text, af.f);
+    return atomic_commit(&af, err);
+}
+
+int path_exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}

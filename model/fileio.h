@@ -1,0 +1,30 @@
+/* model/fileio.h: small whole-file helpers shared by the readers and writers in model/. */
+#ifndef KVQ_FILEIO_H
+#define KVQ_FILEIO_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "model/error.h"
+
+/* Reads all of path into a malloc'd, NUL-terminated buffer (at most max_bytes). */
+char *read_whole_file(const char *path, size_t max_bytes, size_t *len, Error *err);
+
+/* Atomic output: open a temp file next to `path`, write, then commit (rename) or abort (unlink).
+ * An interrupted or failed command therefore never leaves a partial file under `path`. */
+typedef struct {
+    FILE *f;
+    char final_path[4096];
+    char tmp_path[4200];
+} AtomicFile;
+
+int atomic_open(AtomicFile *af, const char *path, Error *err);
+int atomic_commit(AtomicFile *af, Error *err);   /* closes; renames on success, unlinks on failure */
+void atomic_abort(AtomicFile *af);               /* closes and unlinks */
+
+/* Writes a string to path atomically. */
+int write_text_file(const char *path, const char *text, Error *err);
+
+/* 1 if path exists (any type). */
+int path_exists(const char *path);
+
+#endif

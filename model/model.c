@@ -1,0 +1,104 @@
+/* model/model.c: load config + safetensors and bind weights by their HF names.
+ * Weights are views into the read-only mapping, kept in the file's dtype. */
+#include "model/model.h"
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+/* Finds name and checks its dtype and shape against what the config says. */
+static int bind(Matrix *mat, const SafeTensors *st, const char *name, int rows, int cols, Error *err) {
+    const Tensor *t = st_find(st, name);
+    if (!t) return error_set(err, "%s: missing tensor %s", st->path, name);
+    if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)
+        return error_set(err, "%s: tensor %s has dtype %s (F32, F16 or BF16 expected)",
+                         st->path, name, dtype_name(t->dtype));
+    int ok = rows == 1 ? (t->ndim == 1 && t->shape[0] == cols)
+                       : (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols);
+    if (!ok) {
+        if (rows == 1)
+            return error_set(err, "%s: tensor %s should have shape [%d] for this config", st->path, name, cols);
+        return error_set(err, "%s: tensor %s should have shape [%d, %d] for this config",
+                         st->path, name, rows, cols);
+    }
+    mat->data = t->data;
+    mat->dtype = t->dtype;
+    mat->rows = rows;
+    mat->cols = cols;
+    return 0;
+}
+
+/* bind() for "model.layers.<layer>.<suffix>". */
+static int bind_in_layer(Matrix *mat, const SafeTensors *st, int layer, const char *suffix,
+                         int rows, int cols, Error *err) {
+    char name[160];
+    snprintf(name, sizeof name, "model.layers.%d.%s", layer, suffix);
+    return bind(mat, st, name, rows, cols, err);
+}
+
+static int bind_layer(LayerWeights *lw, const SafeTensors *st, const Config *c, int i, Error *err) {
+    int kv_dim = c->n_kv_heads * c->head_dim;
+    if (bind_in_layer(&lw->attn_norm, st, i, "input_layernorm.weight", 1, c->dim, err) ||
+        bind_in_layer(&lw->wq, st, i, "self_attn.q_proj.weight", c->dim, c->dim, err) ||
+        bind_in_layer(&lw->wk, st, i, "self_attn.k_proj.weight", kv_dim, c->dim, err) ||
+        bind_in_layer(&lw->wv, st, i, "self_attn.v_proj.weight", kv_dim, c->dim, err) ||
+        bind_in_layer(&lw->wo, st, i, "self_attn.o_proj.weight", c->dim, c->dim, err) ||
+        bind_in_layer(&lw->mlp_norm, st, i, "post_attention_layernorm.weight", 1, c->dim, err) ||
+        bind_in_layer(&lw->w_gate, st, i, "mlp.gate_proj.weight", c->hidden_dim, c->dim, err) ||
+        bind_in_layer(&lw->w_up, st, i, "mlp.up_proj.weight", c->hidden_dim, c->dim, err) ||
+        bind_in_layer(&lw->w_down, st, i, "mlp.down_proj.weight", c->dim, c->hidden_dim, err))
+        return -1;
+    return 0;
+}
+
+static int bind_weights(Model *m, Error *err) {
+    const Config *c = &m->config;
+    Weights *w = &m->weights;
+    w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
+    if (!w->layers) return error_set(err, "%s: out of memory", m->file.path);
+    if (bind(&w->embed, &m->file, "model.embed_tokens.weight", c->vocab_size, c->dim, err)) return -1;
+    for (int i = 0; i < c->n_layers; i++)
+        if (bind_layer(&w->layers[i], &m->file, c, i, err)) return -1;
+    if (bind(&w->final_norm, &m->file, "model.norm.weight", 1, c->dim, err)) return -1;
+    if (c->tied_embeddings && !st_find(&m->file, "lm_head.weight")) {
+        w->lm_head = w->embed;
+        return 0;
+    }
+    return bind(&w->lm_head, &m->file, "lm_head.weight", c->vocab_size, c->dim, err);
+}
+
+/* HF computes inv_freq = 1 / theta^(2i/d) in float32; we do the same for identical angles. */
+static int init_rope(Model *m, Error *err) {
+    int half = m->config.head_dim / 2;
+    m->rope_inv_freq = malloc((size_t)half * sizeof(float));
+    if (!m->rope_inv_freq) return error_set(err, "out of memory");
+    for (int i = 0; i < half; i++) {
+        float exponent = (float)(2 * i) / (float)m->config.head_dim;
+        m->rope_inv_freq[i] = 1.0f / powf(m->config.rope_theta, exponent);
+    }
+    return 0;
+}
+
+int model_load_files(Model *m, const char *config_path, const char *weights_path, Error *err) {
+    memset(m, 0, sizeof *m);
+    if (config_load(&m->config, config_path, err)) return -1;
+    if (st_open(&m->file, weights_path, err)) return -1;
+    if (bind_weights(m, err) || init_rope(m, err)) {
+        model_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+int model_load(Model *m, const char *dir, Error *err) {
+    char config_path[4096], weights_path[4096];
+    snprintf(config_path, sizeof config_path, "%s/config.json", dir);
+    snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
+    return model_load_files(m, config_path, weights_path, err);
+}
+
+void model_free(Model *m) {
+    free(m->weights.layers);
+    free(m->rope_inv_freq);
+    st_close(&m->file);
+    memset(m, 0, sizeof *m);
+}

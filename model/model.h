@@ -1,0 +1,66 @@
+/* model/model.h: a Llama model as plain structs — Config, Weights (views into the
+ * mmapped safetensors file, in the file's dtype), and the forward pass entry points. */
+#ifndef KVQ_MODEL_H
+#define KVQ_MODEL_H
+
+#include "model/config.h"
+#include "model/safetensors.h"
+#include "model/kvcache.h"
+
+/* A weight matrix [rows, cols] (row-major, as HF stores nn.Linear: out x in), or a vector (rows = 1). */
+typedef struct {
+    const void *data;
+    DType dtype;          /* DT_F32, DT_F16 or DT_BF16; converted to f32 on the fly */
+    int rows, cols;
+} Matrix;
+
+typedef struct {
+    Matrix attn_norm;     /* input_layernorm [dim] */
+    Matrix wq, wk, wv, wo;/* q_proj [dim, dim], k_proj/v_proj [kv_dim, dim], o_proj [dim, dim] */
+    Matrix mlp_norm;      /* post_attention_layernorm [dim] */
+    Matrix w_gate, w_up;  /* [hidden, dim] */
+    Matrix w_down;        /* [dim, hidden] */
+} LayerWeights;
+
+typedef struct {
+    Matrix embed;         /* embed_tokens [vocab, dim] */
+    LayerWeights *layers;
+    Matrix final_norm;    /* model.norm [dim] */
+    Matrix lm_head;       /* [vocab, dim]; the embedding when tied */
+} Weights;
+
+typedef struct {
+    Config config;
+    Weights weights;
+    SafeTensors file;     /* owns the mapping the weights point into */
+    float *rope_inv_freq; /* [head_dim/2] */
+} Model;
+
+/* Loads dir/config.json and dir/model.safetensors and binds every weight by its HF name,
+ * checking dtypes and shapes against the config. */
+int model_load(Model *m, const char *dir, Error *err);
+/* Same with explicit files (tests, bench with random weights). */
+int model_load_files(Model *m, const char *config_path, const char *weights_path, Error *err);
+void model_free(Model *m);
+
+/* Scratch buffers for a batch of up to max_batch tokens. One per concurrent forward pass. */
+typedef struct {
+    int max_batch;
+    float *x, *xb, *xb2;      /* [T, dim] residual stream and normalized input / attention output */
+    float *q, *k, *v;         /* [T, dim], [T, kv_dim], [T, kv_dim] */
+    float *hb, *hb2;          /* [T, hidden] */
+    float *att;               /* [n_threads * max_seq] attention scores */
+    float *wbuf;              /* [n_threads * max(dim, hidden)] one weight row widened to f32 */
+    float *logits;            /* [T, vocab] */
+    int n_threads;
+} RunState;
+
+int runstate_init(RunState *s, const Config *c, int max_batch, Error *err);
+void runstate_free(RunState *s);
+
+/* Runs tokens[0..T) at positions pos..pos+T-1, writing their keys and values into the
+ * cache. Logits for all T tokens land in s->logits ([T, vocab]) when all_logits is set,
+ * otherwise only the last token's (row 0). T <= s->max_batch, pos + T <= cache->max_seq. */
+void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int all_logits);
+
+#endif

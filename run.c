@@ -1,0 +1,469 @@
+/* run.c: kvq's command line. Parses flags, calls into eval/ and model/, prints
+ * results and picks the exit code: 0 ok, 1 a quality check failed, 2 bad input
+ * or usage. Read this file top to bottom for the tour; each command is one
+ * function of the same name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <errno.h>
+#include <math.h>
+
+#include "model/model.h"
+#include "model/fileio.h"
+#include "tokenizer/tokenizer.h"
+#include "quant/quant.h"
+
+#define EXIT_OK 0
+#define EXIT_QUALITY 1
+#define EXIT_BAD_INPUT 2
+
+/* ------------------------------------------------------------------------- */
+/* Usage */
+
+static void print_usage(FILE *f) {
+    fprintf(f,
+        "kvq: run Llama models in C and measure what KV-cache quantization costs.\n"
+        "\n"
+        "usage: ./run COMMAND [options]     (flags take one or two dashes: -n 64 = --n 64)\n"
+        "\n"
+        "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
+        "           [--kv-scheme S]        stream text; -n counts all positions incl. the prompt\n"
+        "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S]\n"
+        "                                  logits of every position (float32 [T, vocab] to FILE)\n"
+        "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
+        "                                  print token ids\n"
+        "  schemes                         list the KV-cache quantization schemes\n"
+        "  --help                          this text\n"
+        "\n"
+        "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
+        "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
+        "Exit codes: 0 ok, 1 quality check failed, 2 bad input or usage.\n");
+}
+
+/* ------------------------------------------------------------------------- */
+/* Flags: "-name value", "--name value" and "--name=value" are all accepted. */
+
+typedef struct {
+    int argc;
+    char **argv;
+    int i;              /* next argument to read */
+    const char *value;  /* value of the last matched flag */
+    char bad[256];      /* first usage error */
+} Args;
+
+/* 1 if argv[i] is the flag `name` (a long name without dashes); takes its value if needed. */
+static int flag(Args *a, const char *name, int takes_value) {
+    const char *s = a->argv[a->i];
+    if (s[0] != '-') return 0;
+    s += (s[1] == '-') ? 2 : 1;
+    size_t n = strlen(name);
+    if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '=')) return 0;
+    if (!takes_value) {
+        if (s[n] == '=') snprintf(a->bad, sizeof a->bad, "flag -%s takes no value", name);
+        a->i++;
+        return 1;
+    }
+    if (s[n] == '=') {
+        a->value = s + n + 1;
+        a->i++;
+    } else if (a->i + 1 < a->argc) {
+        a->value = a->argv[a->i + 1];
+        a->i += 2;
+    } else {
+        snprintf(a->bad, sizeof a->bad, "flag -%s needs a value", name);
+        a->value = "";
+        a->i++;
+    }
+    return 1;
+}
+
+static int parse_int(Args *a, const char *name, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(a->value, &end, 10);
+    if (errno || end == a->value || *end || v < lo || v > hi) {
+        snprintf(a->bad, sizeof a->bad, "-%s: expected an integer in [%d, %d], got '%s'", name, lo, hi, a->value);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_float(Args *a, const char *name, float lo, float hi, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(a->value, &end);
+    if (errno || end == a->value || *end || !(v >= lo && v <= hi)) {
+        snprintf(a->bad, sizeof a->bad, "-%s: expected a number in [%g, %g], got '%s'", name, lo, hi, a->value);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void unknown_arg(Args *a) {
+    if (!a->bad[0]) snprintf(a->bad, sizeof a->bad, "unknown argument '%s'", a->argv[a->i]);
+    a->i++;
+}
+
+static int usage_error(const char *cmd, const char *msg) {
+    fprintf(stderr, "%s: %s (see ./run --help)\n", cmd, msg);
+    return EXIT_BAD_INPUT;
+}
+
+static const KvScheme *scheme_or_error(const char *name, char *bad, size_t n) {
+    const KvScheme *s = kv_scheme_find(name);
+    if (!s) snprintf(bad, n, "unknown KV scheme '%s' (./run schemes lists them)", name);
+    return s;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Loading a model directory: weights, config and tokenizer. */
+
+typedef struct {
+    Model model;
+    Tokenizer *tok;
+} Loaded;
+
+static int load_model_dir(Loaded *L, const char *dir, int need_tokenizer, Error *err) {
+    memset(L, 0, sizeof *L);
+    if (!path_exists(dir)) return error_set(err, "%s: no such model directory", dir);
+    if (model_load(&L->model, dir, err)) return -1;
+    if (!need_tokenizer) return 0;
+    char path[4096], msg[512];
+    snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
+    L->tok = tokenizer_load(path, msg, sizeof msg);
+    if (!L->tok) {
+        model_free(&L->model);
+        return error_set(err, "%s", msg);
+    }
+    if (tokenizer_vocab_size(L->tok) != L->model.config.vocab_size) {
+        error_set(err, "%s: %d pieces but the model's vocab_size is %d", path,
+                  tokenizer_vocab_size(L->tok), L->model.config.vocab_size);
+        tokenizer_free(L->tok);
+        model_free(&L->model);
+        return -1;
+    }
+    return 0;
+}
+
+static void unload(Loaded *L) {
+    if (L->tok) tokenizer_free(L->tok);
+    model_free(&L->model);
+}
+
+/* Runs tokens[0..n) from position 0 in batches of at most s->max_batch. */
+static void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n, int all_logits) {
+    for (int done = 0; done < n;) {
+        int T = n - done < s->max_batch ? n - done : s->max_batch;
+        forward(m, s, kv, tokens + done, T, done, all_logits);
+        done += T;
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* generate */
+
+/* xorshift64*: a tiny seeded generator, so runs with the same -s repeat exactly. */
+static float random_unit(unsigned long long *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (float)((*state * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0f;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    return best;
+}
+
+typedef struct { float p; int id; } ProbIndex;
+
+static int by_prob_desc(const void *a, const void *b) {
+    float pa = ((const ProbIndex *)a)->p, pb = ((const ProbIndex *)b)->p;
+    return (pa < pb) - (pa > pb);
+}
+
+/* Temperature + nucleus (top-p) sampling; temperature 0 is greedy. */
+static int sample(float *logits, int n, float temperature, float top_p, unsigned long long *rng, ProbIndex *buf) {
+    if (temperature == 0.0f) return argmax(logits, n);
+    float max = logits[argmax(logits, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) { logits[i] = expf((logits[i] - max) / temperature); sum += logits[i]; }
+    for (int i = 0; i < n; i++) { buf[i].p = logits[i] / sum; buf[i].id = i; }
+    qsort(buf, (size_t)n, sizeof *buf, by_prob_desc);
+    float cum = 0.0f;
+    int last = n - 1;
+    for (int i = 0; i < n; i++) { cum += buf[i].p; if (cum >= top_p) { last = i; break; } }
+    float r = random_unit(rng) * cum, acc = 0.0f;
+    for (int i = 0; i <= last; i++) { acc += buf[i].p; if (r < acc) return buf[i].id; }
+    return buf[last].id;
+}
+
+/* TinyLlama-Chat's template: <|user|>\n{prompt}</s>\n<|assistant|>\n */
+static char *chat_prompt(const char *prompt) {
+    const char *pre = "<|user|>\n", *post = "</s>\n<|assistant|>\n";
+    size_t n = strlen(pre) + strlen(prompt) + strlen(post) + 1;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s%s%s", pre, prompt, post);
+    return s;
+}
+
+static int cmd_generate(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *dir = NULL, *prompt = "", *scheme_name = "fp32";
+    int steps = 256, chat = 0, seed_set = 0;
+    float temperature = 1.0f, top_p = 0.9f;
+    unsigned long long seed = 0;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "i", 1) || flag(&a, "prompt", 1)) prompt = a.value;
+        else if (flag(&a, "n", 1) || flag(&a, "steps", 1)) parse_int(&a, "n", 1, 1 << 20, &steps);
+        else if (flag(&a, "t", 1) || flag(&a, "temperature", 1)) parse_float(&a, "t", 0.0f, 100.0f, &temperature);
+        else if (flag(&a, "p", 1) || flag(&a, "top-p", 1)) parse_float(&a, "p", 0.0f, 1.0f, &top_p);
+        else if (flag(&a, "s", 1) || flag(&a, "seed", 1)) { int v; if (!parse_int(&a, "s", 0, 2147483647, &v)) { seed = (unsigned long long)v; seed_set = 1; } }
+        else if (flag(&a, "chat", 0)) chat = 1;
+        else if (flag(&a, "kv-scheme", 1)) scheme_name = a.value;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
+    const KvScheme *scheme = a.bad[0] ? NULL : scheme_or_error(scheme_name, a.bad, sizeof a.bad);
+    if (a.bad[0]) return usage_error("generate", a.bad);
+    if (!seed_set) seed = (unsigned long long)time(NULL);
+    unsigned long long rng = seed * 2654435761ull + 1;
+
+    Error err;
+    Loaded L;
+    if (load_model_dir(&L, dir, 1, &err)) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    const Config *c = &L.model.config;
+    char *text = chat ? chat_prompt(prompt) : strdup(prompt);
+    int n_prompt = 0;
+    int *tokens = text ? tokenizer_encode(L.tok, text, strlen(text), 1, &n_prompt) : NULL;
+    free(text);
+    if (steps > c->max_seq_len) steps = c->max_seq_len;
+    int rc = EXIT_BAD_INPUT;
+    if (!tokens) { fprintf(stderr, "generate: out of memory\n"); goto out_model; }
+    if (n_prompt >= steps) {
+        fprintf(stderr, "generate: the prompt is %d tokens; -n %d leaves no room to generate\n", n_prompt, steps);
+        goto out_tokens;
+    }
+    RunState s;
+    KvCache kv;
+    ProbIndex *probs = malloc((size_t)c->vocab_size * sizeof *probs);
+    int *seq = realloc(tokens, (size_t)steps * sizeof *seq);
+    if (!probs || !seq) { fprintf(stderr, "generate: out of memory\n"); free(probs); goto out_tokens; }
+    tokens = seq;
+    if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, &err) ||
+        kv_cache_init(&kv, c, steps, scheme, scheme, &err)) {
+        fprintf(stderr, "generate: %s\n", err.msg);
+        free(probs);
+        goto out_tokens;
+    }
+    char piece[64];
+    for (int i = 0; i < n_prompt; i++) {
+        int len = tokenizer_piece_bytes(L.tok, i ? tokens[i - 1] : -1, tokens[i], piece);
+        fwrite(piece, 1, (size_t)len, stdout);
+    }
+    fflush(stdout);
+    double t0 = now_seconds();
+    prefill(&L.model, &s, &kv, tokens, n_prompt, 0);
+    double t1 = now_seconds();
+    int pos = n_prompt;
+    for (; pos < steps; pos++) {
+        int next = sample(s.logits, c->vocab_size, temperature, top_p, &rng, probs);
+        if (next == c->eos_id) break;
+        tokens[pos] = next;
+        int len = tokenizer_piece_bytes(L.tok, tokens[pos - 1], next, piece);
+        fwrite(piece, 1, (size_t)len, stdout);
+        fflush(stdout);
+        if (pos + 1 < steps) forward(&L.model, &s, &kv, &tokens[pos], 1, pos, 0);
+    }
+    double t2 = now_seconds();
+    int generated = pos - n_prompt;
+    printf("\n");
+    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n",
+            n_prompt, n_prompt / (t1 - t0), generated, generated > 0 ? generated / (t2 - t1) : 0.0);
+    rc = EXIT_OK;
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    free(probs);
+out_tokens:
+    free(tokens);
+out_model:
+    unload(&L);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* logits */
+
+/* "1,450,4996" -> ids, each checked against the vocabulary. */
+static int *parse_token_list(const char *s, int vocab, int *n, char *bad, size_t badlen) {
+    int cap = 16, count = 0;
+    int *ids = malloc((size_t)cap * sizeof *ids);
+    const char *p = s;
+    while (ids) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v >= vocab) {
+            snprintf(bad, badlen, "--tokens: '%s' is not a list of ids in [0, %d)", s, vocab);
+            free(ids);
+            return NULL;
+        }
+        if (count == cap) {
+            int *grown = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
+            if (!grown) { free(ids); return NULL; }
+            ids = grown;
+        }
+        ids[count++] = (int)v;
+        if (*end == 0) break;
+        if (*end != ',') { snprintf(bad, badlen, "--tokens: unexpected '%c' in '%s'", *end, s); free(ids); return NULL; }
+        p = end + 1;
+    }
+    *n = count;
+    return ids;
+}
+
+static int write_logits(const char *path, const float *logits, size_t count, Error *err) {
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    fwrite(logits, sizeof(float), count, af.f);   /* the host is little-endian (x86, ARM) */
+    return atomic_commit(&af, err);
+}
+
+static void print_top5(const float *row, int vocab, int pos) {
+    int best[5] = {-1, -1, -1, -1, -1};
+    for (int i = 0; i < vocab; i++) {
+        for (int k = 0; k < 5; k++) {
+            if (best[k] < 0 || row[i] > row[best[k]]) {
+                memmove(&best[k + 1], &best[k], (size_t)(4 - k) * sizeof(int));
+                best[k] = i;
+                break;
+            }
+        }
+    }
+    printf("pos %d:", pos);
+    for (int k = 0; k < 5; k++) printf(" %d (%.4f)", best[k], row[best[k]]);
+    printf("\n");
+}
+
+static int cmd_logits(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *dir = NULL, *list = NULL, *out = NULL, *scheme_name = "fp32";
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "tokens", 1)) list = a.value;
+        else if (flag(&a, "out", 1) || flag(&a, "o", 1)) out = a.value;
+        else if (flag(&a, "kv-scheme", 1)) scheme_name = a.value;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && (!dir || !list)) snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and --tokens");
+    const KvScheme *scheme = a.bad[0] ? NULL : scheme_or_error(scheme_name, a.bad, sizeof a.bad);
+    if (a.bad[0]) return usage_error("logits", a.bad);
+
+    Error err;
+    Loaded L;
+    if (load_model_dir(&L, dir, 0, &err)) { fprintf(stderr, "logits: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    const Config *c = &L.model.config;
+    int n = 0, rc = EXIT_BAD_INPUT;
+    int *ids = parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad);
+    if (!ids) { usage_error("logits", a.bad[0] ? a.bad : "out of memory"); goto done; }
+    if (n > c->max_seq_len) { fprintf(stderr, "logits: %d tokens exceed the context of %d\n", n, c->max_seq_len); goto done; }
+    RunState s;
+    KvCache kv;
+    if (runstate_init(&s, c, n, &err) || kv_cache_init(&kv, c, n, scheme, scheme, &err)) {
+        fprintf(stderr, "logits: %s\n", err.msg);
+        goto done;
+    }
+    forward(&L.model, &s, &kv, ids, n, 0, 1);
+    if (out) {
+        if (write_logits(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
+        else rc = EXIT_OK;
+    } else {
+        for (int t = 0; t < n; t++) print_top5(s.logits + (size_t)t * c->vocab_size, c->vocab_size, t);
+        rc = EXIT_OK;
+    }
+    kv_cache_free(&kv);
+    runstate_free(&s);
+done:
+    free(ids);
+    unload(&L);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* tokenize */
+
+static int cmd_tokenize(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *dir = NULL, *text = NULL, *text_file = NULL;
+    int bos = 0;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "text", 1)) text = a.value;
+        else if (flag(&a, "text-file", 1)) text_file = a.value;
+        else if (flag(&a, "bos", 0)) bos = 1;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && (!dir || !text == !text_file))
+        snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and one of --text, --text-file");
+    if (a.bad[0]) return usage_error("tokenize", a.bad);
+
+    char path[4096], msg[512];
+    snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
+    Tokenizer *tok = tokenizer_load(path, msg, sizeof msg);
+    if (!tok) { fprintf(stderr, "tokenize: %s\n", msg); return EXIT_BAD_INPUT; }
+    Error err;
+    size_t len = 0;
+    char *owned = NULL;
+    if (text_file) {
+        owned = read_whole_file(text_file, (size_t)1 << 30, &len, &err);
+        if (!owned) { fprintf(stderr, "tokenize: %s\n", err.msg); tokenizer_free(tok); return EXIT_BAD_INPUT; }
+        text = owned;
+    } else {
+        len = strlen(text);
+    }
+    int n = 0;
+    int *ids = tokenizer_encode(tok, text, len, bos, &n);
+    for (int i = 0; ids && i < n; i++) printf(i ? " %d" : "%d", ids[i]);
+    printf("\n");
+    free(ids);
+    free(owned);
+    tokenizer_free(tok);
+    return ids || n == 0 ? EXIT_OK : EXIT_BAD_INPUT;
+}
+
+/* ------------------------------------------------------------------------- */
+/* schemes */
+
+static int cmd_schemes(void) {
+    printf("%-16s %5s %6s  %s\n", "name", "bits", "group", "what");
+    for (int i = 0; i < kv_scheme_count(); i++) {
+        const KvScheme *s = kv_scheme_at(i);
+        printf("%-16s %5d %6d  %s\n", s->name, s->bits, s->group_size, s->summary);
+    }
+    return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { print_usage(stdout); return EXIT_OK; }
+    if (!strcmp(cmd, "generate")) return cmd_generate(argc, argv);
+    if (!strcmp(cmd, "logits")) return cmd_logits(argc, argv);
+    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
+    if (!strcmp(cmd, "schemes")) return cmd_schemes();
+    fprintf(stderr, "run: unknown command '%s'\n", cmd);
+    print_usage(stderr);
+    return EXIT_BAD_INPUT;
+}
