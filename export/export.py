@@ -33,6 +33,7 @@ import torch_bin  # noqa: E402
 DTYPE_SIZES = {"F32": 4, "F16": 2, "BF16": 2}
 ST_MAX_HEADER = 100 * 1024 * 1024
 DOWNLOAD_DIR = ".hf-download"
+CONVERT_CHUNK = 1 << 20   # elements converted at a time
 # Tensors HF checkpoints carry that the runtime recomputes or does not need.
 DROPPABLE = re.compile(r"^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$")
 
@@ -350,7 +351,9 @@ def write_model(path, names, tensors, out_dtype):
                 data = t.read()
                 if len(data) != t.numel * DTYPE_SIZES[t.dtype]:
                     raise ExportError("tensor %s: short read" % n)
-                out.write(convert(data, t.dtype, dtypes[n]))
+                step = CONVERT_CHUNK * DTYPE_SIZES[t.dtype]   # bounded memory: Python floats are big
+                for i in range(0, len(data), step):
+                    out.write(convert(data[i:i + step], t.dtype, dtypes[n]))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

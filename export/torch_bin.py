@@ -98,15 +98,14 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, *_ignored):
     return data
 
 
-# The whole allow-list: (module, name) -> what the pickle gets instead of the real object.
+# The allow-list, with torch.{Float,Half,BFloat16}Storage (STORAGE_DTYPES):
+# (module, name) -> what the pickle gets instead of the real object.
 ALLOWED_GLOBALS = {
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
     ("collections", "OrderedDict"): collections.OrderedDict,
 }
-for _name in STORAGE_DTYPES:
-    ALLOWED_GLOBALS[("torch", _name)] = StorageType(_name)
 
 
 class SafeUnpickler(pickle.Unpickler):
@@ -118,6 +117,8 @@ class SafeUnpickler(pickle.Unpickler):
         self.storages = {}
 
     def find_class(self, module, name):
+        if module == "torch" and name in STORAGE_DTYPES:
+            return StorageType(name)   # a fresh one: nothing the pickle does to it outlives this file
         try:
             return ALLOWED_GLOBALS[(module, name)]
         except (KeyError, TypeError):
