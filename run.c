@@ -13,6 +13,10 @@
 #include "model/fileio.h"
 #include "tokenizer/tokenizer.h"
 #include "quant/quant.h"
+#include "eval/wikitext.h"
+#include "eval/perplexity.h"
+#include "eval/progress.h"
+#include "eval/report.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
@@ -33,6 +37,12 @@ static void print_usage(FILE *f) {
         "                                  logits of every position (float32 [T, vocab] to FILE)\n"
         "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
         "                                  print token ids\n"
+        "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
+        "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
+        "           [--shard I/N] [--batch N] [--no-compare] [--quiet] [--json]\n"
+        "                                  perplexity with the KV cache quantized as it is written\n"
+        "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"
+        "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"
         "  schemes                         list the KV-cache quantization schemes\n"
         "  --help                          this text\n"
         "\n"
@@ -159,11 +169,13 @@ static void unload(Loaded *L) {
     model_free(&L->model);
 }
 
-/* Runs tokens[0..n) from position 0 in batches of at most s->max_batch. */
-static void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n, int all_logits) {
+/* Runs tokens[0..n) from position 0 in batches of at most s->max_batch; leaves the
+ * last token's logits in s->logits. */
+static void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n) {
     for (int done = 0; done < n;) {
         int T = n - done < s->max_batch ? n - done : s->max_batch;
-        forward(m, s, kv, tokens + done, T, done, all_logits);
+        int last_batch = done + T == n;
+        forward(m, s, kv, tokens + done, T, done, last_batch ? T - 1 : T);
         done += T;
     }
 }
@@ -273,7 +285,7 @@ static int cmd_generate(int argc, char **argv) {
     }
     fflush(stdout);
     double t0 = now_seconds();
-    prefill(&L.model, &s, &kv, tokens, n_prompt, 0);
+    prefill(&L.model, &s, &kv, tokens, n_prompt);
     double t1 = now_seconds();
     int pos = n_prompt;
     for (; pos < steps; pos++) {
@@ -383,7 +395,7 @@ static int cmd_logits(int argc, char **argv) {
         fprintf(stderr, "logits: %s\n", err.msg);
         goto done;
     }
-    forward(&L.model, &s, &kv, ids, n, 0, 1);
+    forward(&L.model, &s, &kv, ids, n, 0, 0);
     if (out) {
         if (write_logits(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
         else rc = EXIT_OK;
@@ -442,6 +454,116 @@ static int cmd_tokenize(int argc, char **argv) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* ppl and ppl-merge */
+
+#define DEFAULT_TEXT "data/wikitext-2-raw/wiki.test.raw"
+
+static int parse_shard(Args *a, int *index, int *count) {
+    char extra;
+    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count) {
+        snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_ppl(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *dir = NULL, *text_file = DEFAULT_TEXT, *kv = NULL, *ks = NULL, *vs = NULL, *protocol = "hf";
+    int ctx = 0, stride = 512, windows = 0, max_tokens = 0, json = 0, quiet = 0, no_compare = 0, batch = 256;
+    int shard_i = 0, shard_n = 1;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "text-file", 1)) text_file = a.value;
+        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 2, 1 << 20, &ctx);
+        else if (flag(&a, "stride", 1)) parse_int(&a, "stride", 1, 1 << 20, &stride);
+        else if (flag(&a, "windows", 1)) parse_int(&a, "windows", 1, 1 << 30, &windows);
+        else if (flag(&a, "max-tokens", 1)) parse_int(&a, "max-tokens", 2, 1 << 30, &max_tokens);
+        else if (flag(&a, "kv-scheme", 1)) kv = a.value;
+        else if (flag(&a, "k-scheme", 1)) ks = a.value;
+        else if (flag(&a, "v-scheme", 1)) vs = a.value;
+        else if (flag(&a, "protocol", 1)) protocol = a.value;
+        else if (flag(&a, "shard", 1)) parse_shard(&a, &shard_i, &shard_n);
+        else if (flag(&a, "batch", 1)) parse_int(&a, "batch", 1, 4096, &batch);
+        else if (flag(&a, "no-compare", 0)) no_compare = 1;
+        else if (flag(&a, "quiet", 0)) quiet = 1;
+        else if (flag(&a, "json", 0)) json = 1;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
+    if (!a.bad[0] && strcmp(protocol, "hf") && strcmp(protocol, "llamacpp"))
+        snprintf(a.bad, sizeof a.bad, "--protocol must be hf or llamacpp");
+    PplOptions o = {0};
+    o.k_scheme = a.bad[0] ? NULL : scheme_or_error(ks ? ks : kv ? kv : "fp32", a.bad, sizeof a.bad);
+    o.v_scheme = a.bad[0] ? NULL : scheme_or_error(vs ? vs : kv ? kv : "fp32", a.bad, sizeof a.bad);
+    if (a.bad[0]) return usage_error("ppl", a.bad);
+
+    Error err;
+    Loaded L;
+    if (load_model_dir(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    const Config *c = &L.model.config;
+    o.protocol = strcmp(protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
+    o.ctx = ctx ? ctx : c->max_seq_len;
+    o.stride = stride;
+    o.max_windows = windows;
+    o.shard_index = shard_i;
+    o.shard_count = shard_n;
+    o.batch = batch < o.ctx ? batch : o.ctx;
+    o.compare = !no_compare && (strcmp(o.k_scheme->name, "fp32") || strcmp(o.v_scheme->name, "fp32"));
+    Progress progress;
+    progress_init(&progress, "ppl", quiet);
+    o.progress = progress_update;
+    o.progress_user = &progress;
+
+    int rc = EXIT_BAD_INPUT, n_tokens = 0;
+    int *tokens = load_eval_tokens(text_file, L.tok, o.protocol == PPL_HF, &n_tokens, &err);
+    if (!tokens) { fprintf(stderr, "ppl: %s\n", err.msg); goto done; }
+    if (max_tokens && max_tokens < n_tokens) n_tokens = max_tokens;
+    PplReport report = {0};
+    if (ppl_evaluate(&L.model, tokens, n_tokens, &o, &report.result, &err)) {
+        fprintf(stderr, "ppl: %s\n", err.msg);
+        goto done;
+    }
+    progress_finish(&progress);
+    snprintf(report.model, sizeof report.model, "%s", dir);
+    snprintf(report.text_file, sizeof report.text_file, "%s", text_file);
+    snprintf(report.k_scheme, sizeof report.k_scheme, "%s", o.k_scheme->name);
+    snprintf(report.v_scheme, sizeof report.v_scheme, "%s", o.v_scheme->name);
+    report.protocol_llamacpp = o.protocol == PPL_LLAMACPP;
+    report.ctx = o.ctx;
+    report.stride = o.stride;
+    report.n_tokens = n_tokens;
+    report.shard_index = shard_i;
+    report.shard_count = shard_n;
+    if (json) report_ppl_json(stdout, &report);
+    else report_ppl_text(stdout, &report);
+    rc = EXIT_OK;
+done:
+    free(tokens);
+    unload(&L);
+    return rc;
+}
+
+static int cmd_ppl_merge(int argc, char **argv) {
+    int json = 0, n = 0;
+    char **files = calloc((size_t)argc, sizeof *files);
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-json")) json = 1;
+        else if (argv[i][0] == '-') { free(files); return usage_error("ppl-merge", "unknown flag"); }
+        else files[n++] = argv[i];
+    }
+    if (n == 0) { free(files); return usage_error("ppl-merge", "give the shards' JSON files"); }
+    PplReport report;
+    Error err;
+    int rc = ppl_merge_files(files, n, &report, &err);
+    free(files);
+    if (rc) { fprintf(stderr, "ppl-merge: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (json) report_ppl_json(stdout, &report);
+    else report_ppl_text(stdout, &report);
+    return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------- */
 /* schemes */
 
 static int cmd_schemes(void) {
@@ -462,6 +584,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "generate")) return cmd_generate(argc, argv);
     if (!strcmp(cmd, "logits")) return cmd_logits(argc, argv);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
+    if (!strcmp(cmd, "ppl")) return cmd_ppl(argc, argv);
+    if (!strcmp(cmd, "ppl-merge")) return cmd_ppl_merge(argc, argv);
     if (!strcmp(cmd, "schemes")) return cmd_schemes();
     fprintf(stderr, "run: unknown command '%s'\n", cmd);
     print_usage(stderr);

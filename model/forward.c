@@ -65,7 +65,8 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     float scale = 1.0f / sqrtf((float)hd);
     const KvScheme *ks = cache->k_scheme, *vs = cache->v_scheme;
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    double work = (double)T * c->n_heads * (pos + T) * hd;
+    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
     for (int t = 0; t < T; t++) {
         for (int h = 0; h < c->n_heads; h++) {
             const float *q = s->q + (size_t)t * c->dim + (size_t)h * hd;
@@ -117,7 +118,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     add_inplace(s->x, s->xb, (size_t)T * c->dim);
 }
 
-void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int all_logits) {
+void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from) {
     const Config *c = &m->config;
     for (int t = 0; t < T; t++)
         matrix_row_f32(&m->weights.embed, tokens[t], s->x + (size_t)t * c->dim);
@@ -126,7 +127,8 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
     if (pos + T > cache->len) cache->len = pos + T;
 
     /* Only the rows whose logits are wanted go through the final norm and lm_head. */
-    int first = all_logits ? 0 : T - 1, n = T - first;
-    rmsnorm(s->xb, s->x + (size_t)first * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps);
+    int n = T - logits_from;
+    if (n <= 0) return;
+    rmsnorm(s->xb, s->x + (size_t)logits_from * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps);
     matmul(s->logits, s->xb, &m->weights.lm_head, n);
 }

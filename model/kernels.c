@@ -37,7 +37,8 @@ float dot_f32(const float *x, const float *y, int n) {
 
 void matmul(float *out, const float *x, const Matrix *w, int T) {
     int rows = w->rows, cols = w->cols;
-    #pragma omp parallel
+    double work = (double)rows * cols * T;
+    #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
     {
         float *wbuf = malloc((size_t)MATMUL_ROW_BLOCK * cols * sizeof(float));
         #pragma omp for schedule(static)

@@ -59,8 +59,9 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err);
 void runstate_free(RunState *s);
 
 /* Runs tokens[0..T) at positions pos..pos+T-1, writing their keys and values into the
- * cache. Logits for all T tokens land in s->logits ([T, vocab]) when all_logits is set,
- * otherwise only the last token's (row 0). T <= s->max_batch, pos + T <= cache->max_seq. */
-void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int all_logits);
+ * cache. Logits of tokens logits_from..T-1 land in s->logits, row 0 first ([T - logits_from,
+ * vocab]): 0 gives every row, T - 1 only the last (generation), T none (cache filling).
+ * T <= s->max_batch, pos + T <= cache->max_seq. */
+void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from);
 
 #endif

@@ -1,0 +1,45 @@
+/* eval/progress.c: the progress bar / progress lines for perplexity runs. */
+#include "eval/progress.h"
+#include <stdio.h>
+#include <unistd.h>
+
+#define LINE_EVERY_SECONDS 5.0
+
+void progress_init(Progress *p, const char *label, int quiet) {
+    p->label = label;
+    p->is_tty = isatty(2);
+    p->quiet = quiet;
+    p->last_print = -1e9;
+}
+
+static void format_eta(double s, char *buf, size_t n) {
+    if (s < 0 || s > 1e7) { snprintf(buf, n, "?"); return; }
+    int t = (int)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%dh%02dm", t / 3600, t / 60 % 60);
+    else snprintf(buf, n, "%dm%02ds", t / 60, t % 60);
+}
+
+void progress_update(void *progress, int done, int total, long tokens, double seconds) {
+    Progress *p = progress;
+    if (p->quiet) return;
+    int last = done == total;
+    if (!p->is_tty && !last && seconds - p->last_print < LINE_EVERY_SECONDS) return;
+    p->last_print = seconds;
+    double rate = seconds > 0 ? tokens / seconds : 0;
+    char eta[32];
+    format_eta(done > 0 ? seconds / done * (total - done) : -1, eta, sizeof eta);
+    if (p->is_tty) {
+        int width = 30, fill = total > 0 ? done * width / total : 0;
+        char bar[64];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = 0;
+        fprintf(stderr, "\r%s [%s] %d/%d windows, %.0f tok/s, ETA %s ", p->label, bar, done, total, rate, eta);
+    } else {
+        fprintf(stderr, "%s: %d/%d windows, %.0f tok/s, ETA %s\n", p->label, done, total, rate, eta);
+    }
+    fflush(stderr);
+}
+
+void progress_finish(Progress *p) {
+    if (p->is_tty && !p->quiet) fprintf(stderr, "\n");
+}

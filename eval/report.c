@@ -1,0 +1,172 @@
+/* eval/report.c: print perplexity results and merge sharded runs. */
+#include "eval/report.h"
+#include "model/json.h"
+#include "model/fileio.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void report_ppl_text(FILE *f, const PplReport *r) {
+    const PplResult *x = &r->result;
+    fprintf(f, "model:     %s\n", r->model);
+    fprintf(f, "text:      %s (%d tokens)\n", r->text_file, r->n_tokens);
+    if (r->protocol_llamacpp)
+        fprintf(f, "protocol:  llama.cpp chunks of %d, second half scored\n", r->ctx);
+    else
+        fprintf(f, "protocol:  HF sliding window, ctx %d, stride %d\n", r->ctx, r->stride);
+    fprintf(f, "windows:   %d of %d", x->windows, x->windows_total);
+    if (r->shard_count > 1) fprintf(f, " (shard %d/%d)", r->shard_index, r->shard_count);
+    fprintf(f, ", %ld scored tokens\n", x->scored);
+    fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
+    double se = ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored);
+    double ppl = ppl_value(x->nll_sum, x->scored);
+    if (x->compared) {
+        double base = ppl_value(x->base_nll_sum, x->scored);
+        double base_se = ppl_stderr_mean(x->base_nll_sum, x->base_nll_sumsq, x->scored);
+        double dse = ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored);
+        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %.5f, fp32 cache)\n", base, x->base_nll_sum / x->scored, base_se);
+        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f)\n", ppl, x->nll_sum / x->scored, se);
+        fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %.6f (paired)\n", ppl - base,
+                100.0 * (ppl - base) / base, x->diff_sum / x->scored, dse);
+        fprintf(f, "agreement: KL(baseline||quantized) %.6f nats/token, top-1 %.2f%%\n",
+                x->kl_sum / x->scored, 100.0 * x->top1_agree / x->scored);
+    } else {
+        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->nll_sum / x->scored, se, x->nll_sum);
+    }
+    double rate = x->seconds > 0 ? x->tokens_processed * (x->compared ? 2 : 1) / x->seconds : 0;
+    fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
+}
+
+static void json_number(FILE *f, const char *key, double v, int last) {
+    if (isfinite(v)) fprintf(f, "  \"%s\": %.17g%s\n", key, v, last ? "" : ",");
+    else fprintf(f, "  \"%s\": null%s\n", key, last ? "" : ",");
+}
+
+/* Minimal JSON string escaping for paths and names. */
+static void json_string(FILE *f, const char *key, const char *s) {
+    fprintf(f, "  \"%s\": \"", key);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fprintf(f, "\",\n");
+}
+
+void report_ppl_json(FILE *f, const PplReport *r) {
+    const PplResult *x = &r->result;
+    fprintf(f, "{\n");
+    json_string(f, "model", r->model);
+    json_string(f, "text_file", r->text_file);
+    json_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf");
+    json_string(f, "k_scheme", r->k_scheme);
+    json_string(f, "v_scheme", r->v_scheme);
+    fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
+    fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
+    fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", x->windows, x->windows_total);
+    fprintf(f, "  \"scored_tokens\": %ld,\n  \"compared\": %s,\n", x->scored, x->compared ? "true" : "false");
+    json_number(f, "nll_sum", x->nll_sum, 0);
+    json_number(f, "nll_sumsq", x->nll_sumsq, 0);
+    json_number(f, "ppl", ppl_value(x->nll_sum, x->scored), 0);
+    json_number(f, "nll_stderr", ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored), 0);
+    if (x->compared) {
+        double base = ppl_value(x->base_nll_sum, x->scored), ppl = ppl_value(x->nll_sum, x->scored);
+        json_number(f, "base_nll_sum", x->base_nll_sum, 0);
+        json_number(f, "base_nll_sumsq", x->base_nll_sumsq, 0);
+        json_number(f, "baseline_ppl", base, 0);
+        json_number(f, "delta", ppl - base, 0);
+        json_number(f, "delta_percent", 100.0 * (ppl - base) / base, 0);
+        json_number(f, "diff_sum", x->diff_sum, 0);
+        json_number(f, "diff_sumsq", x->diff_sumsq, 0);
+        json_number(f, "delta_nll_stderr", ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored), 0);
+        json_number(f, "kl_sum", x->kl_sum, 0);
+        json_number(f, "kl_mean", x->kl_sum / x->scored, 0);
+        fprintf(f, "  \"top1_agree\": %ld,\n", x->top1_agree);
+        json_number(f, "top1_agreement", (double)x->top1_agree / x->scored, 0);
+    }
+    json_number(f, "tokens_processed", (double)x->tokens_processed, 0);
+    json_number(f, "seconds", x->seconds, 1);
+    fprintf(f, "}\n");
+}
+
+/* ---- merging shards ---- */
+
+static double num(const JsonValue *root, const char *key) {
+    const JsonValue *v = json_get(root, key);
+    return v && v->type == JSON_NUMBER ? v->number : NAN;
+}
+
+static const char *str(const JsonValue *root, const char *key) {
+    const JsonValue *v = json_get(root, key);
+    return v && v->type == JSON_STRING ? v->string : "";
+}
+
+/* Adds one shard's sums into out; the first shard also sets the evaluation's settings. */
+static int merge_one(PplReport *out, const JsonValue *j, const char *path, int first, Error *err) {
+    PplResult *x = &out->result;
+    int compared = json_get(j, "compared") && json_get(j, "compared")->boolean;
+    if (first) {
+        snprintf(out->model, sizeof out->model, "%s", str(j, "model"));
+        snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
+        snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
+        snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
+        out->protocol_llamacpp = !strcmp(str(j, "protocol"), "llamacpp");
+        out->ctx = (int)num(j, "ctx");
+        out->stride = (int)num(j, "stride");
+        out->n_tokens = (int)num(j, "n_tokens");
+        out->shard_count = (int)num(j, "shard_count");
+        x->windows_total = (int)num(j, "windows_total");
+        x->compared = compared;
+    } else if (strcmp(out->model, str(j, "model")) || strcmp(out->k_scheme, str(j, "k_scheme")) ||
+               strcmp(out->v_scheme, str(j, "v_scheme")) || out->ctx != (int)num(j, "ctx") ||
+               out->stride != (int)num(j, "stride") || out->n_tokens != (int)num(j, "n_tokens") ||
+               out->shard_count != (int)num(j, "shard_count") || x->windows_total != (int)num(j, "windows_total") ||
+               x->compared != compared) {
+        return error_set(err, "%s: a shard of a different evaluation (model, schemes, ctx, stride, text or shards differ)", path);
+    }
+    x->windows += (int)num(j, "windows");
+    x->scored += (long)num(j, "scored_tokens");
+    x->nll_sum += num(j, "nll_sum");
+    x->nll_sumsq += num(j, "nll_sumsq");
+    x->tokens_processed += (long)num(j, "tokens_processed");
+    x->seconds += num(j, "seconds");
+    if (compared) {
+        x->base_nll_sum += num(j, "base_nll_sum");
+        x->base_nll_sumsq += num(j, "base_nll_sumsq");
+        x->diff_sum += num(j, "diff_sum");
+        x->diff_sumsq += num(j, "diff_sumsq");
+        x->kl_sum += num(j, "kl_sum");
+        x->top1_agree += (long)num(j, "top1_agree");
+    }
+    if (!isfinite(x->nll_sum) || x->scored <= 0) return error_set(err, "%s: missing or invalid sums", path);
+    return 0;
+}
+
+int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err) {
+    memset(out, 0, sizeof *out);
+    char *seen = calloc((size_t)n + 1, 1);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        size_t len;
+        char *text = read_whole_file(paths[i], 1 << 20, &len, err);
+        if (!text) { rc = -1; break; }
+        Error jerr;
+        JsonValue *j = json_parse(text, len, &jerr);
+        free(text);
+        if (!j || j->type != JSON_OBJECT) {
+            rc = error_set(err, "%s: not a ppl --json output%s%s", paths[i], j ? "" : ": ", j ? "" : jerr.msg);
+        } else {
+            int shard = (int)num(j, "shard_index");
+            rc = merge_one(out, j, paths[i], i == 0, err);
+            if (rc == 0 && out->shard_count != n)
+                rc = error_set(err, "%s: made for %d shards but %d files were given", paths[i], out->shard_count, n);
+            else if (rc == 0 && (shard < 0 || shard >= n || seen[shard]++))
+                rc = error_set(err, "%s: shard %d repeated or out of range", paths[i], shard);
+        }
+        json_free(j);
+    }
+    free(seen);
+    out->shard_index = 0;
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* eval/report.h: perplexity results as text for people and JSON for scripts, and the
+ * merge of sharded runs (./run ppl --shard I/N ... then ./run ppl-merge). */
+#ifndef KVQ_REPORT_H
+#define KVQ_REPORT_H
+
+#include <stdio.h>
+#include "eval/perplexity.h"
+
+typedef struct {
+    char model[1024];
+    char text_file[1024];
+    char k_scheme[64], v_scheme[64];
+    int protocol_llamacpp;
+    int ctx, stride, n_tokens;
+    int shard_index, shard_count;
+    PplResult result;
+} PplReport;
+
+void report_ppl_text(FILE *f, const PplReport *r);
+void report_ppl_json(FILE *f, const PplReport *r);
+
+/* Reads the --json outputs of shards 0..N-1 of one evaluation and adds them up.
+ * Refuses files from different evaluations, a repeated shard or a missing one. */
+int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err);
+
+#endif

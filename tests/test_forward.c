@@ -1,0 +1,195 @@
+/* tests/test_forward.c: the forward pass against logits and per-token NLL dumped by an
+ * independent f32 implementation (tests/fixtures/reference), through the batched path and
+ * the token-at-a-time path, plus greedy generation on stories260K. */
+#include "tests/test.h"
+#include "model/model.h"
+#include "model/json.h"
+#include "model/fileio.h"
+#include "tokenizer/tokenizer.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOGIT_TOL 1e-3
+#define NLL_TOL 1e-4
+#define PATHS_AGREE_TOL 1e-4
+
+typedef struct {
+    int *tokens;
+    int n_tokens;
+    double *nll;        /* [n_tokens - 1] */
+    float *logits;      /* [rows, vocab]: the last `rows` positions */
+    int rows, vocab;
+    JsonValue *root;
+} Reference;
+
+static int *json_int_array(const JsonValue *arr, int *n) {
+    if (!arr || arr->type != JSON_ARRAY) return NULL;
+    int *out = malloc((arr->count + 1) * sizeof *out);
+    for (size_t i = 0; i < arr->count; i++) out[i] = (int)arr->items[i].number;
+    *n = (int)arr->count;
+    return out;
+}
+
+static int load_reference(Reference *r, const char *name) {
+    char path[512];
+    size_t len;
+    Error err;
+    memset(r, 0, sizeof *r);
+    snprintf(path, sizeof path, "tests/fixtures/reference/%s.json", name);
+    char *text = read_whole_file(path, 1 << 24, &len, &err);
+    if (!text) return -1;
+    r->root = json_parse(text, len, &err);
+    free(text);
+    if (!r->root) return -1;
+    r->tokens = json_int_array(json_get(r->root, "tokens"), &r->n_tokens);
+    const JsonValue *nll = json_get(r->root, "next_token_nll");
+    const JsonValue *shape = json_get(r->root, "logits_shape");
+    if (!r->tokens || !shape || shape->count != 2) return -1;
+    if (nll) {  /* random-gqa8's reference has logits only */
+        if (nll->count + 1 != (size_t)r->n_tokens) return -1;
+        r->nll = malloc(nll->count * sizeof(double));
+        for (size_t i = 0; i < nll->count; i++) r->nll[i] = nll->items[i].number;
+    }
+    r->rows = (int)shape->items[0].number;
+    r->vocab = (int)shape->items[1].number;
+    snprintf(path, sizeof path, "tests/fixtures/reference/%s.logits.f32", name);
+    r->logits = (float *)read_whole_file(path, 1 << 26, &len, &err);
+    return r->logits && len == (size_t)r->rows * r->vocab * sizeof(float) ? 0 : -1;
+}
+
+static void free_reference(Reference *r) {
+    free(r->tokens); free(r->nll); free(r->logits);
+    json_free(r->root);
+}
+
+static double nll_of(const float *row, int vocab, int target) {
+    double max = row[0], sum = 0;
+    for (int i = 1; i < vocab; i++) if (row[i] > max) max = row[i];
+    for (int i = 0; i < vocab; i++) sum += exp((double)row[i] - max);
+    return -(row[target] - max - log(sum));
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) { double d = fabs((double)a[i] - b[i]); if (d > m) m = d; }
+    return m;
+}
+
+/* Logits of every position, either in one batch or one token at a time. */
+static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_time) {
+    const Config *c = &m->config;
+    RunState s;
+    KvCache kv;
+    Error err;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    if (runstate_init(&s, c, one_at_a_time ? 1 : T, &err) || kv_cache_init(&kv, c, T, fp32, fp32, &err)) return NULL;
+    float *out = malloc((size_t)T * c->vocab_size * sizeof(float));
+    if (one_at_a_time) {
+        for (int t = 0; t < T; t++) {
+            forward(m, &s, &kv, &tokens[t], 1, t, 0);
+            memcpy(out + (size_t)t * c->vocab_size, s.logits, (size_t)c->vocab_size * sizeof(float));
+        }
+    } else {
+        forward(m, &s, &kv, tokens, T, 0, 0);
+        memcpy(out, s.logits, (size_t)T * c->vocab_size * sizeof(float));
+    }
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    return out;
+}
+
+static void compare_path(const char *model_name, const char *path_name, const Reference *r, const float *logits) {
+    char name[128];
+    int T = r->n_tokens, V = r->vocab;
+    double dlogit = max_abs_diff(logits + (size_t)(T - r->rows) * V, r->logits, (size_t)r->rows * V);
+    snprintf(name, sizeof name, "%s %s logits", model_name, path_name);
+    check(dlogit <= LOGIT_TOL, name, "max|dlogit| = %.3g > %.0e over %d rows", dlogit, LOGIT_TOL, r->rows);
+    printf("     max|dlogit| = %.3g (tolerance %.0e, %d rows x %d)\n", dlogit, LOGIT_TOL, r->rows, V);
+    if (!r->nll) return;
+    double dnll = 0;
+    for (int i = 0; i + 1 < T; i++) {
+        double d = fabs(nll_of(logits + (size_t)i * V, V, r->tokens[i + 1]) - r->nll[i]);
+        if (d > dnll) dnll = d;
+    }
+    snprintf(name, sizeof name, "%s %s per-token NLL", model_name, path_name);
+    check(dnll <= NLL_TOL, name, "max|dNLL| = %.3g > %.0e", dnll, NLL_TOL);
+    printf("     max|dNLL| = %.3g (tolerance %.0e, %d tokens)\n", dnll, NLL_TOL, T - 1);
+}
+
+static void check_model(const char *name, const char *config_path, const char *weights_path) {
+    Model m;
+    Reference r;
+    Error err;
+    char label[128];
+    snprintf(label, sizeof label, "%s loads", name);
+    if (!check(model_load_files(&m, config_path, weights_path, &err) == 0, label, "%s", err.msg)) return;
+    snprintf(label, sizeof label, "%s reference readable", name);
+    if (!check(load_reference(&r, name) == 0 && r.vocab == m.config.vocab_size, label, "bad reference files")) {
+        model_free(&m);
+        return;
+    }
+    float *batched = run_all(&m, r.tokens, r.n_tokens, 0);
+    float *single = run_all(&m, r.tokens, r.n_tokens, 1);
+    compare_path(name, "batched", &r, batched);
+    compare_path(name, "token-at-a-time", &r, single);
+    double d = max_abs_diff(batched, single, (size_t)r.n_tokens * r.vocab);
+    snprintf(label, sizeof label, "%s batched == token-at-a-time", name);
+    check(d <= PATHS_AGREE_TOL, label, "max|d| = %.3g > %.0e", d, PATHS_AGREE_TOL);
+    free(batched);
+    free(single);
+    free_reference(&r);
+    model_free(&m);
+}
+
+/* Greedy decoding on stories260K from "Once upon a time" must give the reference's 64 tokens. */
+static void check_greedy(void) {
+    Model m;
+    Reference r;
+    Error err;
+    char msg[256];
+    if (model_load(&m, "data/models/stories260K", &err) || load_reference(&r, "stories260K")) {
+        check(0, "stories260K greedy", "cannot load model or reference");
+        return;
+    }
+    Tokenizer *tok = tokenizer_load("data/models/stories260K/tokenizer.bin", msg, sizeof msg);
+    const JsonValue *g = json_get(json_get(r.root, "greedy"), "tokens");
+    int n_ref = 0, n_prompt = 0;
+    int *expect = json_int_array(g, &n_ref);
+    int *prompt = tok ? tokenizer_encode(tok, "Once upon a time", 16, 1, &n_prompt) : NULL;
+    if (!prompt || !expect) { check(0, "stories260K greedy", "no tokenizer or reference"); return; }
+    RunState s;
+    KvCache kv;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    runstate_init(&s, &m.config, n_prompt, &err);
+    kv_cache_init(&kv, &m.config, n_ref, fp32, fp32, &err);
+    int *seq = malloc((size_t)n_ref * sizeof *seq);
+    memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
+    forward(&m, &s, &kv, seq, n_prompt, 0, n_prompt - 1);
+    for (int pos = n_prompt; pos < n_ref; pos++) {
+        int best = 0;
+        for (int i = 1; i < m.config.vocab_size; i++) if (s.logits[i] > s.logits[best]) best = i;
+        seq[pos] = best;
+        forward(&m, &s, &kv, &seq[pos], 1, pos, 0);
+    }
+    int first_diff = -1;
+    for (int i = 0; i < n_ref && first_diff < 0; i++) if (seq[i] != expect[i]) first_diff = i;
+    check(first_diff < 0, "stories260K greedy 64 tokens", "first difference at position %d", first_diff);
+    free(seq); free(prompt); free(expect);
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    tokenizer_free(tok);
+    free_reference(&r);
+    model_free(&m);
+}
+
+int main(void) {
+    check_model("stories260K", "data/models/stories260K/config.json", "data/models/stories260K/model.safetensors");
+    check_model("random-gqa8", "data/models/random-gqa8/config.json", "data/models/random-gqa8/model.safetensors");
+    check_model("mini-llama-brown", "data/models/mini-llama-brown/config.json",
+                "data/models/mini-llama-brown/model.safetensors");
+    check_model("export-tiny", "tests/fixtures/export/single/config.json",
+                "tests/fixtures/export/single/model.safetensors");
+    check_greedy();
+    return test_exit_code();
+}
