@@ -30,7 +30,8 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     size_t numel;
     size_t nbytes;
-    const void *data;      /* points into the mapping (or the memory buffer) */
+    const void *data;      /* points into the mapping (or the memory buffer); NOT aligned in
+                              general (the format does not align the data area): load with memcpy */
 } Tensor;
 
 typedef struct {
