@@ -16,8 +16,8 @@
  * is bit k%8 of byte k/8 (for 4 bits: low nibble = even index; 3 bits: 8
  * codes in 3 bytes). Parameters are little-endian fp16: scale, then (asym)
  * the minimum. The fp32 baseline stores the raw floats (native byte order).
- * Precondition everywhere: n is a multiple of group_size and of 8
- * (kv_scheme_accepts tells).
+ * Precondition everywhere: n is a multiple of group_size (kv_scheme_accepts
+ * tells); group sizes are multiples of 8, so groups start on byte boundaries.
  *
  * quant/ is pure arithmetic: no file I/O, no allocation in the hot functions. */
 #ifndef KVQ_QUANT_H
@@ -59,7 +59,7 @@ const KvScheme *kv_scheme_find(const char *name);
 /* Iteration over the table, for --help and tests. */
 int kv_scheme_count(void);
 const KvScheme *kv_scheme_at(int i);
-/* 1 when n values can be packed as one call (n a multiple of group_size and 8). */
+/* 1 when n values can be packed in one call (integer rows: n a multiple of group_size). */
 int kv_scheme_accepts(const KvScheme *s, size_t n);
 /* Stored bytes per value as a fraction of fp16's 2 bytes: 2n / packed_bytes(n)
  * for n = one group (fp32: 0.5). The figure the metrics files call the ratio. */

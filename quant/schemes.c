@@ -81,10 +81,12 @@ const KvScheme *kv_scheme_find(const char *name) {
     return s;
 }
 
+/* Integer rows have group sizes that are multiples of 8 (whole bytes per
+ * group); the fp32 row takes any n. */
 int kv_scheme_accepts(const KvScheme *s, size_t n) {
-    if (n % 8 != 0)
-        return 0;
-    return s->group_size == 0 || n % (size_t)s->group_size == 0;
+    if (s->group_size == 0)
+        return 1;
+    return n % (size_t)s->group_size == 0 && s->group_size % 8 == 0;
 }
 
 double kv_scheme_ratio_vs_f16(const KvScheme *s) {
