@@ -61,14 +61,12 @@ static int check_shape(Config *c, const char *path, Error *err) {
     return 0;
 }
 
-int config_load(Config *c, const char *path, Error *err) {
+/* Parses config text[0..len); `path` only names it in messages. Split from
+ * config_load so the fuzzer (tests/fuzz/fuzz_config.c) can drive it from memory. */
+int config_parse(Config *c, const char *text, size_t len, const char *path, Error *err) {
     memset(c, 0, sizeof *c);
-    size_t len;
-    char *text = read_whole_file(path, 1u << 20, &len, err);
-    if (!text) return -1;
     Error jerr;
     JsonValue *root = json_parse(text, len, &jerr);
-    free(text);
     if (!root) return error_set(err, "%s: invalid JSON: %s", path, jerr.msg);
     int rc = -1;
     if (root->type != JSON_OBJECT) { error_set(err, "%s: not a JSON object", path); goto done; }
@@ -97,5 +95,15 @@ int config_load(Config *c, const char *path, Error *err) {
     rc = check_shape(c, path, err);
 done:
     json_free(root);
+    return rc;
+}
+
+int config_load(Config *c, const char *path, Error *err) {
+    memset(c, 0, sizeof *c);
+    size_t len;
+    char *text = read_whole_file(path, 1u << 20, &len, err);
+    if (!text) return -1;
+    int rc = config_parse(c, text, len, path, err);
+    free(text);
     return rc;
 }

@@ -2,6 +2,7 @@
 #ifndef KVQ_CONFIG_H
 #define KVQ_CONFIG_H
 
+#include <stddef.h>
 #include "model/error.h"
 
 typedef struct {
@@ -21,5 +22,7 @@ typedef struct {
 
 /* Reads and checks path (a config.json). Errors name the file and the field. */
 int config_load(Config *c, const char *path, Error *err);
+/* Same checks on text[0..len) already in memory; name is used in messages. */
+int config_parse(Config *c, const char *text, size_t len, const char *name, Error *err);
 
 #endif
