@@ -53,3 +53,47 @@ bench: run
 
 clean:
 	rm -rf build run
+
+# ---------------------------------------------------------------------------
+# Fuzzing (tests/fuzz/, see tests/README.md). `make fuzz` builds every
+# tests/fuzz/fuzz_*.c as a libFuzzer program with ASan + UBSan (library sources
+# compiled the same way into build/fuzz/), runs each for FUZZ_SECONDS starting
+# from the committed seeds in tests/fuzz/corpus/<target>/, writes new inputs to
+# build/fuzz/corpus/<target>/ (never to the committed seeds), and fails on any
+# crash, leak, timeout or sanitizer report (the input is saved as
+# build/fuzz/artifacts/<target>-crash-*). Needs clang with libFuzzer
+# (Debian/Ubuntu package libclang-rt-14-dev for clang 14).
+#   make fuzz FUZZ_TARGETS=fuzz_json FUZZ_SECONDS=10
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_DIR     := build/fuzz
+FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Wno-unknown-pragmas -D_POSIX_C_SOURCE=200809L -I. \
+                -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
+
+$(FUZZ_DIR)/libkvq.a: $(FUZZ_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_DIR)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libkvq.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DIR)/libkvq.a -lm
+
+# Each target: scratch corpus first (libFuzzer writes there), committed seeds second (read only).
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/artifacts
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(FUZZ_DIR)/corpus/$$t; \
+	    echo "== $$t ($(FUZZ_SECONDS) s)"; \
+	    $(FUZZ_DIR)/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- $(FUZZ_DIR)/corpus/$$t tests/fuzz/corpus/$$t \
+	        >$(FUZZ_DIR)/$$t.log 2>&1 || { tail -n 60 $(FUZZ_DIR)/$$t.log; echo "FAIL $$t: see $(FUZZ_DIR)/$$t.log"; exit 1; }; \
+	    grep -E '^stat::number_of_executed_units|^Done' $(FUZZ_DIR)/$$t.log | tr '\n' ' '; echo; \
+	done

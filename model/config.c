@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <float.h>
 
 /* A positive integer field that must be present. */
 static int get_int(const JsonValue *root, const char *key, int *out, const char *path, Error *err) {
@@ -23,9 +24,14 @@ static int get_float(const JsonValue *root, const char *key, float dflt, float *
                      const char *path, Error *err) {
     const JsonValue *v = json_get(root, key);
     if (!v || v->type == JSON_NULL) { *out = dflt; return 0; }
-    if (v->type != JSON_NUMBER || !(v->number > 0) || !isfinite(v->number))
-        return error_set(err, "%s: \"%s\" must be a positive number", path, key);
-    *out = (float)v->number;
+    /* Checked in float range: 1e300 is a finite double but no float (converting
+     * it is undefined in ISO C), and 1e-85 rounds to float 0 (found by
+     * tests/fuzz/fuzz_config). */
+    int in_range = v->type == JSON_NUMBER && v->number > 0 && v->number <= FLT_MAX;
+    float f = in_range ? (float)v->number : 0.0f;
+    if (!(f > 0))
+        return error_set(err, "%s: \"%s\" must be a positive number within float range", path, key);
+    *out = f;
     return 0;
 }
 

@@ -1,0 +1,147 @@
+#!/bin/sh
+# tests/test_cli_errors.sh: ./run on broken inputs. Every case must exit 2 with a
+# one-line message on stderr that names the bad file or flag; a crash (exit >= 128)
+# or any sanitizer report is a failure. Broken model directories are built in a
+# temp dir from data/models/stories260K. Run from the repo root after `make`.
+# Prints "PASS name" / "FAIL name: why" lines (counted by tests/run_tests.sh).
+RUN=./run
+MODEL=data/models/stories260K
+[ -x "$RUN" ] || { echo "FAIL cli errors: $RUN not built"; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+err="$tmp/stderr"
+failures=0
+
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+
+# expect_error NAME WANT CMD...: exit status 2, one stderr line containing WANT, no crash.
+expect_error() {
+    name=$1 want=$2
+    shift 2
+    "$@" >/dev/null 2>"$err"
+    rc=$?
+    lines=$(wc -l <"$err" | tr -d ' ')
+    if [ "$rc" -ge 128 ]; then
+        fail "$name" "crashed (exit $rc): $(head -c 300 "$err")"
+    elif grep -q 'Sanitizer\|runtime error:' "$err"; then
+        fail "$name" "sanitizer report: $(grep -m1 'Sanitizer\|runtime error:' "$err")"
+    elif [ "$rc" -ne 2 ]; then
+        fail "$name" "exit $rc, expected 2; stderr: $(head -c 300 "$err")"
+    elif [ "$lines" -ne 1 ]; then
+        fail "$name" "$lines lines on stderr, expected 1: $(head -c 300 "$err")"
+    elif ! grep -qF -- "$want" "$err"; then
+        fail "$name" "message does not name '$want': $(cat "$err")"
+    else
+        echo "PASS $name"
+    fi
+}
+
+# A copy of the model dir; the caller then breaks one file in it.
+model_copy() {
+    rm -rf "$tmp/$1"
+    cp -r "$MODEL" "$tmp/$1"
+    echo "$tmp/$1"
+}
+
+# The arguments each command needs besides MODEL_DIR, so that only the broken part fails.
+args_for() {
+    case $1 in
+        logits) echo "--tokens 1,2,3" ;;
+        generate) echo "-n 8 -s 1" ;;
+        tokenize) echo "--text hello" ;;
+        ppl) echo "--text-file $MODEL/config.json --ctx 16 --stride 8 --windows 1 --quiet" ;;
+    esac
+}
+
+# ---- broken model directories ----
+d_trunc=$(model_copy trunc-weights)
+head -c 5000 "$MODEL/model.safetensors" >"$d_trunc/model.safetensors"
+d_notst=$(model_copy not-safetensors)
+printf 'this is not a safetensors file, just some text\n' >"$d_notst/model.safetensors"
+d_shape=$(model_copy wrong-shape)
+# Re-declare model.norm.weight [64] as [8, 8]: same bytes, a valid file, wrong for the config.
+python3 - "$MODEL/model.safetensors" "$d_shape/model.safetensors" <<'PY'
+import json, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+b = open(src, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h["model.norm.weight"]["shape"] = [8, 8]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-len(t) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+d_cfg_utf8=$(model_copy config-not-utf8)
+printf '{"hidden_size": 64, "model_type": "ll\377ama"}' >"$d_cfg_utf8/config.json"
+d_cfg_json=$(model_copy config-not-json)
+printf 'hidden_size = 64\n' >"$d_cfg_json/config.json"
+d_cfg_field=$(model_copy config-missing-field)
+python3 - "$MODEL/config.json" "$d_cfg_field/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+del c["num_hidden_layers"]
+json.dump(c, open(sys.argv[2], "w"))
+PY
+d_tok=$(model_copy trunc-tokenizer)
+head -c 100 "$MODEL/tokenizer.bin" >"$d_tok/tokenizer.bin"
+
+# The same commands on the intact model must work, or the cases below prove nothing.
+for cmd in logits generate tokenize ppl; do
+    # shellcheck disable=SC2086  # args_for gives a list of arguments
+    if $RUN $cmd $MODEL $(args_for $cmd) >/dev/null 2>"$err"; then echo "PASS $cmd: intact model works"
+    else fail "$cmd: intact model works" "$(head -c 300 "$err")"; fi
+done
+
+for cmd in logits generate tokenize ppl; do
+    a=$(args_for $cmd)
+    # shellcheck disable=SC2086  # $a is a list of arguments
+    expect_error "$cmd: missing model dir" "$tmp/no-such-dir" $RUN $cmd "$tmp/no-such-dir" $a
+    if [ $cmd != tokenize ]; then   # tokenize reads only tokenizer.bin
+        expect_error "$cmd: truncated model.safetensors" "$d_trunc/model.safetensors" $RUN $cmd "$d_trunc" $a
+        expect_error "$cmd: model.safetensors not safetensors" "$d_notst/model.safetensors" $RUN $cmd "$d_notst" $a
+        expect_error "$cmd: tensor shape wrong for the config" "model.norm.weight" $RUN $cmd "$d_shape" $a
+        expect_error "$cmd: config.json not UTF-8" "$d_cfg_utf8/config.json" $RUN $cmd "$d_cfg_utf8" $a
+        expect_error "$cmd: config.json not JSON" "$d_cfg_json/config.json" $RUN $cmd "$d_cfg_json" $a
+        expect_error "$cmd: config.json missing a field" "num_hidden_layers" $RUN $cmd "$d_cfg_field" $a
+    fi
+    if [ $cmd != logits ]; then     # logits does not read the tokenizer
+        expect_error "$cmd: truncated tokenizer.bin" "$d_tok/tokenizer.bin" $RUN $cmd "$d_tok" $a
+    fi
+    expect_error "$cmd: unknown flag" "--bogus" $RUN $cmd $MODEL $a --bogus
+done
+
+# ---- bad flag values ----
+expect_error "generate: -n abc" "-n" $RUN generate $MODEL -n abc
+expect_error "generate: -t nan" "-t" $RUN generate $MODEL -t nan
+expect_error "generate: flag without value" "-n" $RUN generate $MODEL -n
+expect_error "logits: --tokens 1,x" "--tokens" $RUN logits $MODEL --tokens 1,x
+expect_error "logits: --tokens 99999" "--tokens" $RUN logits $MODEL --tokens 99999
+expect_error "logits: --tokens empty" "--tokens" $RUN logits $MODEL --tokens ""
+expect_error "logits: --tokens -1" "--tokens" $RUN logits $MODEL --tokens -1
+expect_error "ppl: --ctx abc" "-ctx" $RUN ppl $MODEL --ctx abc
+expect_error "ppl: --shard 3/2" "--shard" $RUN ppl $MODEL --shard 3/2
+expect_error "ppl: --protocol nope" "--protocol" $RUN ppl $MODEL --protocol nope
+expect_error "tokenize: --text-file missing" "$tmp/no-such.txt" $RUN tokenize $MODEL --text-file "$tmp/no-such.txt"
+for cmd in logits generate ppl; do
+    a=$(args_for $cmd)
+    # shellcheck disable=SC2086
+    expect_error "$cmd: --kv-scheme nope" "nope" $RUN $cmd $MODEL $a --kv-scheme nope
+done
+expect_error "ppl: --k-scheme nope" "nope" $RUN ppl $MODEL --k-scheme nope
+
+# ---- outputs: a failed write leaves nothing behind ----
+expect_error "logits: --out in a missing directory" "$tmp/no-dir/logits.f32" \
+    $RUN logits $MODEL --tokens 1,2 --out "$tmp/no-dir/logits.f32"
+if [ -e "$tmp/no-dir" ]; then fail "logits: --out in a missing directory leaves no file" "$tmp/no-dir exists"
+else echo "PASS logits: --out in a missing directory leaves no file"; fi
+mkdir "$tmp/outdir" "$tmp/outdir/target"
+expect_error "logits: --out onto a directory" "$tmp/outdir/target" \
+    $RUN logits $MODEL --tokens 1,2 --out "$tmp/outdir/target"
+left=$(ls -A "$tmp/outdir")
+if [ "$left" = target ] && [ -z "$(ls -A "$tmp/outdir/target")" ]; then
+    echo "PASS logits: --out onto a directory leaves no temp file"
+else
+    fail "logits: --out onto a directory leaves no temp file" "found: $left"
+fi
+
+[ "$failures" -eq 0 ]
