@@ -17,7 +17,9 @@
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "eval/report.h"
+#include "eval/bench.h"
 #include "eval/kvreport.h"
+#include "eval/validate.h"
 #include "model/kvfile.h"
 #include "model/compress.h"
 
@@ -58,7 +60,16 @@ static void print_usage(FILE *f) {
         "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"
         "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"
         "  schemes                         list the KV-cache quantization schemes\n"
+        "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
+        "           [--long-scheme S] [--threads N] [--repeat R] [--precision bf16|exact]\n"
+        "           [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
+        "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine\n"
         "  --help                          this text\n"
+        "\n"
+        "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%%] [--kv-scheme int4-g64]\n"
+        "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
+        "                                  six-step check that the quantized KV cache keeps perplexity\n"
+        "                                  within the threshold (exit 1 when it does not)\n"
         "\n"
         "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
         "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
@@ -809,6 +820,139 @@ static int cmd_quick_test(void) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* --validate */
+
+#define BUNDLED_MODEL "data/models/mini-llama-brown"
+#define TINYLLAMA_DIR "models/tinyllama"
+#define VALIDATE_WINDOWS 8   /* about 20 s on the bundled model with 2 cores */
+
+/* "0.5" is a perplexity delta; "0.5%" a relative one. */
+static int parse_threshold(Args *a, double *value, int *percent) {
+    char *end;
+    errno = 0;
+    *value = strtod(a->value, &end);
+    *percent = *end == '%';
+    if (*percent) end++;
+    if (errno || end == a->value || *end || !(*value > 0) || !isfinite(*value)) {
+        snprintf(a->bad, sizeof a->bad, "--threshold: expected a positive number or percentage, got '%s'", a->value);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_validate(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    ValidateOptions o = {0};
+    const char *kv = "int4-g64", *ks = NULL, *vs = NULL;
+    int json = 0;
+    o.text_file = DEFAULT_TEXT;
+    o.threshold = 0.5;
+    o.windows = VALIDATE_WINDOWS;
+    o.stride = 512;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "model", 1)) o.model_dir = a.value;
+        else if (flag(&a, "threshold", 1)) parse_threshold(&a, &o.threshold, &o.threshold_percent);
+        else if (flag(&a, "kv-scheme", 1)) kv = a.value;
+        else if (flag(&a, "k-scheme", 1)) ks = a.value;
+        else if (flag(&a, "v-scheme", 1)) vs = a.value;
+        else if (flag(&a, "windows", 1)) parse_int(&a, "windows", 1, 1 << 20, &o.windows);
+        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 2, 1 << 20, &o.ctx);
+        else if (flag(&a, "stride", 1)) parse_int(&a, "stride", 1, 1 << 20, &o.stride);
+        else if (flag(&a, "text-file", 1)) o.text_file = a.value;
+        else if (flag(&a, "quiet", 0)) o.quiet = 1;
+        else if (flag(&a, "json", 0)) json = 1;
+        else unknown_arg(&a);
+    }
+    o.k_scheme = a.bad[0] ? NULL : scheme_or_error(ks ? ks : kv, a.bad, sizeof a.bad);
+    o.v_scheme = a.bad[0] ? NULL : scheme_or_error(vs ? vs : kv, a.bad, sizeof a.bad);
+    if (a.bad[0]) return usage_error("validate", a.bad);
+    if (o.model_dir) o.model_note = "--model";
+    else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o.model_dir = TINYLLAMA_DIR; o.model_note = "exported TinyLlama"; }
+    else { o.model_dir = BUNDLED_MODEL; o.model_note = "bundled"; }
+    FILE *out = o.quiet ? NULL : json ? stderr : stdout;
+    if (out && !strcmp(o.model_note, "bundled"))
+        fprintf(out, "Using the bundled model %s. For TinyLlama-1.1B run:\n"
+                     "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
+
+    Error err;
+    Loaded L;
+    if (load_model_dir(&L, o.model_dir, 1, &err)) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (!o.ctx) o.ctx = L.model.config.max_seq_len;
+    ValidateResult r;
+    int rc = validate_run(&L.model, L.tok, &o, out, &r, &err);
+    unload(&L);
+    if (rc) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (out) validate_print_results(out, &o, &r);
+    if (json) validate_print_json(stdout, &o, &r);
+    return r.passed ? EXIT_OK : EXIT_QUALITY;
+}
+
+/* ------------------------------------------------------------------------- */
+/* bench */
+
+#define TINYLLAMA_CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
+
+/* --random NAME: "tinyllama", a config.json, or a directory holding one. */
+static void random_config_path(const char *name, char *out, size_t n) {
+    if (!strcmp(name, "tinyllama")) snprintf(out, n, "%s", TINYLLAMA_CONFIG);
+    else if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, ".json")) snprintf(out, n, "%s", name);
+    else snprintf(out, n, "%s/config.json", name);
+}
+
+static int cmd_bench(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    BenchOptions o;
+    bench_default_options(&o);
+    const char *dir = NULL, *random = NULL, *dtype = "bf16", *precision = "bf16";
+    int json = 0;
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "random", 1)) random = a.value;
+        else if (flag(&a, "p", 1)) parse_int(&a, "p", 1, 1 << 16, &o.prompt);
+        else if (flag(&a, "n", 1)) parse_int(&a, "n", 1, 1 << 16, &o.gen);
+        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 0, 1 << 20, &o.long_ctx);
+        else if (flag(&a, "kv-scheme", 1)) o.scheme = scheme_or_error(a.value, a.bad, sizeof a.bad);
+        else if (flag(&a, "long-scheme", 1)) o.long_scheme = scheme_or_error(a.value, a.bad, sizeof a.bad);
+        else if (flag(&a, "threads", 1)) parse_int(&a, "threads", 1, 1024, &o.threads);
+        else if (flag(&a, "repeat", 1)) parse_int(&a, "repeat", 1, 64, &o.repeats);
+        else if (flag(&a, "dtype", 1)) dtype = a.value;
+        else if (flag(&a, "precision", 1)) precision = a.value;
+        else if (flag(&a, "no-probe", 0)) o.probe_machine = 0;
+        else if (flag(&a, "json", 0)) json = 1;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    DType dt = DT_BF16;
+    if (!a.bad[0] && !dir == !random) snprintf(a.bad, sizeof a.bad, "give MODEL_DIR or --random NAME");
+    if (!a.bad[0] && strcmp(precision, "bf16") && strcmp(precision, "exact"))
+        snprintf(a.bad, sizeof a.bad, "--precision must be bf16 or exact");
+    if (!a.bad[0] && (!strcmp(dtype, "f32") || !strcmp(dtype, "F32"))) dt = DT_F32;
+    else if (!a.bad[0] && (!strcmp(dtype, "f16") || !strcmp(dtype, "F16"))) dt = DT_F16;
+    else if (!a.bad[0] && strcmp(dtype, "bf16") && strcmp(dtype, "BF16"))
+        snprintf(a.bad, sizeof a.bad, "--dtype must be bf16, f16 or f32");
+    if (a.bad[0]) return usage_error("bench", a.bad);
+
+    Error err;
+    Model m;
+    char config[4096], name[256];
+    if (random) {
+        random_config_path(random, config, sizeof config);
+        snprintf(name, sizeof name, "random %s", random);
+        if (model_init_random(&m, config, dt, 1234, &err)) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    } else {
+        snprintf(name, sizeof name, "%s", dir);
+        if (model_load(&m, dir, &err)) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    }
+    m.precision = strcmp(precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
+    BenchResult r;
+    int rc = bench_run(&m, name, &o, &r, &err);
+    model_free(&m);
+    if (rc) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (json) bench_print_json(stdout, &r);
+    else bench_print_text(stdout, &r);
+    return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------- */
 /* schemes */
 
 static int cmd_schemes(void) {
@@ -836,7 +980,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "compress")) return cmd_compress(argc, argv);
     if (!strcmp(cmd, "decompress")) return cmd_decompress(argc, argv);
     if (!strcmp(cmd, "--quick-test") || !strcmp(cmd, "-quick-test")) return cmd_quick_test();
+    if (!strcmp(cmd, "--validate") || !strcmp(cmd, "-validate") || !strcmp(cmd, "validate")) return cmd_validate(argc, argv);
     if (!strcmp(cmd, "schemes")) return cmd_schemes();
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
     fprintf(stderr, "run: unknown command '%s'\n", cmd);
     print_usage(stderr);
     return EXIT_BAD_INPUT;

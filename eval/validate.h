@@ -1,0 +1,44 @@
+/* eval/validate.h: ./run --validate — does quantizing the KV cache keep perplexity within a
+ * threshold? Six steps: load the model; build a KV cache from a prompt; baseline perplexity;
+ * compress that cache (ratio, RMSE, SNR); load the compressed file back and check it equals
+ * the in-memory dequantization; perplexity with every key and value quantized as it is
+ * written. Steps 3 and 6 are evaluated side by side over the same windows. */
+#ifndef KVQ_VALIDATE_H
+#define KVQ_VALIDATE_H
+
+#include <stdio.h>
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct {
+    const char *model_dir;
+    const char *model_note;        /* why this model: "--model", "models/tinyllama", "bundled" */
+    const char *text_file;
+    const KvScheme *k_scheme, *v_scheme;
+    double threshold;              /* pass when delta < threshold */
+    int threshold_percent;         /* threshold is on delta_percent instead of delta */
+    int windows;                   /* HF windows of ctx tokens */
+    int ctx, stride;
+    int quiet;                     /* no progress bar */
+} ValidateOptions;
+
+typedef struct {
+    double baseline_ppl, compressed_ppl, delta, delta_percent;
+    double delta_nll, delta_nll_stderr;   /* per-token mean NLL difference and its standard error */
+    double kl_mean, top1_agreement;
+    double compression_ratio, rmse, snr_db, cosine_similarity, max_error;
+    int cache_tokens;              /* step 2's prompt length */
+    int roundtrip_ok;              /* step 5 */
+    long scored_tokens;
+    int windows, windows_total;
+    double seconds;
+    int passed;
+} ValidateResult;
+
+/* Runs the six steps, printing the report to out (NULL: silent). */
+int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, FILE *out,
+                 ValidateResult *r, Error *err);
+void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateResult *r);
+void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResult *r);
+
+#endif
