@@ -58,19 +58,32 @@ d_trunc=$(model_copy trunc-weights)
 head -c 5000 "$MODEL/model.safetensors" >"$d_trunc/model.safetensors"
 d_notst=$(model_copy not-safetensors)
 printf 'this is not a safetensors file, just some text\n' >"$d_notst/model.safetensors"
-d_shape=$(model_copy wrong-shape)
-# Re-declare model.norm.weight [64] as [8, 8]: same bytes, a valid file, wrong for the config.
-python3 - "$MODEL/model.safetensors" "$d_shape/model.safetensors" <<'PY'
+# edit_header DIR WHAT: rewrites DIR/model.safetensors's header, keeping the data bytes:
+# the file stays valid safetensors but no longer fits the config.
+edit_header() {
+    python3 - "$MODEL/model.safetensors" "$1/model.safetensors" "$2" <<'PY'
 import json, struct, sys
-src, dst = sys.argv[1], sys.argv[2]
+src, dst, what = sys.argv[1], sys.argv[2], sys.argv[3]
 b = open(src, "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8 + n])
-h["model.norm.weight"]["shape"] = [8, 8]
+if what == "shape":
+    h["model.norm.weight"]["shape"] = [8, 8]        # [64] re-declared, same bytes
+elif what == "dtype":
+    h["model.norm.weight"]["dtype"] = "I32"         # same size as F32
+elif what == "missing":
+    del h["model.layers.4.mlp.down_proj.weight"]    # its bytes stay, unreferenced
 t = json.dumps(h, separators=(",", ":")).encode()
 t += b" " * (-len(t) % 8)
 open(dst, "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
 PY
+}
+d_shape=$(model_copy wrong-shape)
+edit_header "$d_shape" shape
+d_dtype=$(model_copy wrong-dtype)
+edit_header "$d_dtype" dtype
+d_missing=$(model_copy missing-tensor)
+edit_header "$d_missing" missing
 d_cfg_utf8=$(model_copy config-not-utf8)
 printf '{"hidden_size": 64, "model_type": "ll\377ama"}' >"$d_cfg_utf8/config.json"
 d_cfg_json=$(model_copy config-not-json)
@@ -84,6 +97,8 @@ json.dump(c, open(sys.argv[2], "w"))
 PY
 d_tok=$(model_copy trunc-tokenizer)
 head -c 100 "$MODEL/tokenizer.bin" >"$d_tok/tokenizer.bin"
+d_vocab=$(model_copy tokenizer-other-vocab)
+cp data/models/mini-llama-brown/tokenizer.bin "$d_vocab/tokenizer.bin"   # 32000 pieces for a 512-token model
 
 # The same commands on the intact model must work, or the cases below prove nothing.
 for cmd in logits generate tokenize ppl; do
@@ -100,12 +115,16 @@ for cmd in logits generate tokenize ppl; do
         expect_error "$cmd: truncated model.safetensors" "$d_trunc/model.safetensors" $RUN $cmd "$d_trunc" $a
         expect_error "$cmd: model.safetensors not safetensors" "$d_notst/model.safetensors" $RUN $cmd "$d_notst" $a
         expect_error "$cmd: tensor shape wrong for the config" "model.norm.weight" $RUN $cmd "$d_shape" $a
+        expect_error "$cmd: weight with an integer dtype" "model.norm.weight" $RUN $cmd "$d_dtype" $a
+        expect_error "$cmd: weight missing" "model.layers.4.mlp.down_proj.weight" $RUN $cmd "$d_missing" $a
         expect_error "$cmd: config.json not UTF-8" "$d_cfg_utf8/config.json" $RUN $cmd "$d_cfg_utf8" $a
         expect_error "$cmd: config.json not JSON" "$d_cfg_json/config.json" $RUN $cmd "$d_cfg_json" $a
         expect_error "$cmd: config.json missing a field" "num_hidden_layers" $RUN $cmd "$d_cfg_field" $a
     fi
     if [ $cmd != logits ]; then     # logits does not read the tokenizer
         expect_error "$cmd: truncated tokenizer.bin" "$d_tok/tokenizer.bin" $RUN $cmd "$d_tok" $a
+        [ $cmd != tokenize ] &&
+            expect_error "$cmd: tokenizer.bin of another vocabulary" "$d_vocab/tokenizer.bin" $RUN $cmd "$d_vocab" $a
     fi
     expect_error "$cmd: unknown flag" "--bogus" $RUN $cmd $MODEL $a --bogus
 done
