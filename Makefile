@@ -4,7 +4,7 @@ CC      ?= cc
 OMP     ?= 1
 SANITIZE ?= 0
 CFLAGS  ?= -O3 -march=native
-CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I.
+CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. $(EXTRA_CFLAGS)
 LDLIBS  += -lm -lpthread
 
 ifeq ($(OMP),1)
@@ -27,10 +27,15 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test bench clean
+.PHONY: all test bench clean run
 all: run
 
-run: $(BUILD)/run.o $(BUILD)/libkvq.a
+# ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
+# gives back the optimized one.
+run: $(BUILD)/run
+	@cp $(BUILD)/run run
+
+$(BUILD)/run: $(BUILD)/run.o $(BUILD)/libkvq.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/libkvq.a: $(LIB_OBJ)

@@ -11,7 +11,7 @@ static void json_num(FILE *f, const char *key, double v) {
 
 void report_compress_json(FILE *f, const CompressReport *r, const CompressOptions *o, int per_tensor) {
     fprintf(f, "{\n  \"scheme\": \"%s\",\n", o->scheme->name);
-    fprintf(f, "  \"compression_ratio\": %.10g,\n", r->compression_ratio);
+    fprintf(f, "  \"compression_ratio\": %.17g,\n", r->compression_ratio);
     fprintf(f, "  \"original_size_bytes\": %zu,\n  \"compressed_size_bytes\": %zu,\n", r->original_bytes, r->compressed_bytes);
     json_num(f, "rmse", r->quality.rmse);
     json_num(f, "snr_db", r->quality.snr_db);

@@ -1,0 +1,159 @@
+#!/bin/sh
+# tests/test_cli_kv.sh: the KV-cache commands end to end through ./run — compress /
+# decompress / kv-extract / kv-info / --quick-test / ppl-merge / --validate — and their
+# bad-input paths: exit 2, a one-line message, no output file left behind.
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+REF=tests/fixtures/reference
+M=data/models/mini-llama-brown
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+# expect_exit NAME CODE CMD...: exit code CODE, and for 2 a one-line message on stderr
+expect_exit() {
+    name=$1; want=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then fail "$name" "exit $got, expected $want: $(head -c 300 "$T/err")"; return; fi
+    if [ "$want" -eq 2 ] && [ "$(grep -c . "$T/err")" -ne 1 ]; then fail "$name" "expected one line on stderr, got: $(cat "$T/err")"; return; fi
+    pass "$name"
+}
+
+no_file() { if [ -e "$2" ] || ls "$2".tmp.* >/dev/null 2>&1; then fail "$1" "left $2 behind"; else pass "$1"; fi; }
+
+# --- compress / decompress happy paths
+expect_exit "compress int4-g64 passes the thresholds" 0 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/c.st"
+grep -q '"compression_ratio": 3.76470588235294' "$T/out" && pass "compress prints the seed's JSON ratio" || fail "compress JSON" "$(head -c 300 "$T/out")"
+for key in original_size_bytes compressed_size_bytes rmse snr_db cosine_similarity max_error quality_level processing_time_ms passed violations tensors; do
+    grep -q "\"$key\"" "$T/out" || fail "compress JSON has $key" "missing"
+done
+size=$(wc -c <"$T/c.st")
+[ "$size" -lt 40000 ] && pass "compressed file is really smaller ($size bytes vs 156632)" || fail "compressed file size" "$size"
+expect_exit "decompress" 0 ./run decompress -input "$T/c.st" -output "$T/r.st"
+expect_exit "kv-info on the reconstruction" 0 ./run kv-info "$T/r.st" --model $M
+expect_exit "--lz4 compress" 0 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/l.st" --lz4
+expect_exit "--lz4 decompress" 0 ./run decompress -input "$T/l.st" -output "$T/lr.st"
+cmp -s "$T/r.st" "$T/lr.st" && pass "--lz4 round trip gives the same reconstruction" || fail "--lz4 round trip" "files differ"
+expect_exit "int2 fails the thresholds with exit 1" 1 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/c2.st" --kv-scheme int2-g64
+grep -q '"passed": false' "$T/out" && grep -q 'violations": \["rmse' "$T/out" && pass "violations listed" || fail "violations listed" "$(head -c 400 "$T/out")"
+expect_exit "--metrics-only" 0 ./run compress -input $REF/kv-mini-llama.safetensors --metrics-only -sparsity 0.1
+expect_exit "double-dash forms" 0 ./run compress --input $REF/kv-mini-llama.safetensors --output "$T/d.st" --scheme int4 --group-size 32
+grep -q '"scheme": "int4-g32"' "$T/out" && pass "--scheme int4 --group-size 32 is int4-g32" || fail "scheme composition" "$(head -3 "$T/out")"
+
+# --- compress bad input
+expect_exit "compress: missing file" 2 ./run compress -input "$T/nope.st" -output "$T/o1.st"
+no_file "compress: missing file leaves no output" "$T/o1.st"
+printf 'hello, not safetensors' >"$T/bad.st"
+expect_exit "compress: not safetensors" 2 ./run compress -input "$T/bad.st" -output "$T/o2.st"
+no_file "compress: not safetensors leaves no output" "$T/o2.st"
+head -c 5000 $REF/kv-mini-llama.safetensors >"$T/trunc.st"
+expect_exit "compress: truncated file" 2 ./run compress -input "$T/trunc.st" -output "$T/o3.st"
+no_file "compress: truncated leaves no output" "$T/o3.st"
+expect_exit "compress: model weights, not a KV cache (wrong names)" 2 ./run compress -input data/models/stories260K/model.safetensors -output "$T/o4.st"
+python3 - "$T" <<'PY'
+import json, struct, sys
+t = sys.argv[1]
+def write(path, tensors, meta=None):
+    header, data, off = {}, b"", 0
+    if meta: header["__metadata__"] = meta
+    for name, shape in tensors:
+        n = 1
+        for d in shape: n *= d
+        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + 4 * n]}
+        data += struct.pack("<%df" % n, *[0.25 * ((i % 7) - 3) for i in range(n)]); off += 4 * n
+    h = json.dumps(header).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+write(t + "/rank3.st", [("layer_0_key", [2, 4, 64]), ("layer_0_value", [2, 4, 64])])
+write(t + "/hd48.st", [("layer_0_key", [1, 2, 4, 48]), ("layer_0_value", [1, 2, 4, 48])])
+write(t + "/names.st", [("layer_0_key", [1, 2, 4, 64]), ("layer_0_vals", [1, 2, 4, 64])])
+PY
+expect_exit "compress: wrong rank" 2 ./run compress -input "$T/rank3.st" -output "$T/o5.st"
+expect_exit "compress: wrong names" 2 ./run compress -input "$T/names.st" -output "$T/o6.st"
+expect_exit "compress: group size not dividing head_dim" 2 ./run compress -input "$T/hd48.st" -output "$T/o7.st" --kv-scheme int4-g32
+no_file "compress: bad group leaves no output" "$T/o7.st"
+expect_exit "compress: sparsity 1.0 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity 1.0
+expect_exit "compress: sparsity -0.1 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity -0.1
+expect_exit "compress: output = input" 2 ./run compress -input "$T/c.st" -output "$T/c.st"
+expect_exit "compress: unknown scheme" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o9.st" --scheme int5
+no_file "compress: bad flags leave no output" "$T/o9.st"
+expect_exit "decompress: a KV cache is not a compressed file" 2 ./run decompress -input $REF/kv-mini-llama.safetensors -output "$T/o10.st"
+no_file "decompress: bad input leaves no output" "$T/o10.st"
+
+# a compressed file whose scales are NaN, and one whose codes are short
+python3 - "$T" <<'PY'
+import json, struct, sys
+t = sys.argv[1]
+raw = open(t + "/c.st", "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]; header = json.loads(raw[8:8 + n]); data = bytearray(raw[8 + n:])
+s, e = header["layer_1_value.params"]["data_offsets"]
+data[s:s + 2] = struct.pack("<H", 0x7E00)          # fp16 NaN as the first scale
+h = json.dumps(header).encode()
+open(t + "/nan.st", "wb").write(struct.pack("<Q", len(h)) + h + bytes(data))
+header2 = json.loads(raw[8:8 + n]); data2 = bytearray(raw[8 + n:])
+s, e = header2["layer_0_key.codes"]["data_offsets"]
+header2["layer_0_key.codes"]["shape"] = [e - s - 8]; header2["layer_0_key.codes"]["data_offsets"] = [s, e - 8]
+h = json.dumps(header2).encode()
+open(t + "/short.st", "wb").write(struct.pack("<Q", len(h)) + h + bytes(data2))
+PY
+expect_exit "decompress: NaN scale" 2 ./run decompress -input "$T/nan.st" -output "$T/o11.st"
+grep -q "non-finite" "$T/err" && pass "NaN scale named in the message" || fail "NaN scale message" "$(cat "$T/err")"
+expect_exit "decompress: short codes" 2 ./run decompress -input "$T/short.st" -output "$T/o12.st"
+no_file "decompress: NaN/short leave no output" "$T/o11.st"
+
+# --- kv-extract / kv-info
+expect_exit "kv-extract" 0 ./run kv-extract $M -i "Robert Boulter is an English film , television and theatre actor ." -o "$T/kv.st"
+[ -f "$T/kv.st.metadata.json" ] && pass "kv-extract writes the metadata sidecar" || fail "sidecar" "missing"
+expect_exit "kv-extract --dtype f16" 0 ./run kv-extract $M --tokens 1,4755,350,5059 -o "$T/kv16.st" --dtype f16
+expect_exit "kv-info --json" 0 ./run kv-info "$T/kv16.st" --json
+grep -q '"dtype": "float16"' "$T/out" && grep -q '"seq_len": 4' "$T/out" && pass "kv-info reports dtype and seq_len" || fail "kv-info" "$(cat "$T/out")"
+expect_exit "kv-info against another model's config lists mismatches (exit 1)" 1 ./run kv-info "$T/kv.st" --model data/models/stories260K
+[ "$(grep -c 'cache has' "$T/out")" -ge 3 ] && pass "every mismatch listed" || fail "mismatches" "$(cat "$T/out")"
+expect_exit "kv-extract: bad --dtype" 2 ./run kv-extract $M -i hi -o "$T/x.st" --dtype f8
+expect_exit "kv-info: missing file" 2 ./run kv-info "$T/none.st"
+
+# --- quick test
+expect_exit "--quick-test" 0 ./run --quick-test
+grep -q "signal RMS" "$T/out" && grep -q "^PASSED" "$T/out" && pass "--quick-test prints RMS and PASSED" || fail "--quick-test output" "$(cat "$T/out")"
+
+# --- ppl shards merge to the single run, and ppl's bad input
+expect_exit "ppl single run" 0 ./run ppl $M --ctx 256 --stride 128 --windows 4 --kv-scheme int4-g64 --json --quiet
+cp "$T/out" "$T/whole.json"
+./run ppl $M --ctx 256 --stride 128 --windows 4 --kv-scheme int4-g64 --json --quiet --shard 0/2 >"$T/s0.json" 2>/dev/null
+./run ppl $M --ctx 256 --stride 128 --windows 4 --kv-scheme int4-g64 --json --quiet --shard 1/2 >"$T/s1.json" 2>/dev/null
+expect_exit "ppl-merge" 0 ./run ppl-merge "$T/s1.json" "$T/s0.json" --json
+python3 - "$T/whole.json" "$T/out" <<'PY' && pass "merged shards equal the single run" || fail "ppl-merge" "differs"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ok = a["scored_tokens"] == b["scored_tokens"] and abs(a["ppl"] - b["ppl"]) <= 1e-9 * a["ppl"]
+ok = ok and abs(a["baseline_ppl"] - b["baseline_ppl"]) <= 1e-9 * a["baseline_ppl"] and a["top1_agree"] == b["top1_agree"]
+sys.exit(0 if ok else 1)
+PY
+expect_exit "ppl-merge: a shard twice" 2 ./run ppl-merge "$T/s0.json" "$T/s0.json"
+expect_exit "ppl-merge: a missing shard" 2 ./run ppl-merge "$T/s0.json"
+expect_exit "ppl: window longer than the model's context" 2 ./run ppl $M --ctx 4096 --quiet
+expect_exit "ppl: stride > ctx" 2 ./run ppl $M --ctx 256 --stride 512 --quiet
+: >"$T/empty.txt"
+expect_exit "ppl: empty text file" 2 ./run ppl $M --text-file "$T/empty.txt" --quiet
+expect_exit "ppl: unknown scheme" 2 ./run ppl $M --kv-scheme int5-g64 --quiet
+expect_exit "ppl: bad --shard" 2 ./run ppl $M --shard 2/2 --quiet
+
+# --- --validate: JSON fields, consistent with a separate ppl run of the same settings
+./run --validate --windows 2 --json --quiet >"$T/v.json" 2>"$T/verr"
+vrc=$?
+./run ppl $M --windows 2 --kv-scheme int4-g64 --json --quiet >"$T/p.json" 2>/dev/null
+python3 - "$T/v.json" "$T/p.json" $vrc <<'PY' && pass "--validate JSON consistent with ./run ppl and its exit code" || fail "--validate JSON" "$(cat "$T/v.json" "$T/verr")"
+import json, sys
+v, p, rc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+need = ["baseline_perplexity", "compressed_perplexity", "delta", "delta_percent", "compression_ratio", "rmse",
+        "snr_db", "cosine_similarity", "passed", "threshold", "kl_divergence", "top1_agreement"]
+ok = all(k in v for k in need)
+ok = ok and abs(v["baseline_perplexity"] - p["baseline_ppl"]) <= 1e-6 * p["baseline_ppl"]
+ok = ok and abs(v["compressed_perplexity"] - p["ppl"]) <= 1e-6 * p["ppl"]
+ok = ok and v["passed"] == (v["delta"] < v["threshold"]) and rc == (0 if v["passed"] else 1)
+sys.exit(0 if ok else 1)
+PY
+expect_exit "--validate --threshold 5% passes" 0 ./run --validate --windows 2 --threshold 5% --quiet
+expect_exit "--validate: no such model" 2 ./run --validate --model "$T/none"
+expect_exit "--validate: unknown scheme" 2 ./run --validate --kv-scheme nope
+expect_exit "--validate: bad threshold" 2 ./run --validate --threshold -1
