@@ -30,6 +30,19 @@ static int thread_index(void) {
 #endif
 }
 
+/* Attention works on blocks: ATT_TOKENS query tokens x the n_heads / n_kv_heads query heads
+ * that share one KV head, against ATT_POSITIONS cache rows at a time. Each block of rows is
+ * widened to f32 once (or read in place from an fp32 cache) and then serves every query of
+ * the group, so a packed cache is decoded once per row per block, never expanded whole. */
+#define ATT_TOKENS 16
+#define ATT_POSITIONS 64
+
+/* Floats of per-thread attention scratch: scores of one work item plus two row blocks. */
+static size_t attention_scratch_floats(const Config *c) {
+    size_t group = (size_t)(c->n_heads / c->n_kv_heads);
+    return ATT_TOKENS * group * (size_t)c->max_seq_len + 2 * (size_t)ATT_POSITIONS * c->head_dim;
+}
+
 int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     memset(s, 0, sizeof *s);
     size_t T = (size_t)max_batch, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
@@ -43,9 +56,11 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->v = malloc(T * kv_dim * sizeof(float));
     s->hb = malloc(T * c->hidden_dim * sizeof(float));
     s->hb2 = malloc(T * c->hidden_dim * sizeof(float));
-    s->att = malloc((size_t)s->n_threads * c->max_seq_len * sizeof(float));
+    s->att = malloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
     s->logits = malloc(T * c->vocab_size * sizeof(float));
-    if (!s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits) {
+    size_t scratch = matmul_scratch_bytes(max_batch, c->hidden_dim > c->dim ? c->hidden_dim : c->dim);
+    s->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64);
+    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits) {
         runstate_free(s);
         return error_set(err, "out of memory for a batch of %d tokens", max_batch);
     }
@@ -54,32 +69,70 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
 
 void runstate_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
-    free(s->hb); free(s->hb2); free(s->att); free(s->logits);
+    free(s->hb); free(s->hb2); free(s->att); free(s->logits); free(s->mm_scratch);
     memset(s, 0, sizeof *s);
+}
+
+/* Rows p0..p0+n-1 of one layer and KV head as f32: a pointer into an fp32 cache (rows of
+ * one head are contiguous), else decoded into buf. */
+static const float *row_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes,
+                              int n, int hd, float *buf) {
+    if (scheme->bits == 32) return (const float *)first_row;
+    for (int i = 0; i < n; i++)
+        scheme->dequantize(scheme, first_row + (size_t)i * row_bytes, (size_t)hd, buf + (size_t)i * hd);
+    return buf;
+}
+
+/* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values. */
+static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
+                            int pos, float *scratch) {
+    const Config *c = &m->config;
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
+    float scale = 1.0f / sqrtf((float)hd);
+    float *score = scratch, *kbuf = scratch + (size_t)ATT_TOKENS * group * c->max_seq_len;
+    float *vbuf = kbuf + (size_t)ATT_POSITIONS * hd;
+    /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * n_max] */
+    int rows = (t1 - t0) * group;
+    for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
+        int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
+        const float *kb = row_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf);
+        for (int i = 0; i < rows; i++) {
+            int t = t0 + i / group, h = kvh * group + i % group;
+            const float *q = s->q + (size_t)t * c->dim + (size_t)h * hd;
+            int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;   /* causal */
+            for (int p = 0; p < end; p++) score[(size_t)i * n_max + p0 + p] = dot_f32(q, kb + (size_t)p * hd, hd) * scale;
+        }
+    }
+    for (int i = 0; i < rows; i++) {
+        int t = t0 + i / group, h = kvh * group + i % group;
+        softmax(score + (size_t)i * n_max, pos + t + 1);
+        memset(s->xb2 + (size_t)t * c->dim + (size_t)h * hd, 0, (size_t)hd * sizeof(float));
+    }
+    for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
+        int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
+        const float *vb = row_block(cache->v_scheme, kv_value_row(cache, layer, kvh, p0), cache->v_row_bytes, np, hd, vbuf);
+        for (int i = 0; i < rows; i++) {
+            int t = t0 + i / group, h = kvh * group + i % group;
+            float *out = s->xb2 + (size_t)t * c->dim + (size_t)h * hd;
+            int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;
+            for (int p = 0; p < end; p++) axpy_f32(out, score[(size_t)i * n_max + p0 + p], vb + (size_t)p * hd, hd);
+        }
+    }
 }
 
 /* Causal attention for T queries at positions pos..pos+T-1 against the cache of one layer.
  * Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query attention). */
 static void attention(const Model *m, RunState *s, const KvCache *cache, int layer, int T, int pos) {
     const Config *c = &m->config;
-    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
-    float scale = 1.0f / sqrtf((float)hd);
-    const KvScheme *ks = cache->k_scheme, *vs = cache->v_scheme;
-    double work = (double)T * c->n_heads * (pos + T) * hd;
-    #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < c->n_heads; h++) {
-            const float *q = s->q + (size_t)t * c->dim + (size_t)h * hd;
-            float *out = s->xb2 + (size_t)t * c->dim + (size_t)h * hd;
-            float *score = s->att + (size_t)thread_index() * c->max_seq_len;
-            int kvh = h / group, n_pos = pos + t + 1;
-            for (int p = 0; p < n_pos; p++)
-                score[p] = ks->dot(ks, kv_key_row(cache, layer, kvh, p), q, (size_t)hd) * scale;
-            softmax(score, n_pos);
-            memset(out, 0, (size_t)hd * sizeof(float));
-            for (int p = 0; p < n_pos; p++)
-                vs->axpy(vs, kv_value_row(cache, layer, kvh, p), score[p], out, (size_t)hd);
-        }
+    int n_blocks = (T + ATT_TOKENS - 1) / ATT_TOKENS, items = c->n_kv_heads * n_blocks;
+    size_t per_thread = attention_scratch_floats(c);
+    double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
+    for (int item = 0; item < items; item++) {
+        int kvh = item % c->n_kv_heads, t0 = item / c->n_kv_heads * ATT_TOKENS;
+        int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
+        attention_block(m, s, cache, layer, kvh, t0, t1, pos, s->att + (size_t)thread_index() * per_thread);
     }
 }
 
@@ -98,23 +151,23 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps);
-    matmul(s->q, s->xb, &w->wq, T);
-    matmul(s->k, s->xb, &w->wk, T);
-    matmul(s->v, s->xb, &w->wv, T);
+    matmul(s->q, s->xb, &w->wq, T, m->precision, s->mm_scratch);
+    matmul(s->k, s->xb, &w->wk, T, m->precision, s->mm_scratch);
+    matmul(s->v, s->xb, &w->wv, T, m->precision, s->mm_scratch);
     for (int t = 0; t < T; t++) {
         rope(s->q + (size_t)t * c->dim, c->n_heads, c->head_dim, pos + t, m->rope_inv_freq);
         rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, pos + t, m->rope_inv_freq);
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim);
     }
     attention(m, s, cache, l, T, pos);
-    matmul(s->xb, s->xb2, &w->wo, T);
+    matmul(s->xb, s->xb2, &w->wo, T, m->precision, s->mm_scratch);
     add_inplace(s->x, s->xb, (size_t)T * c->dim);
 
     rmsnorm(s->xb, s->x, &w->mlp_norm, T, c->dim, c->norm_eps);
-    matmul(s->hb, s->xb, &w->w_gate, T);
-    matmul(s->hb2, s->xb, &w->w_up, T);
+    matmul(s->hb, s->xb, &w->w_gate, T, m->precision, s->mm_scratch);
+    matmul(s->hb2, s->xb, &w->w_up, T, m->precision, s->mm_scratch);
     swiglu(s->hb, s->hb2, (size_t)T * c->hidden_dim);
-    matmul(s->xb, s->hb, &w->w_down, T);
+    matmul(s->xb, s->hb, &w->w_down, T, m->precision, s->mm_scratch);
     add_inplace(s->x, s->xb, (size_t)T * c->dim);
 }
 
@@ -130,5 +183,5 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
     int n = T - logits_from;
     if (n <= 0) return;
     rmsnorm(s->xb, s->x + (size_t)logits_from * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps);
-    matmul(s->logits, s->xb, &m->weights.lm_head, n);
+    matmul(s->logits, s->xb, &m->weights.lm_head, n, m->precision, s->mm_scratch);
 }

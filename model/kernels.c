@@ -1,6 +1,7 @@
-/* model/kernels.c: matmul, RMSNorm, RoPE and softmax for the forward pass.
- * Plain C loops that the compiler can vectorize; OpenMP over output rows. */
+/* model/kernels.c: matmul dispatch (the paths are in model/gemm_c.c and model/gemm_x86.c),
+ * RMSNorm, RoPE and softmax for the forward pass. Plain C loops the compiler vectorizes. */
 #include "model/kernels.h"
+#include "model/gemm.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdlib.h>
@@ -32,27 +33,80 @@ float dot_f32(const float *x, const float *y, int n) {
     return sum;
 }
 
-/* Rows of w handled together: widened once, then used for every token. */
-#define MATMUL_ROW_BLOCK 8
+/* ---- kernel paths ---- */
 
-void matmul(float *out, const float *x, const Matrix *w, int T) {
-    int rows = w->rows, cols = w->cols;
-    double work = (double)rows * cols * T;
-    #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
-    {
-        float *wbuf = malloc((size_t)MATMUL_ROW_BLOCK * cols * sizeof(float));
-        #pragma omp for schedule(static)
-        for (int r0 = 0; r0 < rows; r0 += MATMUL_ROW_BLOCK) {
-            int nr = rows - r0 < MATMUL_ROW_BLOCK ? rows - r0 : MATMUL_ROW_BLOCK;
-            for (int r = 0; r < nr; r++) matrix_row_f32(w, r0 + r, wbuf + (size_t)r * cols);
-            for (int t = 0; t < T; t++) {
-                const float *xt = x + (size_t)t * cols;
-                for (int r = 0; r < nr; r++)
-                    out[(size_t)t * rows + r0 + r] = dot_f32(xt, wbuf + (size_t)r * cols, cols);
-            }
-        }
-        free(wbuf);
+int kernel_available(KernelPath p, DType weight_dtype) {
+    switch (p) {
+    case KERNEL_SCALAR:
+    case KERNEL_C:
+        return 1;
+    case KERNEL_AVX2:
+#if defined(__AVX2__) && defined(__FMA__)
+        return 1;
+#else
+        return 0;
+#endif
+    case KERNEL_AVX512:
+#if defined(__AVX512F__)
+        return 1;
+#else
+        return 0;
+#endif
+    case KERNEL_AVX512_BF16:
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+        return weight_dtype == DT_BF16;
+#else
+        (void)weight_dtype;
+        return 0;
+#endif
+    default:
+        return 0;
     }
+}
+
+const char *kernel_name(KernelPath p) {
+    static const char *const names[KERNEL_COUNT] = {"scalar", "plain-c", "avx2", "avx512", "avx512-bf16"};
+    return p >= 0 && p < KERNEL_COUNT ? names[p] : "?";
+}
+
+KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype) {
+    if (precision == MATMUL_BF16_ACT && kernel_available(KERNEL_AVX512_BF16, weight_dtype))
+        return KERNEL_AVX512_BF16;
+    if (kernel_available(KERNEL_AVX512, weight_dtype)) return KERNEL_AVX512;
+    if (kernel_available(KERNEL_AVX2, weight_dtype)) return KERNEL_AVX2;
+    return KERNEL_C;
+}
+
+size_t matmul_scratch_bytes(int T, int cols) {
+    /* bf16 pairs twice: row-major (ceil(cols/2) words per token), then packed in strips of
+     * of up to 64 tokens (the bf16 GEMM pads T to a whole strip), plus alignment slack */
+    size_t units = (size_t)(cols + 1) / 2, T_pad = (size_t)T + 64;
+    return ((size_t)T * units + T_pad * units + 64) * sizeof(uint32_t);
+}
+
+void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, int T, void *scratch) {
+    (void)scratch;   /* only the bf16 path uses it */
+    switch (path) {
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+    case KERNEL_AVX512_BF16: matmul_avx512_bf16(out, x, w, T, scratch); return;
+#endif
+#if defined(__AVX512F__)
+    case KERNEL_AVX512: matmul_avx512(out, x, w, T); return;
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+    case KERNEL_AVX2: matmul_avx2(out, x, w, T); return;
+#endif
+    case KERNEL_SCALAR: matmul_scalar(out, x, w, T); return;
+    default: matmul_plain_c(out, x, w, T); return;
+    }
+}
+
+void matmul(float *out, const float *x, const Matrix *w, int T, MatmulPrecision precision, void *scratch) {
+    matmul_with(kernel_choose(precision, w->dtype), out, x, w, T, scratch);
+}
+
+void axpy_f32(float *y, float a, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps) {

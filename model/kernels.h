@@ -1,18 +1,46 @@
 /* model/kernels.h: the arithmetic of the forward pass on plain float arrays.
  * Weights arrive as Matrix (F32/F16/BF16 in the file's layout) and are widened to
- * f32 a row at a time, so the model is never copied to f32 in memory. */
+ * f32 (or used as bf16) a panel at a time, so the model is never copied to f32 in memory.
+ *
+ * A matmul runs on one of several kernel paths. The scalar path is the definition (one
+ * dot product per output, sums in order); the others are checked against it by
+ * tests/test_kernels.c. Which intrinsics paths exist is fixed at build time by the
+ * compiler's feature macros (-march=native); the plain-C path is always there. */
 #ifndef KVQ_KERNELS_H
 #define KVQ_KERNELS_H
 
+#include <stdint.h>
 #include "model/model.h"
 
 /* Below this many multiply-adds a loop runs on one thread: waking threads costs more
  * than it saves on tiny models (stories260K decodes 10x faster this way). */
 #define PARALLEL_MIN_WORK (1 << 18)
 
+typedef enum {
+    KERNEL_SCALAR,       /* reference: one in-order dot product per output */
+    KERNEL_C,            /* blocked GEMM and streaming GEMV in plain C the compiler vectorizes */
+    KERNEL_AVX2,         /* AVX2 + FMA intrinsics (__AVX2__ && __FMA__) */
+    KERNEL_AVX512,       /* AVX-512F intrinsics (__AVX512F__) */
+    KERNEL_AVX512_BF16,  /* vdpbf16ps (__AVX512BF16__): BF16 weights, activations rounded to bf16 */
+    KERNEL_COUNT
+} KernelPath;
+
+/* 1 if the path was compiled in (and, for AVX512_BF16, can serve this weight dtype). */
+int kernel_available(KernelPath p, DType weight_dtype);
+const char *kernel_name(KernelPath p);
+/* The fastest path for this precision and weight dtype. */
+KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype);
+
+/* Bytes of scratch matmul needs for T tokens of cols inputs (the bf16 copy of x). */
+size_t matmul_scratch_bytes(int T, int cols);
+
 /* out[t, r] = sum_c x[t, c] * w[r, c] for t < T: a linear layer over T tokens.
- * OpenMP splits the weight rows, so each weight row is read once per call. */
-void matmul(float *out, const float *x, const Matrix *w, int T);
+ * scratch: matmul_scratch_bytes(T, w->cols) bytes, 64-byte aligned (unused on exact paths).
+ * T < 4 streams the weights once (GEMV); larger T runs a blocked GEMM whose weight panels
+ * stay in L1 while every token passes over them. OpenMP splits the weight rows. */
+void matmul(float *out, const float *x, const Matrix *w, int T, MatmulPrecision precision, void *scratch);
+/* The same on an explicit path (tests; the path must be available). */
+void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, int T, void *scratch);
 
 /* Row `row` of w widened to f32 into out[0..cols). */
 void matrix_row_f32(const Matrix *w, int row, float *out);
@@ -29,5 +57,8 @@ void softmax(float *x, int n);
 
 /* sum x[i]*y[i], written with independent partial sums so the compiler vectorizes it. */
 float dot_f32(const float *x, const float *y, int n);
+
+/* y[i] += a * x[i]. */
+void axpy_f32(float *y, float a, const float *x, int n);
 
 #endif

@@ -98,6 +98,7 @@ int model_load(Model *m, const char *dir, Error *err) {
 
 void model_free(Model *m) {
     free(m->weights.layers);
+    free(m->owned_weights);
     free(m->rope_inv_freq);
     st_close(&m->file);
     memset(m, 0, sizeof *m);

@@ -1,0 +1,388 @@
+/* eval/bench.c: throughput of the forward pass and the machine's own peaks.
+ *
+ * Phases (each repeated, the median reported):
+ *   prefill  one forward call over `prompt` tokens from an empty cache; logits of the
+ *            last token only (what llama-bench's pp test does).
+ *   decode   `gen` single-token calls right after that prompt.
+ *   long     `gen` single-token calls ending at long_ctx, once with an fp32 cache and once
+ *            with long_scheme. The cache positions before them are filled with random keys
+ *            and values through kv_cache_write (the speed of attention does not depend on
+ *            the values, and a 2048-token prefill per run would dominate the bench).
+ * Achieved GFLOP/s counts 2 per multiply-add of the matmuls and attention; GB/s counts the
+ * weight and KV-cache bytes one decode step must read. Peaks come from a register-only FMA
+ * loop (and a vdpbf16ps loop) on every thread and a read pass over a buffer 16x the L3. */
+#include "eval/bench.h"
+#include "model/kernels.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
+
+#define MAX_REPEATS 64
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int n_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+void bench_default_options(BenchOptions *o) {
+    memset(o, 0, sizeof *o);
+    o->prompt = 512;
+    o->gen = 64;
+    o->long_ctx = 2048;
+    o->scheme = kv_scheme_find("fp32");
+    o->long_scheme = kv_scheme_find("int4-g64");
+    o->repeats = 3;
+    o->probe_machine = 1;
+}
+
+/* ---- machine probes ---- */
+
+/* 16 independent accumulators of 16 floats: enough chains to cover FMA latency on two
+ * pipes, all in registers, so the loop runs at the FMA units' throughput. */
+#define FMA_LANES 256
+static double fma_loop(long iters) {
+    float acc[FMA_LANES], mul = 0.999999f, add = 1e-7f;
+    for (int i = 0; i < FMA_LANES; i++) acc[i] = (float)i;
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < FMA_LANES; i++) acc[i] = fmaf(acc[i], mul, add);
+    double s = 0;
+    for (int i = 0; i < FMA_LANES; i++) s += acc[i];
+    return s;
+}
+
+double bench_probe_fma_gflops(void) {
+    long iters = 200000;
+    double best = 0, sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now();
+        #pragma omp parallel reduction(+ : sink)
+        sink += fma_loop(iters);
+        double dt = now() - t0;
+        double gf = 2.0 * FMA_LANES * (double)iters * n_threads() / dt * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return sink == 12345.0 ? 0 : best;   /* keeps the loop from being optimized away */
+}
+
+#if defined(__AVX512BF16__)
+static double bf16_loop(long iters) {
+    __m512 acc[16];
+    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33803380);
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+    __m512 s = acc[0];
+    for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, acc[i]);
+    return _mm512_reduce_add_ps(s);
+}
+#endif
+
+double bench_probe_bf16_gflops(void) {
+#if defined(__AVX512BF16__)
+    long iters = 400000;
+    double best = 0, sink = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        double t0 = now();
+        #pragma omp parallel reduction(+ : sink)
+        sink += bf16_loop(iters);
+        double dt = now() - t0;
+        double gf = 2.0 * 16 * 32 * (double)iters * n_threads() / dt * 1e-9;
+        if (gf > best) best = gf;
+    }
+    return sink == 12345.0 ? 0 : best;
+#else
+    return 0;
+#endif
+}
+
+double bench_probe_read_gbytes(void) {
+    size_t n = (size_t)512 << 20 >> 2;   /* 512 MiB of uint32 */
+    uint32_t *buf = malloc(n * sizeof *buf);
+    if (!buf) return 0;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) buf[i] = (uint32_t)i;
+    double best = 0;
+    uint32_t sink = 0;
+    for (int rep = 0; rep < 4; rep++) {
+        uint32_t sum = 0;
+        double t0 = now();
+        #pragma omp parallel for schedule(static) reduction(+ : sum)
+        for (size_t i = 0; i < n; i++) sum += buf[i];
+        double dt = now() - t0;
+        sink += sum;
+        double gb = (double)n * sizeof *buf / dt * 1e-9;
+        if (gb > best) best = gb;
+    }
+    free(buf);
+    return sink == 12345u ? best + 1e-9 : best;
+}
+
+double bench_peak_rss_mib(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru)) return 0;
+    return (double)ru.ru_maxrss / 1024.0;   /* Linux reports KiB */
+}
+
+/* ---- model arithmetic ---- */
+
+static double matrix_bytes(const Matrix *w) { return (double)w->rows * w->cols * (double)dtype_size(w->dtype); }
+
+/* Multiply-adds of all layers' matmuls for one token. */
+static double layer_macs_per_token(const Config *c) {
+    double kv_dim = (double)c->n_kv_heads * c->head_dim;
+    double per_layer = 2.0 * c->dim * c->dim + 2.0 * kv_dim * c->dim + 3.0 * c->dim * (double)c->hidden_dim;
+    return per_layer * c->n_layers;
+}
+
+/* Multiply-adds of attention for one query at context n (scores and the weighted sum). */
+static double attention_macs(const Config *c, double n) {
+    return 2.0 * c->n_heads * c->head_dim * n * c->n_layers;
+}
+
+/* Bytes a decode step reads: every layer matrix and lm_head, plus the cache up to ctx. */
+static double decode_bytes(const Model *m, const KvCache *kv, double ctx) {
+    const Config *c = &m->config;
+    double b = matrix_bytes(&m->weights.lm_head);
+    for (int l = 0; l < c->n_layers; l++) {
+        const LayerWeights *w = &m->weights.layers[l];
+        b += matrix_bytes(&w->wq) + matrix_bytes(&w->wk) + matrix_bytes(&w->wv) + matrix_bytes(&w->wo) +
+             matrix_bytes(&w->w_gate) + matrix_bytes(&w->w_up) + matrix_bytes(&w->w_down);
+    }
+    b += ctx * (double)(kv->k_row_bytes + kv->v_row_bytes) * c->n_kv_heads * c->n_layers;
+    return b;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, min and max of n rates. */
+static void summarize(double *rates, int n, BenchPhase *p) {
+    qsort(rates, (size_t)n, sizeof *rates, by_value);
+    p->tok_s = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+    p->tok_s_min = rates[0];
+    p->tok_s_max = rates[n - 1];
+}
+
+/* Random keys and values (RoPE'd keys look no different to attention's speed) for positions [from, to). */
+static void fill_cache(KvCache *kv, const Config *c, int from, int to, float *k, float *v) {
+    size_t n = (size_t)c->n_kv_heads * c->head_dim;
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (int p = from; p < to; p++) {
+        for (size_t i = 0; i < n; i++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            k[i] = (float)((int)(state >> 40) - (1 << 23)) / (float)(1 << 23);
+            v[i] = -0.5f * k[i];
+        }
+        for (int l = 0; l < c->n_layers; l++) kv_cache_write(kv, l, p, k, v);
+    }
+    if (to > kv->len) kv->len = to;
+}
+
+/* Decode steps `gen` tokens at positions start..start+gen-1; returns tokens/s. */
+static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *tokens, int start, int gen) {
+    double t0 = now();
+    for (int i = 0; i < gen; i++) forward(m, s, kv, &tokens[i], 1, start + i, 0);
+    return gen / (now() - t0);
+}
+
+/* One long-context decode measurement with scheme: cache filled to ctx - gen, then gen steps. */
+static double time_long(const Model *m, RunState *s, const KvScheme *scheme, int ctx, int gen, const int *tokens,
+                        Error *err) {
+    const Config *c = &m->config;
+    KvCache kv;
+    if (kv_cache_init(&kv, c, ctx, scheme, scheme, err)) return -1;
+    float *k = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
+    float *v = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
+    double rate = -1;
+    if (k && v) {
+        fill_cache(&kv, c, 0, ctx - gen, k, v);
+        rate = time_decode(m, s, &kv, tokens, ctx - gen, gen);
+    } else {
+        error_set(err, "bench: out of memory");
+    }
+    free(k);
+    free(v);
+    kv_cache_free(&kv);
+    return rate;
+}
+
+static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, const int *tokens, Error *err) {
+    const Config *c = &m->config;
+    double pre[MAX_REPEATS], dec[MAX_REPEATS], lf[MAX_REPEATS], lq[MAX_REPEATS];
+    int reps = o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
+    RunState s;
+    KvCache kv;
+    if (runstate_init(&s, c, o->prompt, err)) return -1;
+    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->scheme, o->scheme, err)) {
+        runstate_free(&s);
+        return -1;
+    }
+    forward(m, &s, &kv, tokens, o->prompt < 16 ? o->prompt : 16, 0, 0);   /* warm-up: page in, wake threads */
+    int rc = 0;
+    for (int i = 0; i < reps && !rc; i++) {
+        kv.len = 0;
+        double t0 = now();
+        forward(m, &s, &kv, tokens, o->prompt, 0, o->prompt - 1);
+        pre[i] = o->prompt / (now() - t0);
+        dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
+        if (r->long_ctx > 0) {
+            lf[i] = time_long(m, &s, kv_scheme_find("fp32"), r->long_ctx, o->gen, tokens, err);
+            lq[i] = time_long(m, &s, o->long_scheme, r->long_ctx, o->gen, tokens, err);
+            if (lf[i] < 0 || lq[i] < 0) rc = -1;
+        }
+    }
+    if (!rc) {
+        summarize(pre, reps, &r->prefill);
+        summarize(dec, reps, &r->decode);
+        if (r->long_ctx > 0) {
+            summarize(lf, reps, &r->long_f32);
+            summarize(lq, reps, &r->long_quant);
+        }
+        /* Achieved rates. Prefill: every layer for every token, attention over the causal
+         * triangle, lm_head once. Decode: average context of the measured steps. */
+        double P = o->prompt, avg_pre = (P + 1) / 2;
+        double pre_flops = 2.0 * (layer_macs_per_token(c) * P + attention_macs(c, avg_pre) * P +
+                                  (double)c->vocab_size * c->dim);
+        r->prefill.gflops = pre_flops / (P / r->prefill.tok_s) * 1e-9;
+        double dec_ctx = P + o->gen / 2.0, long_ctx = r->long_ctx - o->gen / 2.0;
+        double tok_flops = 2.0 * (layer_macs_per_token(c) + (double)c->vocab_size * c->dim);
+        r->decode.gflops = (tok_flops + 2.0 * attention_macs(c, dec_ctx)) * r->decode.tok_s * 1e-9;
+        r->decode.gbytes = decode_bytes(m, &kv, dec_ctx) * r->decode.tok_s * 1e-9;
+        if (r->long_ctx > 0) {
+            KvCache shape = kv;   /* only the row sizes differ between the two caches */
+            shape.k_row_bytes = shape.v_row_bytes = (size_t)c->head_dim * sizeof(float);
+            r->long_f32.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_f32.tok_s * 1e-9;
+            r->long_f32.gbytes = decode_bytes(m, &shape, long_ctx) * r->long_f32.tok_s * 1e-9;
+            shape.k_row_bytes = shape.v_row_bytes = o->long_scheme->packed_bytes(o->long_scheme, (size_t)c->head_dim);
+            r->long_quant.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_quant.tok_s * 1e-9;
+            r->long_quant.gbytes = decode_bytes(m, &shape, long_ctx) * r->long_quant.tok_s * 1e-9;
+        }
+        r->weight_bytes = decode_bytes(m, &kv, 0);
+    }
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    return rc;
+}
+
+int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResult *r, Error *err) {
+    const Config *c = &m->config;
+    memset(r, 0, sizeof *r);
+#ifdef _OPENMP
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+#endif
+    if (o->prompt < 1 || o->gen < 1 || o->prompt + o->gen > c->max_seq_len)
+        return error_set(err, "bench: -p %d -n %d does not fit the model's %d positions", o->prompt, o->gen,
+                         c->max_seq_len);
+    snprintf(r->model, sizeof r->model, "%s", model_name);
+    snprintf(r->dtype, sizeof r->dtype, "%s", dtype_name(m->weights.layers[0].wq.dtype));
+    KernelPath path = kernel_choose(m->precision, m->weights.layers[0].wq.dtype);
+    r->kernel = kernel_name(path);
+    snprintf(r->precision, sizeof r->precision, "%s",
+             path == KERNEL_AVX512_BF16 ? "bf16 activations" : "f32 activations");
+    r->threads = n_threads();
+    r->prompt = o->prompt;
+    r->gen = o->gen;
+    r->long_ctx = o->long_ctx > c->max_seq_len ? c->max_seq_len : o->long_ctx;
+    if (r->long_ctx > 0 && r->long_ctx < o->gen + 1) r->long_ctx = 0;
+    snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme->name);
+    snprintf(r->long_scheme, sizeof r->long_scheme, "%s", o->long_scheme->name);
+
+    int n_tok = o->prompt + o->gen > r->long_ctx ? o->prompt + o->gen : r->long_ctx;
+    int *tokens = malloc((size_t)n_tok * sizeof *tokens);
+    if (!tokens) return error_set(err, "bench: out of memory");
+    for (int i = 0; i < n_tok; i++) tokens[i] = (int)((1000003u * (unsigned)i + 17u) % (unsigned)c->vocab_size);
+    int rc = run_phases(m, o, r, tokens, err);
+    free(tokens);
+    if (rc) return -1;
+    if (o->probe_machine) {
+        r->peak_f32_gflops = bench_probe_fma_gflops();
+        r->peak_bf16_gflops = bench_probe_bf16_gflops();
+        r->peak_read_gbytes = bench_probe_read_gbytes();
+    }
+    r->peak_rss_mib = bench_peak_rss_mib();
+    return 0;
+}
+
+/* ---- reporting ---- */
+
+/* The compute peak that bounds prefill on this path. */
+static double compute_peak(const BenchResult *r) {
+    return strcmp(r->kernel, "avx512-bf16") == 0 && r->peak_bf16_gflops > 0 ? r->peak_bf16_gflops
+                                                                            : r->peak_f32_gflops;
+}
+
+static double fraction(double x, double peak) { return peak > 0 ? x / peak : 0; }
+
+static void print_phase(FILE *f, const char *name, const BenchPhase *p, const BenchResult *r) {
+    fprintf(f, "%-26s %8.2f tok/s  (min %.2f, max %.2f)  %7.1f GFLOP/s (%3.0f%%)", name, p->tok_s, p->tok_s_min,
+            p->tok_s_max, p->gflops, 100 * fraction(p->gflops, compute_peak(r)));
+    if (p->gbytes > 0) fprintf(f, "  %5.1f GB/s (%3.0f%%)", p->gbytes, 100 * fraction(p->gbytes, r->peak_read_gbytes));
+    fprintf(f, "\n");
+}
+
+void bench_print_text(FILE *f, const BenchResult *r) {
+    char label[96];
+    fprintf(f, "model:     %s (%s weights, %.2f GB read per decode step)\n", r->model, r->dtype, r->weight_bytes * 1e-9);
+    fprintf(f, "kernel:    %s, %s, %d threads\n", r->kernel, r->precision, r->threads);
+    snprintf(label, sizeof label, "prefill %d", r->prompt);
+    print_phase(f, label, &r->prefill, r);
+    snprintf(label, sizeof label, "decode %d @ctx %d (%s)", r->gen, r->prompt, r->scheme);
+    print_phase(f, label, &r->decode, r);
+    if (r->long_ctx > 0) {
+        snprintf(label, sizeof label, "decode @ctx %d (fp32)", r->long_ctx);
+        print_phase(f, label, &r->long_f32, r);
+        snprintf(label, sizeof label, "decode @ctx %d (%s)", r->long_ctx, r->long_scheme);
+        print_phase(f, label, &r->long_quant, r);
+    }
+    if (r->peak_f32_gflops > 0) {
+        fprintf(f, "machine:   f32 FMA %.0f GFLOP/s", r->peak_f32_gflops);
+        if (r->peak_bf16_gflops > 0) fprintf(f, ", bf16 dot %.0f GFLOP/s", r->peak_bf16_gflops);
+        fprintf(f, ", memory read %.1f GB/s (percentages are of these)\n", r->peak_read_gbytes);
+    }
+    fprintf(f, "peak RSS:  %.0f MiB\n", r->peak_rss_mib);
+}
+
+static void json_phase(FILE *f, const char *name, const BenchPhase *p, const BenchResult *r, int last) {
+    fprintf(f, "  \"%s\": {\"tok_s\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, \"gflops\": %.2f, "
+               "\"gflops_frac\": %.4f, \"gbytes\": %.2f, \"gbytes_frac\": %.4f}%s\n",
+            name, p->tok_s, p->tok_s_min, p->tok_s_max, p->gflops, fraction(p->gflops, compute_peak(r)), p->gbytes,
+            fraction(p->gbytes, r->peak_read_gbytes), last ? "" : ",");
+}
+
+void bench_print_json(FILE *f, const BenchResult *r) {
+    fprintf(f, "{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"kernel\": \"%s\",\n  \"precision\": \"%s\",\n",
+            r->model, r->dtype, r->kernel, r->precision);
+    fprintf(f, "  \"threads\": %d,\n  \"prompt\": %d,\n  \"gen\": %d,\n  \"long_ctx\": %d,\n", r->threads, r->prompt,
+            r->gen, r->long_ctx);
+    fprintf(f, "  \"kv_scheme\": \"%s\",\n  \"long_kv_scheme\": \"%s\",\n", r->scheme, r->long_scheme);
+    fprintf(f, "  \"weight_bytes\": %.0f,\n", r->weight_bytes);
+    fprintf(f, "  \"peak_f32_gflops\": %.1f,\n  \"peak_bf16_gflops\": %.1f,\n  \"peak_read_gbytes\": %.2f,\n",
+            r->peak_f32_gflops, r->peak_bf16_gflops, r->peak_read_gbytes);
+    fprintf(f, "  \"peak_rss_mib\": %.1f,\n", r->peak_rss_mib);
+    json_phase(f, "prefill", &r->prefill, r, 0);
+    json_phase(f, "decode", &r->decode, r, r->long_ctx <= 0);
+    if (r->long_ctx > 0) {
+        json_phase(f, "decode_long_fp32", &r->long_f32, r, 0);
+        json_phase(f, "decode_long_quant", &r->long_quant, r, 1);
+    }
+    fprintf(f, "}\n");
+}

@@ -1,0 +1,60 @@
+/* eval/bench.h: how fast the forward pass runs, and how close that is to the machine.
+ * Measures prefill (one batched forward of a prompt), decode (one token at a time after it),
+ * and decode deep into a long context with an f32 cache and with a quantized one; probes the
+ * machine's f32 FMA (and bf16 dot) peak and memory read bandwidth the same way, so every
+ * figure comes with its fraction of what this machine can do. */
+#ifndef KVQ_BENCH_H
+#define KVQ_BENCH_H
+
+#include <stdio.h>
+#include "model/model.h"
+
+typedef struct {
+    int prompt;                  /* tokens in the prefill batch (-p, 512) */
+    int gen;                     /* decode steps measured (-n, 64) */
+    int long_ctx;                /* decode measured ending at this context (0: skip) */
+    const KvScheme *scheme;      /* cache of the prefill/decode runs (fp32 by default) */
+    const KvScheme *long_scheme; /* compared with fp32 at long_ctx (int4-g64 by default) */
+    int repeats;                 /* each figure is the median of this many runs */
+    int threads;                 /* 0: OpenMP's default */
+    int probe_machine;           /* measure the FMA / bf16 / memory peaks */
+} BenchOptions;
+
+/* One timed phase: tokens per second (median over repeats) and what that achieves. */
+typedef struct {
+    double tok_s, tok_s_min, tok_s_max;
+    double gflops;               /* arithmetic per second at the median */
+    double gbytes;               /* weight + KV-cache bytes read per second at the median */
+} BenchPhase;
+
+typedef struct {
+    char model[256];
+    char dtype[8];
+    char precision[32];
+    int threads;
+    int prompt, gen, long_ctx;
+    char scheme[64], long_scheme[64];
+    double weight_bytes;         /* bytes of weights a decode step reads */
+    BenchPhase prefill, decode, long_f32, long_quant;
+    double peak_f32_gflops;      /* probes; 0 when not measured */
+    double peak_bf16_gflops;     /* 0 also when the CPU has no bf16 dot product */
+    double peak_read_gbytes;
+    double peak_rss_mib;
+    const char *kernel;          /* the matmul path in use */
+} BenchResult;
+
+void bench_default_options(BenchOptions *o);
+
+/* Runs every phase on m (its precision decides the matmul path). */
+int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResult *r, Error *err);
+
+/* Machine probes, also useful alone. Each uses every OpenMP thread. */
+double bench_probe_fma_gflops(void);
+double bench_probe_bf16_gflops(void);   /* 0 without AVX-512 BF16 */
+double bench_probe_read_gbytes(void);
+double bench_peak_rss_mib(void);
+
+void bench_print_text(FILE *f, const BenchResult *r);
+void bench_print_json(FILE *f, const BenchResult *r);
+
+#endif

@@ -1,0 +1,56 @@
+/* model/gemm.h: internal to model/ — the pieces behind matmul() (model/kernels.h).
+ *
+ * out[T, N] = x[T, K] . W[N, K]^T. Two shapes of loop:
+ *   GEMV (T < GEMV_MAX_T): each thread streams its share of weight rows once, dotting
+ *     every row with the T inputs while it is in cache. Decode is this; it is bound by
+ *     memory bandwidth, so the only aim is to read the weights once at full speed.
+ *   GEMM (larger T): W is cut into panels of NR rows x KC columns, widened (or kept as
+ *     bf16 pairs) into a contiguous buffer that stays in L1, and a microkernel multiplies
+ *     MR tokens by the panel into an MR x NR tile of accumulators held in registers.
+ *     Threads split the panels, so each weight is read from memory once per call.
+ *
+ * The driver works in 4-byte units along K (floats). The bf16 path (model/gemm_x86.c) has
+ * its own loop: there the activations are packed and the weights used in place. */
+#ifndef KVQ_GEMM_H
+#define KVQ_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "model/model.h"
+
+#define GEMV_MAX_T 4
+#define GEMM_KC 256            /* K units per panel: NR * KC * 4 bytes = 32 KiB at NR 32 */
+#define GEMM_MAX_MR 16
+#define GEMM_MAX_NR 32
+
+/* Copies units [k0, k0+kc) of weight rows r0..r0+nr_valid-1 into panel[k][nr] (4-byte units),
+ * rows past nr_valid as zeros. */
+typedef void (*PackPanelFn)(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel);
+
+/* c[m*ldc + n] (+)= sum_k a[m*lda + k] * panel[k*nr + n] for m < mr, n < nr;
+ * accumulate = 0 overwrites c. Full tiles only: the driver pads edges. */
+typedef void (*MicroKernelFn)(int kc, const void *a, size_t lda, const void *panel, float *c, size_t ldc,
+                              int accumulate);
+
+typedef struct {
+    int mr, nr;
+    PackPanelFn pack;
+    MicroKernelFn kernel;
+} GemmSpec;
+
+/* The blocked loop around a microkernel. a: T rows of `units` 4-byte units (lda = units). */
+void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T);
+
+/* Panel packing for f32 paths: weights widened to float. */
+void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel);
+
+/* Plain C (model/gemm_c.c). */
+void matmul_scalar(float *out, const float *x, const Matrix *w, int T);
+void matmul_plain_c(float *out, const float *x, const Matrix *w, int T);
+
+/* Intrinsics (model/gemm_x86.c); each exists only when its feature macro is defined. */
+void matmul_avx2(float *out, const float *x, const Matrix *w, int T);
+void matmul_avx512(float *out, const float *x, const Matrix *w, int T);
+void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch);
+
+#endif

@@ -1,0 +1,149 @@
+/* model/gemm_c.c: the portable matmul paths and the blocked GEMM driver they share with
+ * the intrinsics paths (model/gemm_x86.c). See model/gemm.h for the loop structure.
+ *   matmul_scalar:  the definition — one in-order f32 dot product per output.
+ *   matmul_plain_c: the same blocking as the fast paths, in loops the compiler vectorizes. */
+#include "model/gemm.h"
+#include "model/kernels.h"
+#include "quant/half.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* Plain-C microkernel tile: 6 tokens x 16 weight rows = 96 accumulators, which the
+ * compiler keeps in vector registers (6 AVX-512 or 12 AVX2 registers). */
+#define C_MR 6
+#define C_NR 16
+/* Weight rows widened together in the plain-C GEMV. */
+#define GEMV_ROWS 8
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+/* Elements [k0, k0+n) of weight row `row` widened to f32. */
+static void widen_segment(const Matrix *w, int row, int k0, int n, float *out) {
+    size_t start = (size_t)row * w->cols + (size_t)k0;
+    if (w->dtype == DT_F32) {
+        memcpy(out, (const float *)w->data + start, (size_t)n * sizeof(float));
+    } else if (w->dtype == DT_BF16) {
+        const uint16_t *p = (const uint16_t *)w->data + start;
+        for (int i = 0; i < n; i++) out[i] = bf16_to_f32(p[i]);
+    } else {
+        const uint16_t *p = (const uint16_t *)w->data + start;
+        for (int i = 0; i < n; i++) out[i] = f16_to_f32(p[i]);
+    }
+}
+
+void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel) {
+    float *dst = panel;
+    float row[GEMM_KC];
+    for (int r = 0; r < nr; r++) {
+        if (r < nr_valid) widen_segment(w, r0 + r, k0, kc, row);
+        else memset(row, 0, (size_t)kc * sizeof(float));
+        for (int k = 0; k < kc; k++) dst[(size_t)k * nr + r] = row[k];
+    }
+}
+
+/* A tile on the edge of out (fewer than mr tokens or nr rows): pads the inputs with zeros,
+ * runs the full microkernel on a private tile, and copies the valid part back. */
+static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, int mr_valid, int nr_valid,
+                      const void *panel, float *c, size_t ldc, int accumulate) {
+    _Alignas(64) uint32_t at[GEMM_MAX_MR * GEMM_KC];
+    _Alignas(64) float ct[GEMM_MAX_MR * GEMM_MAX_NR];
+    for (int m = 0; m < g->mr; m++) {
+        if (m < mr_valid) memcpy(at + (size_t)m * kc, a + (size_t)m * lda, (size_t)kc * 4);
+        else memset(at + (size_t)m * kc, 0, (size_t)kc * 4);
+        for (int n = 0; n < g->nr; n++)
+            ct[m * g->nr + n] = accumulate && m < mr_valid && n < nr_valid ? c[(size_t)m * ldc + n] : 0.0f;
+    }
+    g->kernel(kc, at, (size_t)kc, panel, ct, (size_t)g->nr, 1);
+    for (int m = 0; m < mr_valid; m++)
+        for (int n = 0; n < nr_valid; n++) c[(size_t)m * ldc + n] = ct[m * g->nr + n];
+}
+
+void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T) {
+    int N = w->rows, mr = g->mr, nr = g->nr;
+    int n_panels = (N + nr - 1) / nr;
+    double work = (double)N * w->cols * T;
+    (void)work;   /* unused without OpenMP */
+    /* Static schedule: each thread owns a contiguous run of weight rows and reads it once. */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int p = 0; p < n_panels; p++) {
+        _Alignas(64) uint32_t panel[GEMM_KC * GEMM_MAX_NR];
+        int r0 = p * nr, nr_valid = min_int(nr, N - r0);
+        for (int k0 = 0; k0 < units; k0 += GEMM_KC) {
+            int kc = min_int(GEMM_KC, units - k0);
+            g->pack(w, r0, nr_valid, nr, k0, kc, panel);
+            for (int m0 = 0; m0 < T; m0 += mr) {
+                const uint32_t *am = (const uint32_t *)a + (size_t)m0 * units + k0;
+                float *cm = out + (size_t)m0 * N + r0;
+                int mr_valid = min_int(mr, T - m0);
+                if (mr_valid == mr && nr_valid == nr) g->kernel(kc, am, (size_t)units, panel, cm, (size_t)N, k0 > 0);
+                else edge_tile(g, kc, am, (size_t)units, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
+            }
+        }
+    }
+}
+
+/* ---- scalar: the reference every other path is tested against ---- */
+
+void matmul_scalar(float *out, const float *x, const Matrix *w, int T) {
+    int N = w->rows, K = w->cols;
+    float *row = malloc((size_t)K * sizeof(float));
+    if (!row) return;   /* tests only; a NULL here shows up as a mismatch */
+    for (int r = 0; r < N; r++) {
+        widen_segment(w, r, 0, K, row);
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * K;
+            float sum = 0.0f;
+            for (int k = 0; k < K; k++) sum += xt[k] * row[k];
+            out[(size_t)t * N + r] = sum;
+        }
+    }
+    free(row);
+}
+
+/* ---- plain C ---- */
+
+static void kernel_c(int kc, const void *a_, size_t lda, const void *panel, float *c, size_t ldc, int accumulate) {
+    const float *a = a_, *b = panel;
+    float acc[C_MR][C_NR] = {{0}};
+    for (int k = 0; k < kc; k++) {
+        const float *bk = b + (size_t)k * C_NR;
+        for (int m = 0; m < C_MR; m++) {
+            float am = a[(size_t)m * lda + k];
+            for (int n = 0; n < C_NR; n++) acc[m][n] += am * bk[n];
+        }
+    }
+    for (int m = 0; m < C_MR; m++)
+        for (int n = 0; n < C_NR; n++)
+            c[(size_t)m * ldc + n] = (accumulate ? c[(size_t)m * ldc + n] : 0.0f) + acc[m][n];
+}
+
+/* Weight rows widened GEMV_ROWS at a time, then dotted with each of the T inputs. */
+static void gemv_c(float *out, const float *x, const Matrix *w, int T) {
+    int rows = w->rows, cols = w->cols;
+    double work = (double)rows * cols * T;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
+    {
+        float *wbuf = malloc((size_t)GEMV_ROWS * cols * sizeof(float));
+        #pragma omp for schedule(static)
+        for (int r0 = 0; r0 < rows; r0 += GEMV_ROWS) {
+            int nr = min_int(GEMV_ROWS, rows - r0);
+            for (int r = 0; r < nr && wbuf; r++) widen_segment(w, r0 + r, 0, cols, wbuf + (size_t)r * cols);
+            for (int t = 0; t < T && wbuf; t++) {
+                const float *xt = x + (size_t)t * cols;
+                for (int r = 0; r < nr; r++)
+                    out[(size_t)t * rows + r0 + r] = dot_f32(xt, wbuf + (size_t)r * cols, cols);
+            }
+        }
+        free(wbuf);
+    }
+}
+
+void matmul_plain_c(float *out, const float *x, const Matrix *w, int T) {
+    if (T < GEMV_MAX_T) {
+        gemv_c(out, x, w, T);
+        return;
+    }
+    static const GemmSpec spec = {C_MR, C_NR, pack_panel_f32, kernel_c};
+    gemm_drive(&spec, out, x, w->cols, w, T);
+}

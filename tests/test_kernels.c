@@ -1,0 +1,138 @@
+/* tests/test_kernels.c: every compiled matmul path against the scalar definition, on odd
+ * sizes, T = 1 (decode), small T (GEMV) and T > 1 (GEMM with edge tiles), F32/F16/BF16
+ * weights at unaligned addresses (safetensors does not align tensors); plus the forward
+ * pass with bf16 activations against the f32 reference logits, with its looser bound.
+ *
+ * Error measure: |out - scalar| / sum_k |x_k w_k| (the scale the rounding errors of a dot
+ * product are proportional to). Exact paths only reassociate f32 sums: <= 1e-5. The bf16
+ * path rounds each activation to 8 significant bits (relative error <= 2^-9): <= 2^-8. */
+#include "tests/test.h"
+#include "model/kernels.h"
+#include "quant/half.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXACT_TOL 1e-5
+#define BF16_TOL (1.0 / 256)
+
+static float rnd(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((int)(*s >> 40) - (1 << 23)) / (float)(1 << 23);
+}
+
+/* A rows x cols matrix of dtype at an address 2 bytes past 64-byte alignment (+ its f32 values). */
+typedef struct {
+    Matrix m;
+    unsigned char *block;
+    float *values;
+} TestMatrix;
+
+static void make_matrix(TestMatrix *t, DType dt, int rows, int cols, uint64_t seed) {
+    size_t n = (size_t)rows * cols, es = dtype_size(dt);
+    t->block = malloc(n * es + 64);
+    t->values = malloc(n * sizeof(float));
+    unsigned char *data = t->block + (dt == DT_F32 ? 4 : 2);
+    for (size_t i = 0; i < n; i++) {
+        float v = rnd(&seed);
+        uint16_t h;
+        if (dt == DT_F32) memcpy(data + i * 4, &v, 4);
+        else {
+            h = dt == DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            memcpy(data + i * 2, &h, 2);
+            v = dt == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        t->values[i] = v;
+    }
+    t->m.data = data;
+    t->m.dtype = dt;
+    t->m.rows = rows;
+    t->m.cols = cols;
+}
+
+static void free_matrix(TestMatrix *t) {
+    free(t->block);
+    free(t->values);
+}
+
+/* Worst |out - ref| / sum|x w| over all outputs. */
+static double worst_error(const float *out, const float *ref, const float *x, const TestMatrix *w, int T) {
+    int N = w->m.rows, K = w->m.cols;
+    double worst = 0;
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < N; r++) {
+            double scale = 0;
+            for (int k = 0; k < K; k++) scale += fabs((double)x[(size_t)t * K + k] * w->values[(size_t)r * K + k]);
+            double e = fabs((double)out[(size_t)t * N + r] - ref[(size_t)t * N + r]) / (scale + 1e-30);
+            if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+        }
+    return worst;
+}
+
+static void check_path(KernelPath p, DType dt) {
+    static const int sizes[][3] = {   /* N, K, T */
+        {1, 1, 1}, {5, 3, 1}, {37, 19, 1}, {37, 19, 2}, {64, 64, 3}, {33, 130, 4}, {67, 301, 17},
+        {100, 64, 48}, {129, 257, 50}, {256, 512, 64}, {40, 1000, 97},
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int N = sizes[i][0], K = sizes[i][1], T = sizes[i][2];
+        TestMatrix w;
+        make_matrix(&w, dt, N, K, 42 + i);
+        uint64_t seed = 7 + i;
+        float *x = malloc((size_t)T * K * sizeof(float));
+        for (size_t j = 0; j < (size_t)T * K; j++) x[j] = rnd(&seed) * 3.0f;
+        float *ref = malloc((size_t)T * N * sizeof(float)), *out = malloc((size_t)T * N * sizeof(float));
+        void *scratch = aligned_alloc(64, (matmul_scratch_bytes(T, K) + 63) / 64 * 64);
+        for (size_t j = 0; j < (size_t)T * N; j++) out[j] = NAN;   /* every output must be written */
+        matmul_with(KERNEL_SCALAR, ref, x, &w.m, T, scratch);
+        matmul_with(p, out, x, &w.m, T, scratch);
+        double e = worst_error(out, ref, x, &w, T);
+        if (!(e <= worst)) worst = e;
+        free(x); free(ref); free(out); free(scratch);
+        free_matrix(&w);
+    }
+    double tol = p == KERNEL_AVX512_BF16 ? BF16_TOL : EXACT_TOL;
+    char name[128];
+    snprintf(name, sizeof name, "matmul %s on %s weights matches scalar within %.0e relative", kernel_name(p),
+             dtype_name(dt), tol);
+    check(worst <= tol, name, "worst relative error %.3g", worst);
+    printf("     %s %s: worst |d| / sum|x w| = %.3g\n", kernel_name(p), dtype_name(dt), worst);
+}
+
+/* The scalar path is the definition; check it once against double precision. */
+static void check_scalar_definition(void) {
+    TestMatrix w;
+    make_matrix(&w, DT_BF16, 7, 333, 3);
+    uint64_t seed = 5;
+    float x[2 * 333], out[2 * 7];
+    for (int j = 0; j < 2 * 333; j++) x[j] = rnd(&seed);
+    matmul_with(KERNEL_SCALAR, out, x, &w.m, 2, NULL);
+    double worst = 0;
+    for (int t = 0; t < 2; t++)
+        for (int r = 0; r < 7; r++) {
+            double ref = 0, scale = 0;
+            for (int k = 0; k < 333; k++) {
+                ref += (double)x[t * 333 + k] * w.values[r * 333 + k];
+                scale += fabs((double)x[t * 333 + k] * w.values[r * 333 + k]);
+            }
+            double e = fabs(out[t * 7 + r] - ref) / scale;
+            if (e > worst) worst = e;
+        }
+    check(worst <= 1e-5, "scalar matmul equals the double-precision dot within 1e-5 relative", "worst %.3g", worst);
+    free_matrix(&w);
+}
+
+int main(void) {
+    check_scalar_definition();
+    static const DType dtypes[] = {DT_F32, DT_F16, DT_BF16};
+    for (int p = KERNEL_C; p < KERNEL_COUNT; p++)
+        for (int d = 0; d < 3; d++) {
+            if (!kernel_available((KernelPath)p, dtypes[d])) {
+                if (d == 2) printf("     (path %s not compiled in)\n", kernel_name((KernelPath)p));
+                continue;
+            }
+            check_path((KernelPath)p, dtypes[d]);
+        }
+    return test_exit_code();
+}
