@@ -11,6 +11,8 @@
 
 #include "model/model.h"
 #include "model/fileio.h"
+#include "model/modeldir.h"
+#include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
 #include "quant/quant.h"
 #include "eval/wikitext.h"
@@ -160,89 +162,7 @@ static double now_seconds(void) {
 }
 
 /* ------------------------------------------------------------------------- */
-/* Loading a model directory: weights, config and tokenizer. */
-
-typedef struct {
-    Model model;
-    Tokenizer *tok;
-} Loaded;
-
-static int load_model_dir(Loaded *L, const char *dir, int need_tokenizer, Error *err) {
-    memset(L, 0, sizeof *L);
-    if (!path_exists(dir)) return error_set(err, "%s: no such model directory", dir);
-    if (model_load(&L->model, dir, err)) return -1;
-    if (!need_tokenizer) return 0;
-    char path[4096], msg[512];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
-    L->tok = tokenizer_load(path, msg, sizeof msg);
-    if (!L->tok) {
-        model_free(&L->model);
-        return error_set(err, "%s", msg);
-    }
-    if (tokenizer_vocab_size(L->tok) != L->model.config.vocab_size) {
-        error_set(err, "%s: %d pieces but the model's vocab_size is %d", path,
-                  tokenizer_vocab_size(L->tok), L->model.config.vocab_size);
-        tokenizer_free(L->tok);
-        model_free(&L->model);
-        return -1;
-    }
-    return 0;
-}
-
-static void unload(Loaded *L) {
-    if (L->tok) tokenizer_free(L->tok);
-    model_free(&L->model);
-}
-
-/* Runs tokens[0..n) from position 0 in batches of at most s->max_batch; leaves the
- * last token's logits in s->logits. */
-static void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n) {
-    for (int done = 0; done < n;) {
-        int T = n - done < s->max_batch ? n - done : s->max_batch;
-        int last_batch = done + T == n;
-        forward(m, s, kv, tokens + done, T, done, last_batch ? T - 1 : T);
-        done += T;
-    }
-}
-
-/* ------------------------------------------------------------------------- */
 /* generate */
-
-/* xorshift64*: a tiny seeded generator, so runs with the same -s repeat exactly. */
-static float random_unit(unsigned long long *state) {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    return (float)((*state * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0f;
-}
-
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
-    return best;
-}
-
-typedef struct { float p; int id; } ProbIndex;
-
-static int by_prob_desc(const void *a, const void *b) {
-    float pa = ((const ProbIndex *)a)->p, pb = ((const ProbIndex *)b)->p;
-    return (pa < pb) - (pa > pb);
-}
-
-/* Temperature + nucleus (top-p) sampling; temperature 0 is greedy. */
-static int sample(float *logits, int n, float temperature, float top_p, unsigned long long *rng, ProbIndex *buf) {
-    if (temperature == 0.0f) return argmax(logits, n);
-    float max = logits[argmax(logits, n)], sum = 0.0f;
-    for (int i = 0; i < n; i++) { logits[i] = expf((logits[i] - max) / temperature); sum += logits[i]; }
-    for (int i = 0; i < n; i++) { buf[i].p = logits[i] / sum; buf[i].id = i; }
-    qsort(buf, (size_t)n, sizeof *buf, by_prob_desc);
-    float cum = 0.0f;
-    int last = n - 1;
-    for (int i = 0; i < n; i++) { cum += buf[i].p; if (cum >= top_p) { last = i; break; } }
-    float r = random_unit(rng) * cum, acc = 0.0f;
-    for (int i = 0; i <= last; i++) { acc += buf[i].p; if (r < acc) return buf[i].id; }
-    return buf[last].id;
-}
 
 /* TinyLlama-Chat's template: <|user|>\n{prompt}</s>\n<|assistant|>\n */
 static char *chat_prompt(const char *prompt) {
@@ -274,11 +194,10 @@ static int cmd_generate(int argc, char **argv) {
     const KvScheme *scheme = a.bad[0] ? NULL : scheme_or_error(scheme_name, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("generate", a.bad);
     if (!seed_set) seed = (unsigned long long)time(NULL);
-    unsigned long long rng = seed * 2654435761ull + 1;
 
     Error err;
-    Loaded L;
-    if (load_model_dir(&L, dir, 1, &err)) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    ModelDir L;
+    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
     const Config *c = &L.model.config;
     char *text = chat ? chat_prompt(prompt) : strdup(prompt);
     int n_prompt = 0;
@@ -286,22 +205,21 @@ static int cmd_generate(int argc, char **argv) {
     free(text);
     if (steps > c->max_seq_len) steps = c->max_seq_len;
     int rc = EXIT_BAD_INPUT;
-    if (!tokens) { fprintf(stderr, "generate: out of memory\n"); goto out_model; }
+    RunState s = {0};
+    KvCache kv = {0};
+    Sampler sampler = {0};
+    int *seq = tokens ? realloc(tokens, (size_t)steps * sizeof *seq) : NULL;
+    if (!seq) { fprintf(stderr, "generate: out of memory\n"); goto done; }
+    tokens = seq;
     if (n_prompt >= steps) {
         fprintf(stderr, "generate: the prompt is %d tokens; -n %d leaves no room to generate\n", n_prompt, steps);
-        goto out_tokens;
+        goto done;
     }
-    RunState s;
-    KvCache kv;
-    ProbIndex *probs = malloc((size_t)c->vocab_size * sizeof *probs);
-    int *seq = realloc(tokens, (size_t)steps * sizeof *seq);
-    if (!probs || !seq) { fprintf(stderr, "generate: out of memory\n"); free(probs); goto out_tokens; }
-    tokens = seq;
     if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, &err) ||
-        kv_cache_init(&kv, c, steps, scheme, scheme, &err)) {
+        kv_cache_init(&kv, c, steps, scheme, scheme, &err) ||
+        sampler_init(&sampler, c->vocab_size, temperature, top_p, seed, &err)) {
         fprintf(stderr, "generate: %s\n", err.msg);
-        free(probs);
-        goto out_tokens;
+        goto done;
     }
     char piece[64];
     for (int i = 0; i < n_prompt; i++) {
@@ -314,7 +232,7 @@ static int cmd_generate(int argc, char **argv) {
     double t1 = now_seconds();
     int pos = n_prompt;
     for (; pos < steps; pos++) {
-        int next = sample(s.logits, c->vocab_size, temperature, top_p, &rng, probs);
+        int next = sampler_next(&sampler, s.logits);
         if (next == c->eos_id) break;
         tokens[pos] = next;
         int len = tokenizer_piece_bytes(L.tok, tokens[pos - 1], next, piece);
@@ -328,13 +246,12 @@ static int cmd_generate(int argc, char **argv) {
     fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n",
             n_prompt, n_prompt / (t1 - t0), generated, generated > 0 ? generated / (t2 - t1) : 0.0);
     rc = EXIT_OK;
+done:
+    sampler_free(&sampler);
     kv_cache_free(&kv);
     runstate_free(&s);
-    free(probs);
-out_tokens:
     free(tokens);
-out_model:
-    unload(&L);
+    modeldir_free(&L);
     return rc;
 }
 
@@ -407,8 +324,8 @@ static int cmd_logits(int argc, char **argv) {
     if (a.bad[0]) return usage_error("logits", a.bad);
 
     Error err;
-    Loaded L;
-    if (load_model_dir(&L, dir, 0, &err)) { fprintf(stderr, "logits: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    ModelDir L;
+    if (modeldir_load(&L, dir, 0, &err)) { fprintf(stderr, "logits: %s\n", err.msg); return EXIT_BAD_INPUT; }
     const Config *c = &L.model.config;
     int n = 0, rc = EXIT_BAD_INPUT;
     int *ids = parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad);
@@ -432,7 +349,7 @@ static int cmd_logits(int argc, char **argv) {
     runstate_free(&s);
 done:
     free(ids);
-    unload(&L);
+    modeldir_free(&L);
     return rc;
 }
 
@@ -524,8 +441,8 @@ static int cmd_ppl(int argc, char **argv) {
     if (a.bad[0]) return usage_error("ppl", a.bad);
 
     Error err;
-    Loaded L;
-    if (load_model_dir(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    ModelDir L;
+    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
     const Config *c = &L.model.config;
     o.protocol = strcmp(protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
     o.ctx = ctx ? ctx : c->max_seq_len;
@@ -565,7 +482,7 @@ static int cmd_ppl(int argc, char **argv) {
     rc = EXIT_OK;
 done:
     free(tokens);
-    unload(&L);
+    modeldir_free(&L);
     return rc;
 }
 
@@ -628,8 +545,8 @@ static int cmd_kv_extract(int argc, char **argv) {
     if (a.bad[0]) return usage_error("kv-extract", a.bad);
 
     Error err;
-    Loaded L;
-    if (load_model_dir(&L, dir, 1, &err)) { fprintf(stderr, "kv-extract: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    ModelDir L;
+    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "kv-extract: %s\n", err.msg); return EXIT_BAD_INPUT; }
     const Config *c = &L.model.config;
     int n = 0, rc = EXIT_BAD_INPUT;
     int *ids = list ? parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad)
@@ -660,7 +577,7 @@ done:
     kv_cache_free(&kv);
     runstate_free(&s);
     free(ids);
-    unload(&L);
+    modeldir_free(&L);
     return rc;
 }
 
@@ -875,12 +792,12 @@ static int cmd_validate(int argc, char **argv) {
                      "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
 
     Error err;
-    Loaded L;
-    if (load_model_dir(&L, o.model_dir, 1, &err)) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    ModelDir L;
+    if (modeldir_load(&L, o.model_dir, 1, &err)) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
     if (!o.ctx) o.ctx = L.model.config.max_seq_len;
     ValidateResult r;
     int rc = validate_run(&L.model, L.tok, &o, out, &r, &err);
-    unload(&L);
+    modeldir_free(&L);
     if (rc) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
     if (out) validate_print_results(out, &o, &r);
     if (json) validate_print_json(stdout, &o, &r);

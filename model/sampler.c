@@ -1,0 +1,52 @@
+/* model/sampler.c: greedy and top-p sampling. */
+#include "model/sampler.h"
+#include <math.h>
+#include <stdlib.h>
+
+int sampler_init(Sampler *s, int vocab, float temperature, float top_p, unsigned long long seed, Error *err) {
+    s->vocab = vocab;
+    s->temperature = temperature;
+    s->top_p = top_p;
+    s->rng = seed * 2654435761ull + 1;   /* never 0: xorshift would stay at 0 */
+    s->buf = malloc((size_t)vocab * sizeof *s->buf);
+    return s->buf ? 0 : error_set(err, "out of memory for the sampler");
+}
+
+void sampler_free(Sampler *s) {
+    free(s->buf);
+    s->buf = NULL;
+}
+
+/* xorshift64*: uniform in [0, 1). */
+static float random_unit(unsigned long long *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (float)((*state * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0f;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static int by_prob_desc(const void *a, const void *b) {
+    float pa = ((const ProbIndex *)a)->p, pb = ((const ProbIndex *)b)->p;
+    return (pa < pb) - (pa > pb);
+}
+
+int sampler_next(Sampler *s, float *logits) {
+    int n = s->vocab;
+    if (s->temperature == 0.0f) return argmax(logits, n);
+    float max = logits[argmax(logits, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) { logits[i] = expf((logits[i] - max) / s->temperature); sum += logits[i]; }
+    for (int i = 0; i < n; i++) { s->buf[i].p = logits[i] / sum; s->buf[i].id = i; }
+    qsort(s->buf, (size_t)n, sizeof *s->buf, by_prob_desc);
+    float cum = 0.0f;
+    int last = n - 1;
+    for (int i = 0; i < n; i++) { cum += s->buf[i].p; if (cum >= s->top_p) { last = i; break; } }
+    float r = random_unit(&s->rng) * cum, acc = 0.0f;
+    for (int i = 0; i <= last; i++) { acc += s->buf[i].p; if (r < acc) return s->buf[i].id; }
+    return s->buf[last].id;
+}

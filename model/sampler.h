@@ -1,0 +1,26 @@
+/* model/sampler.h: choosing the next token from logits — greedy, or temperature plus
+ * nucleus (top-p) sampling with a seeded generator, so a run with the same seed repeats. */
+#ifndef KVQ_SAMPLER_H
+#define KVQ_SAMPLER_H
+
+#include "model/error.h"
+
+typedef struct {
+    float p;
+    int id;
+} ProbIndex;
+
+typedef struct {
+    int vocab;
+    float temperature;        /* 0: greedy */
+    float top_p;              /* keep the smallest set of tokens whose probability reaches top_p */
+    unsigned long long rng;   /* xorshift64* state */
+    ProbIndex *buf;           /* [vocab] */
+} Sampler;
+
+int sampler_init(Sampler *s, int vocab, float temperature, float top_p, unsigned long long seed, Error *err);
+void sampler_free(Sampler *s);
+/* The next token; logits[0..vocab) is overwritten. */
+int sampler_next(Sampler *s, float *logits);
+
+#endif
