@@ -83,6 +83,42 @@ static const float *row_block(const KvScheme *scheme, const unsigned char *first
     return buf;
 }
 
+/* Keys [n][hd] -> kt[d][ATT_POSITIONS]: scores then come out of vertical multiply-adds over
+ * positions, with no horizontal sum per query and key. */
+static void transpose_keys(const float *k, int n, int hd, float *kt) {
+    for (int p = 0; p < n; p++)
+        for (int d = 0; d < hd; d++) kt[(size_t)d * ATT_POSITIONS + p] = k[(size_t)p * hd + d];
+}
+
+/* score[p] = scale * q . key p for p < n (keys transposed as above). Four components per
+ * pass over the accumulators, which live in memory: a quarter of their loads and stores. */
+static void scores_of(const float *q, const float *kt, int n, int hd, float scale, float *score) {
+    float acc[ATT_POSITIONS] = {0};
+    int d = 0;
+    for (; d + 4 <= hd; d += 4) {
+        const float *r0 = kt + (size_t)d * ATT_POSITIONS, *r1 = r0 + ATT_POSITIONS;
+        const float *r2 = r1 + ATT_POSITIONS, *r3 = r2 + ATT_POSITIONS;
+        for (int p = 0; p < ATT_POSITIONS; p++)
+            acc[p] = mul_add(q[d + 3], r3[p], mul_add(q[d + 2], r2[p], mul_add(q[d + 1], r1[p], mul_add(q[d], r0[p], acc[p]))));
+    }
+    for (; d < hd; d++)
+        for (int p = 0; p < ATT_POSITIONS; p++) acc[p] = mul_add(q[d], kt[(size_t)d * ATT_POSITIONS + p], acc[p]);
+    for (int p = 0; p < n; p++) score[p] = acc[p] * scale;
+}
+
+/* out[0..hd) += sum_p w[p] * v[p][.] for p < n, in order of p. Four rows per pass over
+ * out (the same sums as one row per pass, with a quarter of the loads and stores of out). */
+static void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd) {
+    int p = 0;
+    for (; p + 4 <= n; p += 4) {
+        const float *v0 = v + (size_t)p * hd, *v1 = v0 + hd, *v2 = v1 + hd, *v3 = v2 + hd;
+        for (int d = 0; d < hd; d++)
+            out[d] = mul_add(w[p + 3], v3[d], mul_add(w[p + 2], v2[d], mul_add(w[p + 1], v1[d], mul_add(w[p], v0[d], out[d]))));
+    }
+    for (; p < n; p++)
+        for (int d = 0; d < hd; d++) out[d] = mul_add(w[p], v[(size_t)p * hd + d], out[d]);
+}
+
 /* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values. */
 static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
                             int pos, float *scratch) {
@@ -90,17 +126,18 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
     float scale = 1.0f / sqrtf((float)hd);
     float *score = scratch, *kbuf = scratch + (size_t)ATT_TOKENS * group * c->max_seq_len;
-    float *vbuf = kbuf + (size_t)ATT_POSITIONS * hd;
+    float *kt = kbuf + (size_t)ATT_POSITIONS * hd;
     /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * n_max] */
     int rows = (t1 - t0) * group;
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         const float *kb = row_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf);
+        if (np < ATT_POSITIONS) memset(kt, 0, (size_t)hd * ATT_POSITIONS * sizeof(float));
+        transpose_keys(kb, np, hd, kt);
         for (int i = 0; i < rows; i++) {
             int t = t0 + i / group, h = kvh * group + i % group;
-            const float *q = s->q + (size_t)t * c->dim + (size_t)h * hd;
             int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;   /* causal */
-            for (int p = 0; p < end; p++) score[(size_t)i * n_max + p0 + p] = dot_f32(q, kb + (size_t)p * hd, hd) * scale;
+            if (end > 0) scores_of(s->q + (size_t)t * c->dim + (size_t)h * hd, kt, end, hd, scale, score + (size_t)i * n_max + p0);
         }
     }
     for (int i = 0; i < rows; i++) {
@@ -110,12 +147,13 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const float *vb = row_block(cache->v_scheme, kv_value_row(cache, layer, kvh, p0), cache->v_row_bytes, np, hd, vbuf);
+        const float *vb = row_block(cache->v_scheme, kv_value_row(cache, layer, kvh, p0), cache->v_row_bytes, np, hd, kbuf);
         for (int i = 0; i < rows; i++) {
             int t = t0 + i / group, h = kvh * group + i % group;
             float *out = s->xb2 + (size_t)t * c->dim + (size_t)h * hd;
+            const float *sc = score + (size_t)i * n_max + p0;
             int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;
-            for (int p = 0; p < end; p++) axpy_f32(out, score[(size_t)i * n_max + p0 + p], vb + (size_t)p * hd, hd);
+            add_weighted_rows(out, sc, vb, end, hd);
         }
     }
 }
@@ -138,11 +176,6 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
 
 static void add_inplace(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
-}
-
-/* SiLU(gate) * up, elementwise; silu(x) = x * sigmoid(x). */
-static void swiglu(float *gate, const float *up, size_t n) {
-    for (size_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
 static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, int T, int pos) {

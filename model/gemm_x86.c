@@ -48,7 +48,7 @@ static inline float widen1(DType dt, const void *row, int i) {
 /* out[t, r] for rows r0..r0+nr-1 (nr <= GEMV_BLOCK) and every t. */
 static inline void gemv8_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows;
-    size_t esize = dtype_size(dt);
+    size_t esize = dt == DT_F32 ? 4 : 2;
     const unsigned char *rows = (const unsigned char *)w->data + (size_t)r0 * K * esize;
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * K;
@@ -136,7 +136,7 @@ static inline float widen_one(DType dt, const void *row, int i) {
 
 static inline void gemv16_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows;
-    size_t esize = dtype_size(dt);
+    size_t esize = dt == DT_F32 ? 4 : 2;
     const unsigned char *rows = (const unsigned char *)w->data + (size_t)r0 * K * esize;
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * K;

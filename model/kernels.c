@@ -136,11 +136,36 @@ void rope(float *vec, int n_heads, int head_dim, int pos, const float *inv_freq)
     }
 }
 
+/* e^x within ~2 ulp (Cephes' expf polynomial): branch-free, so loops over it vectorize,
+ * where a libm call per element would not. Inputs are clamped to the normal range. */
+static inline float exp_vec(float x) {
+    x = fminf(fmaxf(x, -87.3f), 88.7f);
+    float n = rintf(x * 1.44269504088896341f);
+    float r = x - n * 0.693359375f;          /* ln 2 in two parts: exact product first */
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = mul_add(p, r, 1.3981999507e-3f);
+    p = mul_add(p, r, 8.3334519073e-3f);
+    p = mul_add(p, r, 4.1665795894e-2f);
+    p = mul_add(p, r, 1.6666665459e-1f);
+    p = mul_add(p, r, 5.0000001201e-1f);
+    p = mul_add(p, r * r, r + 1.0f);
+    int32_t bits = ((int32_t)n + 127) << 23;  /* 2^n, n in [-126, 128) after the clamp */
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+void swiglu(float *gate, const float *up, size_t n) {
+    for (size_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + exp_vec(-gate[i])) * up[i];
+}
+
 void softmax(float *x, int n) {
     float max = x[0];
     for (int i = 1; i < n; i++) if (x[i] > max) max = x[i];
     float sum = 0.0f;
-    for (int i = 0; i < n; i++) { x[i] = expf(x[i] - max); sum += x[i]; }
+    for (int i = 0; i < n; i++) x[i] = exp_vec(x[i] - max);
+    for (int i = 0; i < n; i++) sum += x[i];
     float inv = 1.0f / sum;
     for (int i = 0; i < n; i++) x[i] *= inv;
 }

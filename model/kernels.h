@@ -9,6 +9,7 @@
 #ifndef KVQ_KERNELS_H
 #define KVQ_KERNELS_H
 
+#include <math.h>
 #include <stdint.h>
 #include "model/model.h"
 
@@ -51,6 +52,19 @@ void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, flo
 /* HF rotate-half RoPE on n_heads vectors of head_dim at position pos, in place:
  * pairs (i, i + head_dim/2) rotate by pos * inv_freq[i]. */
 void rope(float *vec, int n_heads, int head_dim, int pos, const float *inv_freq);
+
+/* a * b + c, fused where the CPU has FMA (C11 code is compiled without contraction, so
+ * plain a * b + c is two roundings and two instructions); exact-enough either way. */
+static inline float mul_add(float a, float b, float c) {
+#ifdef FP_FAST_FMAF
+    return fmaf(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
+/* gate[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) (SwiGLU). */
+void swiglu(float *gate, const float *up, size_t n);
 
 /* In-place softmax of x[0..n). */
 void softmax(float *x, int n);

@@ -123,9 +123,9 @@ static inline float dequant_value(int32_t q, GroupParams gp) {
     return v + gp.lo;
 }
 
-void int_dequantize(const KvScheme *s, const void *packed, size_t n, float *x) {
-    const uint8_t *codes = packed;
-    int b = s->bits;
+/* One copy per width (constant `bits` after inlining: constant shifts). Attention decodes
+ * cache rows through this, so it is as hot as dot/axpy; the arithmetic is dequant_value. */
+static inline void dequantize_bits(const KvScheme *s, const uint8_t *codes, size_t n, float *x, int b) {
     size_t gs = (size_t)s->group_size;
     for (size_t g = 0; g < n / gs; g++) {
         GroupParams gp = read_params(s, params_at(s, codes, n, g));
@@ -135,6 +135,15 @@ void int_dequantize(const KvScheme *s, const void *packed, size_t n, float *x) {
             for (int k = 0; k < 8; k++)
                 x[g * gs + j + k] = dequant_value(c[k], gp);
         }
+    }
+}
+
+void int_dequantize(const KvScheme *s, const void *packed, size_t n, float *x) {
+    switch (s->bits) {
+    case 2: dequantize_bits(s, packed, n, x, 2); break;
+    case 3: dequantize_bits(s, packed, n, x, 3); break;
+    case 4: dequantize_bits(s, packed, n, x, 4); break;
+    default: dequantize_bits(s, packed, n, x, 8); break;
     }
 }
 
