@@ -123,8 +123,89 @@ static void check_scalar_definition(void) {
     free_matrix(&w);
 }
 
+/* softmax and SwiGLU use a polynomial exp (vectorizable); compare with double libm. */
+static void check_softmax_swiglu(void) {
+    enum { N = 1000 };
+    float x[N], gate[N], up[N];
+    uint64_t seed = 11;
+    for (int i = 0; i < N; i++) {
+        x[i] = rnd(&seed) * 100.0f;   /* spans e^-200 .. e^0 after the max shift */
+        gate[i] = rnd(&seed) * 120.0f;
+        up[i] = rnd(&seed);
+    }
+    double max = x[0], sum = 0, worst = 0;
+    for (int i = 1; i < N; i++) if (x[i] > max) max = x[i];
+    for (int i = 0; i < N; i++) sum += exp((double)x[i] - max);
+    float y[N];
+    memcpy(y, x, sizeof y);
+    softmax(y, N);
+    for (int i = 0; i < N; i++) {
+        double ref = exp((double)x[i] - max) / sum, e = fabs(y[i] - ref) - 1e-6 * ref;
+        if (e > worst) worst = e;
+    }
+    check(worst <= 1e-30, "softmax within 1e-6 relative of double exp (below 1e-30 absolute)", "excess %.3g", worst);
+    float g[N];
+    memcpy(g, gate, sizeof g);
+    swiglu(g, up, N);
+    worst = 0;
+    for (int i = 0; i < N; i++) {
+        double ref = gate[i] / (1.0 + exp(-(double)gate[i])) * up[i];
+        double e = fabs(g[i] - ref) / (fabs(gate[i] * up[i]) + 1e-30);
+        if (e > worst) worst = e;
+    }
+    check(worst <= 1e-6, "swiglu within 1e-6 of double silu(gate)*up, relative to |gate*up|", "worst %.3g", worst);
+}
+
+/* Logits of tokens[0..T) in one batch with the model's current precision. */
+static float *forward_logits(const Model *m, const int *tokens, int T) {
+    RunState s;
+    KvCache kv;
+    Error err;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    if (runstate_init(&s, &m->config, T, &err)) return NULL;
+    if (kv_cache_init(&kv, &m->config, T, fp32, fp32, &err)) {
+        runstate_free(&s);
+        return NULL;
+    }
+    forward(m, &s, &kv, tokens, T, 0, 0);
+    float *out = malloc((size_t)T * m->config.vocab_size * sizeof(float));
+    if (out) memcpy(out, s.logits, (size_t)T * m->config.vocab_size * sizeof(float));
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    return out;
+}
+
+/* With bf16 activations the whole model drifts from the exact path (which test_forward
+ * holds to the f32 reference within 1e-3). The bound: max |dlogit| <= BF16_FORWARD_TOL. */
+#define BF16_FORWARD_TOL 0.05
+static void check_bf16_forward(const char *dir) {
+    Model m;
+    Error err;
+    if (!check(model_load(&m, dir, &err) == 0, "load model for the bf16-activation check", "%s", err.msg)) return;
+    int T = 40, tokens[40];
+    for (int i = 0; i < T; i++) tokens[i] = (i * 37 + 1) % m.config.vocab_size;
+    m.precision = MATMUL_EXACT;
+    float *exact = forward_logits(&m, tokens, T);
+    m.precision = MATMUL_BF16_ACT;
+    float *fast = forward_logits(&m, tokens, T);
+    double worst = exact && fast ? 0 : INFINITY;
+    for (size_t i = 0; exact && fast && i < (size_t)T * m.config.vocab_size; i++) {
+        double d = fabs((double)exact[i] - fast[i]);
+        if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
+    }
+    char name[160];
+    snprintf(name, sizeof name, "%s: forward with bf16 activations within %.2g of exact logits", dir, BF16_FORWARD_TOL);
+    check(worst <= BF16_FORWARD_TOL, name, "max|dlogit| = %.3g", worst);
+    printf("     %s: max|dlogit| bf16 activations vs exact = %.3g (path %s)\n", dir, worst,
+           kernel_name(kernel_choose(MATMUL_BF16_ACT, m.weights.layers[0].wq.dtype)));
+    free(exact);
+    free(fast);
+    model_free(&m);
+}
+
 int main(void) {
     check_scalar_definition();
+    check_softmax_swiglu();
     static const DType dtypes[] = {DT_F32, DT_F16, DT_BF16};
     for (int p = KERNEL_C; p < KERNEL_COUNT; p++)
         for (int d = 0; d < 3; d++) {
@@ -134,5 +215,7 @@ int main(void) {
             }
             check_path((KernelPath)p, dtypes[d]);
         }
+    check_bf16_forward("data/models/mini-llama-brown");
+    check_bf16_forward("data/models/random-gqa8");
     return test_exit_code();
 }
