@@ -4,6 +4,11 @@ CC      ?= cc
 OMP     ?= 1
 SANITIZE ?= 0
 CFLAGS  ?= -O3 -march=native
+# `make KVQ_PORTABLE=1`: no -march=native, so only the plain-C kernels (runs on any CPU).
+ifeq ($(KVQ_PORTABLE),1)
+CFLAGS  := $(filter-out -march=native,$(CFLAGS))
+BUILD   ?= build/portable
+endif
 CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. $(EXTRA_CFLAGS)
 LDLIBS  += -lm -lpthread
 
