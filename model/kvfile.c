@@ -181,8 +181,8 @@ static int meta_int(const SafeTensors *st, const char *key, int *out) {
     return 1;
 }
 
-/* Widens one tensor's data (any float dtype) to f32; data may be unaligned. */
-static int tensor_to_f32(const Tensor *t, float *out, const char *path, Error *err) {
+/* Widens one tensor's data (F32, F16 or BF16, checked by check_tensor) to f32; data may be unaligned. */
+static void tensor_to_f32(const Tensor *t, float *out) {
     const unsigned char *p = t->data;
     for (size_t i = 0; i < t->numel; i++) {
         if (t->dtype == DT_F32) {
@@ -193,9 +193,6 @@ static int tensor_to_f32(const Tensor *t, float *out, const char *path, Error *e
             out[i] = t->dtype == DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
         }
     }
-    if (t->dtype != DT_F32 && t->dtype != DT_F16 && t->dtype != DT_BF16)
-        return error_set(err, "%s: tensor '%s' has dtype %s (F32, F16 or BF16 expected)", path, t->name, dtype_name(t->dtype));
-    return 0;
 }
 
 /* Checks one layer_{i}_{key,value} tensor against the shape of layer 0's key. */
@@ -240,23 +237,29 @@ static int read_geometry(const SafeTensors *st, KvSnapshot *s, Error *err) {
     return 0;
 }
 
+/* layer_{l}_key or layer_{l}_value, checked against the geometry; NULL after an error. */
+static const Tensor *layer_tensor(const SafeTensors *st, const KvSnapshot *s, int l, int is_value, Error *err) {
+    char name[48];
+    snprintf(name, sizeof name, "layer_%d_%s", l, is_value ? "value" : "key");
+    const Tensor *t = st_find(st, name);
+    if (!t) { error_set(err, "%s: missing tensor '%s'", st->path, name); return NULL; }
+    return check_tensor(t, s, st->path, err) ? NULL : t;
+}
+
 int kv_snapshot_from_safetensors(const SafeTensors *st, KvSnapshot *s, Error *err) {
     memset(s, 0, sizeof *s);
-    if (read_geometry(st, s, err) || snapshot_alloc(s, err)) return -1;
+    if (read_geometry(st, s, err)) return -1;
+    /* Every tensor is checked before anything is allocated: the sizes then come from data
+     * that is really in the file, not from a header that merely claims it. */
+    for (int l = 0; l < s->n_layers; l++)
+        if (!layer_tensor(st, s, l, 0, err) || !layer_tensor(st, s, l, 1, err)) return -1;
+    if (snapshot_alloc(s, err)) return -1;
     size_t per_layer = kv_snapshot_layer_size(s);
-    for (int l = 0; l < s->n_layers; l++) {
+    for (int l = 0; l < s->n_layers; l++)
         for (int is_value = 0; is_value < 2; is_value++) {
-            char name[48];
-            snprintf(name, sizeof name, "layer_%d_%s", l, is_value ? "value" : "key");
-            const Tensor *t = st_find(st, name);
-            if (!t) { kv_snapshot_free(s); return error_set(err, "%s: missing tensor '%s'", st->path, name); }
-            float *dst = (is_value ? s->v : s->k) + (size_t)l * per_layer;
-            if (check_tensor(t, s, st->path, err) || tensor_to_f32(t, dst, st->path, err)) {
-                kv_snapshot_free(s);
-                return -1;
-            }
+            const Tensor *t = layer_tensor(st, s, l, is_value, err);
+            tensor_to_f32(t, (is_value ? s->v : s->k) + (size_t)l * per_layer);
         }
-    }
     return 0;
 }
 
