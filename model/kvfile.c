@@ -258,7 +258,15 @@ int kv_snapshot_from_safetensors(const SafeTensors *st, KvSnapshot *s, Error *er
     for (int l = 0; l < s->n_layers; l++)
         for (int is_value = 0; is_value < 2; is_value++) {
             const Tensor *t = layer_tensor(st, s, l, is_value, err);
-            tensor_to_f32(t, (is_value ? s->v : s->k) + (size_t)l * per_layer);
+            float *x = (is_value ? s->v : s->k) + (size_t)l * per_layer;
+            tensor_to_f32(t, x);
+            /* A real cache is finite; NaN/inf would silently poison every metric downstream. */
+            for (size_t i = 0; i < per_layer; i++)
+                if (!isfinite(x[i])) {
+                    error_set(err, "%s: tensor '%s' holds a non-finite value at element %zu", st->path, t->name, i);
+                    kv_snapshot_free(s);
+                    return -1;
+                }
         }
     return 0;
 }

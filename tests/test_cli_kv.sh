@@ -101,6 +101,21 @@ grep -q "non-finite" "$T/err" && pass "NaN scale named in the message" || fail "
 expect_exit "decompress: short codes" 2 ./run decompress -input "$T/short.st" -output "$T/o12.st"
 no_file "decompress: NaN/short leave no output" "$T/o11.st"
 
+# a KV cache holding NaN is refused (it would poison every metric)
+python3 - "$T" <<'PY'
+import json, struct, sys
+t = sys.argv[1]
+header = {"layer_0_key": {"dtype": "F32", "shape": [1, 1, 2, 64], "data_offsets": [0, 512]},
+          "layer_0_value": {"dtype": "F32", "shape": [1, 1, 2, 64], "data_offsets": [512, 1024]}}
+vals = [0.5] * 256
+vals[70] = float("nan")
+h = json.dumps(header).encode()
+open(t + "/nanvals.st", "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<256f", *vals))
+PY
+expect_exit "compress: a cache holding NaN" 2 ./run compress -input "$T/nanvals.st" -output "$T/o13.st"
+grep -q "non-finite" "$T/err" && pass "NaN value named in the message" || fail "NaN value message" "$(cat "$T/err")"
+expect_exit "kv-info: a cache holding NaN" 2 ./run kv-info "$T/nanvals.st"
+
 # --- kv-extract / kv-info
 expect_exit "kv-extract" 0 ./run kv-extract $M -i "Robert Boulter is an English film , television and theatre actor ." -o "$T/kv.st"
 [ -f "$T/kv.st.metadata.json" ] && pass "kv-extract writes the metadata sidecar" || fail "sidecar" "missing"
@@ -131,6 +146,9 @@ sys.exit(0 if ok else 1)
 PY
 expect_exit "ppl-merge: a shard twice" 2 ./run ppl-merge "$T/s0.json" "$T/s0.json"
 expect_exit "ppl-merge: a missing shard" 2 ./run ppl-merge "$T/s0.json"
+printf '{"model": ' >"$T/broken.json"
+expect_exit "ppl-merge: broken JSON" 2 ./run ppl-merge "$T/broken.json"
+expect_exit "ppl-merge: a KV cache file instead of JSON" 2 ./run ppl-merge $REF/kv-mini-llama.safetensors
 expect_exit "ppl: window longer than the model's context" 2 ./run ppl $M --ctx 4096 --quiet
 expect_exit "ppl: stride > ctx" 2 ./run ppl $M --ctx 256 --stride 512 --quiet
 : >"$T/empty.txt"
