@@ -24,8 +24,9 @@ void report_ppl_text(FILE *f, const PplReport *r) {
         double base = ppl_value(x->base_nll_sum, x->scored);
         double base_se = ppl_stderr_mean(x->base_nll_sum, x->base_nll_sumsq, x->scored);
         double dse = ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored);
-        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %.5f, fp32 cache)\n", base, x->base_nll_sum / x->scored, base_se);
-        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f)\n", ppl, x->nll_sum / x->scored, se);
+        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f, fp32 cache)\n", base,
+                x->base_nll_sum / x->scored, base_se, x->base_nll_sum);
+        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->nll_sum / x->scored, se, x->nll_sum);
         fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %.6f (paired)\n", ppl - base,
                 100.0 * (ppl - base) / base, x->diff_sum / x->scored, dse);
         fprintf(f, "agreement: KL(baseline||quantized) %.6f nats/token, top-1 %.2f%%\n",
