@@ -14,8 +14,8 @@
 #include <immintrin.h>
 #endif
 
-/* Rows per GEMV step: their four dot products share each load of x. */
-#define GEMV_BLOCK 4
+/* Rows per GEMV work item (each row is still read on its own, front to back). */
+#define GEMV_BLOCK 16
 
 /* ===================================================================== AVX2 */
 #if defined(__AVX2__) && defined(__FMA__)
@@ -45,24 +45,22 @@ static inline float widen1(DType dt, const void *row, int i) {
     return ((const float *)row)[i];
 }
 
-/* out[t, r] for rows r0..r0+nr-1 (nr <= GEMV_BLOCK) and every t. */
+/* out[t, r] for rows r0..r0+nr-1 and every t: one row at a time, four independent sums. */
 static inline void gemv8_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows;
     size_t esize = dt == DT_F32 ? 4 : 2;
-    const unsigned char *rows = (const unsigned char *)w->data + (size_t)r0 * K * esize;
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * K;
-        __m256 acc[GEMV_BLOCK];
-        for (int j = 0; j < GEMV_BLOCK; j++) acc[j] = _mm256_setzero_ps();
-        int k = 0;
-        for (; k + 8 <= K; k += 8) {
-            __m256 xv = _mm256_loadu_ps(xt + k);
-            for (int j = 0; j < nr; j++)
-                acc[j] = _mm256_fmadd_ps(load8(dt, rows + (size_t)j * K * esize, k), xv, acc[j]);
-        }
-        for (int j = 0; j < nr; j++) {
-            float s = hsum8(acc[j]);
-            for (int kk = k; kk < K; kk++) s += xt[kk] * widen1(dt, rows + (size_t)j * K * esize, kk);
+    for (int j = 0; j < nr; j++) {
+        const unsigned char *row = (const unsigned char *)w->data + (size_t)(r0 + j) * K * esize;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * K;
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            int k = 0;
+            for (; k + 32 <= K; k += 32)
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm256_fmadd_ps(load8(dt, row, k + 8 * u), _mm256_loadu_ps(xt + k + 8 * u), acc[u]);
+            for (; k + 8 <= K; k += 8) acc[0] = _mm256_fmadd_ps(load8(dt, row, k), _mm256_loadu_ps(xt + k), acc[0]);
+            float s = hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+            for (; k < K; k++) s += xt[k] * widen1(dt, row, k);
             out[(size_t)t * N + r0 + j] = s;
         }
     }
@@ -134,23 +132,22 @@ static inline float widen_one(DType dt, const void *row, int i) {
     return ((const float *)row)[i];
 }
 
+/* One row at a time, front to back, four independent sums (see gemv_bf16_block). */
 static inline void gemv16_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows;
     size_t esize = dt == DT_F32 ? 4 : 2;
-    const unsigned char *rows = (const unsigned char *)w->data + (size_t)r0 * K * esize;
-    for (int t = 0; t < T; t++) {
-        const float *xt = x + (size_t)t * K;
-        __m512 acc[GEMV_BLOCK];
-        for (int j = 0; j < GEMV_BLOCK; j++) acc[j] = _mm512_setzero_ps();
-        int k = 0;
-        for (; k + 16 <= K; k += 16) {
-            __m512 xv = _mm512_loadu_ps(xt + k);
-            for (int j = 0; j < nr; j++)
-                acc[j] = _mm512_fmadd_ps(load16(dt, rows + (size_t)j * K * esize, k), xv, acc[j]);
-        }
-        for (int j = 0; j < nr; j++) {
-            float s = _mm512_reduce_add_ps(acc[j]);
-            for (int kk = k; kk < K; kk++) s += xt[kk] * widen_one(dt, rows + (size_t)j * K * esize, kk);
+    for (int j = 0; j < nr; j++) {
+        const unsigned char *row = (const unsigned char *)w->data + (size_t)(r0 + j) * K * esize;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * K;
+            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            int k = 0;
+            for (; k + 64 <= K; k += 64)
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm512_fmadd_ps(load16(dt, row, k + 16 * u), _mm512_loadu_ps(xt + k + 16 * u), acc[u]);
+            for (; k + 16 <= K; k += 16) acc[0] = _mm512_fmadd_ps(load16(dt, row, k), _mm512_loadu_ps(xt + k), acc[0]);
+            float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+            for (; k < K; k++) s += xt[k] * widen_one(dt, row, k);
             out[(size_t)t * N + r0 + j] = s;
         }
     }
@@ -227,25 +224,28 @@ static void activations_to_bf16(const float *x, int T, int K, uint32_t *dst) {
     }
 }
 
-/* Rows r0..r0+nr-1 against T bf16 inputs: 32 products per vdpbf16ps. */
+/* Rows r0..r0+nr-1 against T bf16 inputs: 32 products per vdpbf16ps. One row at a time,
+ * read front to back with four independent sums: a single sequential stream per thread is
+ * what the hardware prefetcher serves fastest. */
 static void gemv_bf16_block(float *out, const uint32_t *xb, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows, units = (K + 1) / 2;
-    const uint16_t *rows = (const uint16_t *)w->data + (size_t)r0 * K;
-    for (int t = 0; t < T; t++) {
-        const uint32_t *xt = xb + (size_t)t * units;
-        __m512 acc[GEMV_BLOCK];
-        for (int j = 0; j < GEMV_BLOCK; j++) acc[j] = _mm512_setzero_ps();
-        int k = 0;
-        for (; k + 32 <= K; k += 32) {
-            __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xt + k / 2));
-            for (int j = 0; j < nr; j++) {
-                __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(rows + (size_t)j * K + k));
-                acc[j] = _mm512_dpbf16_ps(acc[j], wv, xv);
+    for (int j = 0; j < nr; j++) {
+        const uint16_t *row = (const uint16_t *)w->data + (size_t)(r0 + j) * K;
+        for (int t = 0; t < T; t++) {
+            const uint32_t *xt = xb + (size_t)t * units;
+            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            int k = 0;
+            for (; k + 128 <= K; k += 128)
+                for (int u = 0; u < 4; u++) {
+                    __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xt + (k + 32 * u) / 2));
+                    __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(row + k + 32 * u));
+                    acc[u] = _mm512_dpbf16_ps(acc[u], wv, xv);
+                }
+            for (; k + 32 <= K; k += 32) {
+                __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xt + k / 2));
+                acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512((const void *)(row + k)), xv);
             }
-        }
-        for (int j = 0; j < nr; j++) {
-            float s = _mm512_reduce_add_ps(acc[j]);
-            const uint16_t *row = rows + (size_t)j * K;
+            float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
             for (int kk = k; kk < K; kk++) {
                 uint16_t xbits = (uint16_t)(xt[kk / 2] >> (kk % 2 ? 16 : 0));
                 s += bf16_to_f32(xbits) * bf16_to_f32(row[kk]);

@@ -137,9 +137,10 @@ void rope(float *vec, int n_heads, int head_dim, int pos, const float *inv_freq)
 }
 
 /* e^x within ~2 ulp (Cephes' expf polynomial): branch-free, so loops over it vectorize,
- * where a libm call per element would not. Inputs are clamped to the normal range. */
-static inline float exp_vec(float x) {
-    x = fminf(fmaxf(x, -87.3f), 88.7f);
+ * where a libm call per element would not. Inputs are clamped to the normal range; NaN passes. */
+static inline float exp_vec(float x_in) {
+    /* comparisons rather than fminf/fmaxf, which are library calls under C11 rules */
+    float x = x_in > -87.3f ? (x_in < 88.7f ? x_in : 88.7f) : -87.3f;
     float n = rintf(x * 1.44269504088896341f);
     float r = x - n * 0.693359375f;          /* ln 2 in two parts: exact product first */
     r = r - n * -2.12194440e-4f;
@@ -153,7 +154,7 @@ static inline float exp_vec(float x) {
     int32_t bits = ((int32_t)n + 127) << 23;  /* 2^n, n in [-126, 128) after the clamp */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return x_in == x_in ? p * scale : x_in;   /* NaN stays NaN */
 }
 
 void swiglu(float *gate, const float *up, size_t n) {
