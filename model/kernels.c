@@ -154,7 +154,8 @@ static inline float exp_vec(float x_in) {
     int32_t bits = ((int32_t)n + 127) << 23;  /* 2^n, n in [-126, 128) after the clamp */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return x_in == x_in ? p * scale : x_in;   /* NaN stays NaN */
+    float y = x_in < -87.3f ? 0.0f : p * scale;   /* underflow (and -inf) -> 0 */
+    return x_in == x_in ? y : x_in;                 /* NaN stays NaN */
 }
 
 void swiglu(float *gate, const float *up, size_t n) {
