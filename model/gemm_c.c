@@ -1,5 +1,5 @@
 /* model/gemm_c.c: the portable matmul paths and the blocked GEMM driver they share with
- * the intrinsics paths (model/gemm_x86.c). See model/gemm.h for the loop structure.
+ * the AVX2 path (model/gemm_avx2.c). See model/gemm.h for the loop structure.
  *   matmul_scalar:  the definition — one in-order f32 dot product per output.
  *   matmul_plain_c: the same blocking as the fast paths, in loops the compiler vectorizes. */
 #include "model/gemm.h"

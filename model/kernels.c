@@ -1,4 +1,4 @@
-/* model/kernels.c: matmul dispatch (the paths are in model/gemm_c.c and model/gemm_x86.c),
+/* model/kernels.c: matmul dispatch (paths: model/gemm_c.c, gemm_avx2.c, gemm_avx512.c),
  * RMSNorm, RoPE and softmax for the forward pass. Plain C loops the compiler vectorizes. */
 #include "model/kernels.h"
 #include "model/gemm.h"
@@ -78,10 +78,10 @@ KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype) {
 }
 
 size_t matmul_scratch_bytes(int T, int cols) {
-    /* bf16 pairs twice: row-major (ceil(cols/2) words per token), then packed in strips of
-     * of up to 64 tokens (the bf16 GEMM pads T to a whole strip), plus alignment slack */
-    size_t units = (size_t)(cols + 1) / 2, T_pad = (size_t)T + 64;
-    return ((size_t)T * units + T_pad * units + 64) * sizeof(uint32_t);
+    /* AVX-512 paths: activations packed in strips (T padded to a whole strip of <= 64 tokens),
+     * as floats, or as bf16 pairs after a row-major bf16 copy (at most as big), plus slack. */
+    size_t K = cols > 0 ? (size_t)cols : 1, T_pad = (size_t)T + 64;
+    return ((size_t)T + T_pad) * K * sizeof(float) + 256;
 }
 
 void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, int T, void *scratch) {
@@ -91,7 +91,7 @@ void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, i
     case KERNEL_AVX512_BF16: matmul_avx512_bf16(out, x, w, T, scratch); return;
 #endif
 #if defined(__AVX512F__)
-    case KERNEL_AVX512: matmul_avx512(out, x, w, T); return;
+    case KERNEL_AVX512: matmul_avx512(out, x, w, T, scratch); return;
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
     case KERNEL_AVX2: matmul_avx2(out, x, w, T); return;

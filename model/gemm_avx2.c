@@ -1,0 +1,109 @@
+/* model/gemm_avx2.c: the AVX2 + FMA matmul path, compiled only when the build targets it
+ * (__AVX2__ and __FMA__; -march=native on any x86-64 of the last decade). Same structure as
+ * the plain-C path (model/gemm.h): a streaming GEMV for T < 4 (8 wide, one weight row at a
+ * time) and the shared blocked driver with a 6 tokens x 16 rows microkernel (12 ymm sums). */
+#include "model/gemm.h"
+#include "model/kernels.h"
+#include "quant/half.h"
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+/* Rows per GEMV work item (each row is still read on its own, front to back). */
+#define GEMV_BLOCK 16
+
+#if defined(__AVX2__) && defined(__FMA__)
+
+/* Eight weights at element i of a row, widened to f32 (dt is a constant after inlining). */
+static inline __m256 load8(DType dt, const void *row, int i) {
+    if (dt == DT_BF16) {
+        __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + i));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+#if defined(__F16C__)
+    if (dt == DT_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + i)));
+#endif
+    return _mm256_loadu_ps((const float *)row + i);
+}
+
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline float widen1(DType dt, const void *row, int i) {
+    if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
+    if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);
+    return ((const float *)row)[i];
+}
+
+/* out[t, r] for rows r0..r0+nr-1 and every t: one row at a time, four independent sums. */
+static inline void gemv8_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
+    int K = w->cols, N = w->rows;
+    size_t esize = dt == DT_F32 ? 4 : 2;
+    for (int j = 0; j < nr; j++) {
+        const unsigned char *row = (const unsigned char *)w->data + (size_t)(r0 + j) * K * esize;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * K;
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+            int k = 0;
+            for (; k + 32 <= K; k += 32)
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm256_fmadd_ps(load8(dt, row, k + 8 * u), _mm256_loadu_ps(xt + k + 8 * u), acc[u]);
+            for (; k + 8 <= K; k += 8) acc[0] = _mm256_fmadd_ps(load8(dt, row, k), _mm256_loadu_ps(xt + k), acc[0]);
+            float s = hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+            for (; k < K; k++) s += xt[k] * widen1(dt, row, k);
+            out[(size_t)t * N + r0 + j] = s;
+        }
+    }
+}
+
+static void gemv_avx2(float *out, const float *x, const Matrix *w, int T) {
+    int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
+    double work = (double)w->rows * w->cols * T;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int b = 0; b < n_blocks; b++) {
+        int r0 = b * GEMV_BLOCK, nr = w->rows - r0 < GEMV_BLOCK ? w->rows - r0 : GEMV_BLOCK;
+        if (w->dtype == DT_BF16) gemv8_block(DT_BF16, out, x, w, T, r0, nr);
+        else if (w->dtype == DT_F16) gemv8_block(DT_F16, out, x, w, T, r0, nr);
+        else gemv8_block(DT_F32, out, x, w, T, r0, nr);
+    }
+}
+
+#define AVX2_MR 6
+#define AVX2_NR 16
+static void kernel_avx2(int kc, const void *a_, size_t lda, const void *panel, float *c, size_t ldc, int accumulate) {
+    const float *a = a_, *b = panel;
+    __m256 acc[AVX2_MR][2];
+    for (int m = 0; m < AVX2_MR; m++) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_load_ps(b + (size_t)k * AVX2_NR), b1 = _mm256_load_ps(b + (size_t)k * AVX2_NR + 8);
+        for (int m = 0; m < AVX2_MR; m++) {
+            __m256 am = _mm256_broadcast_ss(a + (size_t)m * lda + k);
+            acc[m][0] = _mm256_fmadd_ps(am, b0, acc[m][0]);
+            acc[m][1] = _mm256_fmadd_ps(am, b1, acc[m][1]);
+        }
+    }
+    for (int m = 0; m < AVX2_MR; m++) {
+        float *cm = c + (size_t)m * ldc;
+        if (accumulate) {
+            acc[m][0] = _mm256_add_ps(acc[m][0], _mm256_loadu_ps(cm));
+            acc[m][1] = _mm256_add_ps(acc[m][1], _mm256_loadu_ps(cm + 8));
+        }
+        _mm256_storeu_ps(cm, acc[m][0]);
+        _mm256_storeu_ps(cm + 8, acc[m][1]);
+    }
+}
+
+void matmul_avx2(float *out, const float *x, const Matrix *w, int T) {
+    if (T < GEMV_MAX_T) {
+        gemv_avx2(out, x, w, T);
+        return;
+    }
+    static const GemmSpec spec = {AVX2_MR, AVX2_NR, pack_panel_f32, kernel_avx2};
+    gemm_drive(&spec, out, x, w->cols, w, T);
+}
+#endif

@@ -1,0 +1,317 @@
+/* model/gemm_avx512.c: the AVX-512 matmul paths, compiled only when the build targets them
+ * (__AVX512F__; the bf16 path also needs __AVX512BF16__ and __AVX512BW__).
+ *   GEMV (T < 4): one weight row at a time, front to back, four independent sums: a single
+ *     sequential stream per thread is what the hardware prefetcher serves fastest.
+ *   GEMM: the activations, which every weight row meets, are packed once per call into
+ *     strips of BW_TOK tokens laid out [k][token]; the weights are used in place, each one
+ *     broadcast against 48 tokens (3 vectors) for 8 rows at a time (24 accumulators). No
+ *     weight panel is ever copied, and the packing is amortized over all N rows.
+ *   f32 path: weights widened as they are broadcast, f32 FMA.
+ *   bf16 path: activations rounded to bf16 (one 32-bit pair of k, k+1 per unit), weights
+ *     broadcast as pairs, vdpbf16ps: twice the multiply-adds per instruction. */
+#include "model/gemm.h"
+#include "model/kernels.h"
+#include "quant/half.h"
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+/* Rows per GEMV work item. */
+#define GEMV_BLOCK 16
+#define BW_ROWS 8        /* weight rows per microkernel */
+#define BW_TOK 48        /* tokens per strip: three vectors of 16 */
+#define BW_KC 256        /* k units per block: a 48 KiB activation block, in L2 */
+#define BW_GROUP 32      /* weight rows per work item; their 48-token tile lives in ct */
+
+/* ct[r][t] (+)= sum over kc units of w_r[k0 + k] * a[k][t] for r < 8, t < 48. wrow: byte
+ * addresses of the 8 rows. */
+typedef void (*BroadcastKernel)(int kc, const void *a, const unsigned char *const *wrow, size_t k0, float *ct,
+                                int accumulate);
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+static inline __m512 load16(DType dt, const void *row, int i) {
+    if (dt == DT_BF16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    if (dt == DT_F16) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + i)));
+    return _mm512_loadu_ps((const float *)row + i);
+}
+
+static inline float widen_one(DType dt, const void *row, int i) {
+    if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
+    if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);
+    return ((const float *)row)[i];
+}
+
+/* One row at a time, front to back, four independent sums (see gemv_bf16_block). */
+static inline void gemv16_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
+    int K = w->cols, N = w->rows;
+    size_t esize = dt == DT_F32 ? 4 : 2;
+    for (int j = 0; j < nr; j++) {
+        const unsigned char *row = (const unsigned char *)w->data + (size_t)(r0 + j) * K * esize;
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + (size_t)t * K;
+            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            int k = 0;
+            for (; k + 64 <= K; k += 64)
+                for (int u = 0; u < 4; u++)
+                    acc[u] = _mm512_fmadd_ps(load16(dt, row, k + 16 * u), _mm512_loadu_ps(xt + k + 16 * u), acc[u]);
+            for (; k + 16 <= K; k += 16) acc[0] = _mm512_fmadd_ps(load16(dt, row, k), _mm512_loadu_ps(xt + k), acc[0]);
+            float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+            for (; k < K; k++) s += xt[k] * widen_one(dt, row, k);
+            out[(size_t)t * N + r0 + j] = s;
+        }
+    }
+}
+
+static void gemv_avx512(float *out, const float *x, const Matrix *w, int T) {
+    int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
+    double work = (double)w->rows * w->cols * T;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int b = 0; b < n_blocks; b++) {
+        int r0 = b * GEMV_BLOCK, nr = w->rows - r0 < GEMV_BLOCK ? w->rows - r0 : GEMV_BLOCK;
+        if (w->dtype == DT_BF16) gemv16_block(DT_BF16, out, x, w, T, r0, nr);
+        else if (w->dtype == DT_F16) gemv16_block(DT_F16, out, x, w, T, r0, nr);
+        else gemv16_block(DT_F32, out, x, w, T, r0, nr);
+    }
+}
+
+/* ---- f32 activations ---- */
+
+/* Weight k of a row, widened and broadcast to 16 lanes (dt constant after inlining). */
+static inline __m512 broadcast_weight(DType dt, const unsigned char *row, size_t k) {
+    if (dt == DT_F32) {
+        float v;
+        memcpy(&v, row + 4 * k, sizeof v);
+        return _mm512_set1_ps(v);
+    }
+    uint16_t h;
+    memcpy(&h, row + 2 * k, sizeof h);
+    if (dt == DT_F16) return _mm512_cvtph_ps(_mm256_set1_epi16((short)h));
+    /* bf16: the 16 bits in every half of every lane, then shifted into the high half */
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_set1_epi16((short)h), 16));
+}
+
+static inline void kernel_f32_of(DType dt, int kc, const void *a_, const unsigned char *const *wrow, size_t k0,
+                                 float *ct, int accumulate) {
+    const float *a = a_;
+    __m512 acc[BW_ROWS][3];
+    for (int r = 0; r < BW_ROWS; r++)
+        for (int j = 0; j < 3; j++) acc[r][j] = accumulate ? _mm512_loadu_ps(ct + r * BW_TOK + 16 * j) : _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        const float *ak = a + (size_t)k * BW_TOK;
+        __m512 a0 = _mm512_loadu_ps(ak), a1 = _mm512_loadu_ps(ak + 16), a2 = _mm512_loadu_ps(ak + 32);
+        for (int r = 0; r < BW_ROWS; r++) {
+            __m512 wv = broadcast_weight(dt, wrow[r], k0 + (size_t)k);
+            acc[r][0] = _mm512_fmadd_ps(wv, a0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(wv, a1, acc[r][1]);
+            acc[r][2] = _mm512_fmadd_ps(wv, a2, acc[r][2]);
+        }
+    }
+    for (int r = 0; r < BW_ROWS; r++)
+        for (int j = 0; j < 3; j++) _mm512_storeu_ps(ct + r * BW_TOK + 16 * j, acc[r][j]);
+}
+
+static void kernel_f32_bf16w(int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    kernel_f32_of(DT_BF16, kc, a, w, k0, ct, acc);
+}
+static void kernel_f32_f16w(int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    kernel_f32_of(DT_F16, kc, a, w, k0, ct, acc);
+}
+static void kernel_f32_f32w(int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    kernel_f32_of(DT_F32, kc, a, w, k0, ct, acc);
+}
+
+/* x [T, K] -> strips [ceil(T/48)][K][48]; padding tokens are zero. */
+static void pack_activations_f32(const float *x, int T, int K, float *apack) {
+    int n_strips = (T + BW_TOK - 1) / BW_TOK;
+    double work = (double)T * K;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK / 4)
+    for (int s = 0; s < n_strips; s++) {
+        float *dst = apack + (size_t)s * K * BW_TOK;
+        for (int t = 0; t < BW_TOK; t++) {
+            int tok = s * BW_TOK + t;
+            for (int k = 0; k < K; k++) dst[(size_t)k * BW_TOK + t] = tok < T ? x[(size_t)tok * K + k] : 0.0f;
+        }
+    }
+}
+
+/* ---- the shared GEMM loop ---- */
+
+/* Weight rows g0..g0+31 (clipped to N) times every strip of the packed activations.
+ * units: k units per row (floats, or bf16 pairs), each 4 bytes in the packed strips. */
+static void gemm_group(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, int g0,
+                       float *out) {
+    int N = w->rows, rows = min_int(N - g0, BW_GROUP), n_strips = (T + BW_TOK - 1) / BW_TOK;
+    size_t row_bytes = (size_t)w->cols * (w->dtype == DT_F32 ? 4 : 2);
+    _Alignas(64) float ct[BW_GROUP * BW_TOK];
+    const unsigned char *wrow[BW_GROUP];
+    for (int r = 0; r < BW_GROUP; r++)   /* rows past N repeat the last one; never stored */
+        wrow[r] = (const unsigned char *)w->data + (size_t)(g0 + min_int(r, rows - 1)) * row_bytes;
+    for (int s = 0; s < n_strips; s++) {
+        const unsigned char *as = (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4;
+        if (units == 0) memset(ct, 0, sizeof ct);
+        for (int k0 = 0; k0 < units; k0 += BW_KC) {
+            int kc = min_int(units - k0, BW_KC);
+            for (int r0 = 0; r0 < rows; r0 += BW_ROWS)
+                kern(kc, as + (size_t)k0 * BW_TOK * 4, wrow + r0, (size_t)k0, ct + r0 * BW_TOK, k0 > 0);
+        }
+        int t_end = min_int(T - s * BW_TOK, BW_TOK);
+        for (int t = 0; t < t_end; t++) {
+            float *o = out + (size_t)(s * BW_TOK + t) * N + g0;
+            for (int r = 0; r < rows; r++) o[r] = ct[r * BW_TOK + t];
+        }
+    }
+}
+
+static void gemm_run(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, float *out) {
+    int n_groups = (w->rows + BW_GROUP - 1) / BW_GROUP;
+    double work = (double)w->rows * w->cols * T;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int g = 0; g < n_groups; g++) gemm_group(kern, apack, units, w, T, g * BW_GROUP, out);
+}
+
+void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch) {
+    if (T < GEMV_MAX_T) {
+        gemv_avx512(out, x, w, T);
+        return;
+    }
+    pack_activations_f32(x, T, w->cols, scratch);
+    BroadcastKernel kern = w->dtype == DT_BF16 ? kernel_f32_bf16w : w->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
+    gemm_run(kern, scratch, w->cols, w, T, out);
+}
+
+/* ---- bf16 activations (vdpbf16ps) ---- */
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+
+/* x[T, K] -> bf16 pairs [T, units], units = ceil(K/2), rounding to nearest even; an odd K
+ * gets a zero partner. */
+static void activations_to_bf16(const float *x, int T, int K, uint32_t *dst) {
+    int units = (K + 1) / 2;
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * K;
+        uint32_t *d = dst + (size_t)t * units;
+        int k = 0;
+        for (; k + 32 <= K; k += 32) {
+            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(xt + k + 16), _mm512_loadu_ps(xt + k));
+            _mm512_storeu_si512((void *)(d + k / 2), (__m512i)v);
+        }
+        for (; k < K; k += 2) {
+            uint32_t lo = f32_to_bf16(xt[k]), hi = k + 1 < K ? f32_to_bf16(xt[k + 1]) : 0u;
+            d[k / 2] = lo | hi << 16;
+        }
+    }
+}
+
+/* Rows r0..r0+nr-1 against T bf16 inputs: 32 products per vdpbf16ps. One row at a time,
+ * read front to back with four independent sums: a single sequential stream per thread is
+ * what the hardware prefetcher serves fastest. */
+static void gemv_bf16_block(float *out, const uint32_t *xb, const Matrix *w, int T, int r0, int nr) {
+    int K = w->cols, N = w->rows, units = (K + 1) / 2;
+    for (int j = 0; j < nr; j++) {
+        const uint16_t *row = (const uint16_t *)w->data + (size_t)(r0 + j) * K;
+        for (int t = 0; t < T; t++) {
+            const uint32_t *xt = xb + (size_t)t * units;
+            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            int k = 0;
+            for (; k + 128 <= K; k += 128)
+                for (int u = 0; u < 4; u++) {
+                    __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xt + (k + 32 * u) / 2));
+                    __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(row + k + 32 * u));
+                    acc[u] = _mm512_dpbf16_ps(acc[u], wv, xv);
+                }
+            for (; k + 32 <= K; k += 32) {
+                __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xt + k / 2));
+                acc[0] = _mm512_dpbf16_ps(acc[0], (__m512bh)_mm512_loadu_si512((const void *)(row + k)), xv);
+            }
+            float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+            for (int kk = k; kk < K; kk++) {
+                uint16_t xbits = (uint16_t)(xt[kk / 2] >> (kk % 2 ? 16 : 0));
+                s += bf16_to_f32(xbits) * bf16_to_f32(row[kk]);
+            }
+            out[(size_t)t * N + r0 + j] = s;
+        }
+    }
+}
+
+/* x [T, K] -> strips [ceil(T/48)][K/2][48] of bf16 pairs; padding tokens are zero. */
+static void pack_activations_bf16(const float *x, int T, int K, uint32_t *rows_tmp, uint32_t *apack) {
+    int units = K / 2, src_units = (K + 1) / 2, n_strips = (T + BW_TOK - 1) / BW_TOK;
+    activations_to_bf16(x, T, K, rows_tmp);   /* row-major pairs first */
+    double work = (double)T * units;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK / 4)
+    for (int s = 0; s < n_strips; s++) {
+        uint32_t *dst = apack + (size_t)s * units * BW_TOK;
+        for (int t = 0; t < BW_TOK; t++) {
+            int tok = s * BW_TOK + t;
+            const uint32_t *src = rows_tmp + (size_t)tok * src_units;
+            for (int k = 0; k < units; k++) dst[(size_t)k * BW_TOK + t] = tok < T ? src[k] : 0u;
+        }
+    }
+}
+
+static void kernel_bf16(int kc, const void *a_, const unsigned char *const *wrow, size_t k0, float *ct, int accumulate) {
+    const uint32_t *a = a_;
+    __m512 acc[BW_ROWS][3];
+    for (int r = 0; r < BW_ROWS; r++)
+        for (int j = 0; j < 3; j++) acc[r][j] = accumulate ? _mm512_loadu_ps(ct + r * BW_TOK + 16 * j) : _mm512_setzero_ps();
+    for (int k = 0; k < kc; k++) {
+        const uint32_t *ak = a + (size_t)k * BW_TOK;
+        __m512bh a0 = (__m512bh)_mm512_loadu_si512((const void *)ak);
+        __m512bh a1 = (__m512bh)_mm512_loadu_si512((const void *)(ak + 16));
+        __m512bh a2 = (__m512bh)_mm512_loadu_si512((const void *)(ak + 32));
+        for (int r = 0; r < BW_ROWS; r++) {
+            uint32_t pair;
+            memcpy(&pair, wrow[r] + 4 * (k0 + (size_t)k), sizeof pair);   /* weights need not be aligned */
+            __m512bh wv = (__m512bh)_mm512_set1_epi32((int)pair);
+            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], wv, a0);
+            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], wv, a1);
+            acc[r][2] = _mm512_dpbf16_ps(acc[r][2], wv, a2);
+        }
+    }
+    for (int r = 0; r < BW_ROWS; r++)
+        for (int j = 0; j < 3; j++) _mm512_storeu_ps(ct + r * BW_TOK + 16 * j, acc[r][j]);
+}
+
+/* An odd K leaves one column outside the pairs: its products, in the same bf16 terms. */
+static void add_last_column(float *out, const float *x, const Matrix *w, int T) {
+    int K = w->cols, N = w->rows;
+    for (int t = 0; t < T; t++) {
+        float xl = bf16_to_f32(f32_to_bf16(x[(size_t)t * K + K - 1]));
+        for (int r = 0; r < N; r++) {
+            uint16_t h;
+            memcpy(&h, (const uint16_t *)w->data + (size_t)r * K + K - 1, sizeof h);
+            out[(size_t)t * N + r] += xl * bf16_to_f32(h);
+        }
+    }
+}
+
+void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch) {
+    uint32_t *xb = scratch;
+    if (T < GEMV_MAX_T) {
+        activations_to_bf16(x, T, w->cols, xb);
+        int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
+        double work = (double)w->rows * w->cols * T;
+        (void)work;   /* unused without OpenMP */
+        #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+        for (int b = 0; b < n_blocks; b++) {
+            int r0 = b * GEMV_BLOCK;
+            gemv_bf16_block(out, xb, w, T, r0, min_int(w->rows - r0, GEMV_BLOCK));
+        }
+        return;
+    }
+    /* scratch: row-major bf16 copy first, then the packed strips after it */
+    size_t rows_words = (size_t)T * ((w->cols + 1) / 2);
+    uint32_t *apack = xb + (rows_words + 15) / 16 * 16;
+    pack_activations_bf16(x, T, w->cols, xb, apack);
+    gemm_run(kernel_bf16, apack, w->cols / 2, w, T, out);
+    if (w->cols % 2) add_last_column(out, x, w, T);
+}
+#endif
+#endif
