@@ -303,6 +303,10 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     r->gen = o->gen;
     r->long_ctx = o->long_ctx > c->max_seq_len ? c->max_seq_len : o->long_ctx;
     if (r->long_ctx > 0 && r->long_ctx < o->gen + 1) r->long_ctx = 0;
+    if (r->long_ctx > 0 && !kv_scheme_accepts(o->long_scheme, (size_t)c->head_dim)) {
+        r->long_ctx = 0;   /* e.g. int4-g64 on a model with 8-wide heads: nothing to compare */
+        r->long_skipped = 1;
+    }
     snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme->name);
     snprintf(r->long_scheme, sizeof r->long_scheme, "%s", o->long_scheme->name);
 
@@ -352,6 +356,8 @@ void bench_print_text(FILE *f, const BenchResult *r) {
         print_phase(f, label, &r->long_f32, r);
         snprintf(label, sizeof label, "decode @ctx %d (%s)", r->long_ctx, r->long_scheme);
         print_phase(f, label, &r->long_quant, r);
+    } else if (r->long_skipped) {
+        fprintf(f, "(long-context decode skipped: %s does not fit head size)\n", r->long_scheme);
     }
     if (r->peak_f32_gflops > 0) {
         fprintf(f, "machine:   f32 FMA %.0f GFLOP/s", r->peak_f32_gflops);
@@ -368,9 +374,23 @@ static void json_phase(FILE *f, const char *name, const BenchPhase *p, const Ben
             fraction(p->gbytes, r->peak_read_gbytes), last ? "" : ",");
 }
 
+/* s as a JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
 void bench_print_json(FILE *f, const BenchResult *r) {
-    fprintf(f, "{\n  \"model\": \"%s\",\n  \"dtype\": \"%s\",\n  \"kernel\": \"%s\",\n  \"precision\": \"%s\",\n",
-            r->model, r->dtype, r->kernel, r->precision);
+    fprintf(f, "{\n  \"model\": ");
+    json_string(f, r->model);
+    fprintf(f, ",\n  \"dtype\": \"%s\",\n  \"kernel\": \"%s\",\n  \"precision\": \"%s\",\n", r->dtype, r->kernel,
+            r->precision);
     fprintf(f, "  \"threads\": %d,\n  \"prompt\": %d,\n  \"gen\": %d,\n  \"long_ctx\": %d,\n", r->threads, r->prompt,
             r->gen, r->long_ctx);
     fprintf(f, "  \"kv_scheme\": \"%s\",\n  \"long_kv_scheme\": \"%s\",\n", r->scheme, r->long_scheme);

@@ -33,6 +33,7 @@ typedef struct {
     char precision[32];
     int threads;
     int prompt, gen, long_ctx;
+    int long_skipped;            /* long_scheme cannot pack this model's head size */
     char scheme[64], long_scheme[64];
     double weight_bytes;         /* bytes of weights a decode step reads */
     BenchPhase prefill, decode, long_f32, long_quant;
