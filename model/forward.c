@@ -35,7 +35,7 @@ static int thread_index(void) {
  * widened to f32 once (or read in place from an fp32 cache) and then serves every query of
  * the group, so a packed cache is decoded once per row per block, never expanded whole. */
 #define ATT_TOKENS 16
-#define ATT_POSITIONS 64
+#define ATT_POSITIONS DOT_T_WIDTH
 
 /* Floats of per-thread attention scratch: scores of one work item plus two row blocks. */
 static size_t attention_scratch_floats(const Config *c) {
@@ -90,33 +90,11 @@ static void transpose_keys(const float *k, int n, int hd, float *kt) {
         for (int d = 0; d < hd; d++) kt[(size_t)d * ATT_POSITIONS + p] = k[(size_t)p * hd + d];
 }
 
-/* score[p] = scale * q . key p for p < n (keys transposed as above). Four components per
- * pass over the accumulators, which live in memory: a quarter of their loads and stores. */
+/* score[p] = scale * q . key p for p < n (keys transposed as above). */
 static void scores_of(const float *q, const float *kt, int n, int hd, float scale, float *score) {
-    float acc[ATT_POSITIONS] = {0};
-    int d = 0;
-    for (; d + 4 <= hd; d += 4) {
-        const float *r0 = kt + (size_t)d * ATT_POSITIONS, *r1 = r0 + ATT_POSITIONS;
-        const float *r2 = r1 + ATT_POSITIONS, *r3 = r2 + ATT_POSITIONS;
-        for (int p = 0; p < ATT_POSITIONS; p++)
-            acc[p] = mul_add(q[d + 3], r3[p], mul_add(q[d + 2], r2[p], mul_add(q[d + 1], r1[p], mul_add(q[d], r0[p], acc[p]))));
-    }
-    for (; d < hd; d++)
-        for (int p = 0; p < ATT_POSITIONS; p++) acc[p] = mul_add(q[d], kt[(size_t)d * ATT_POSITIONS + p], acc[p]);
+    float acc[ATT_POSITIONS];
+    dot_transposed64(q, kt, hd, acc);
     for (int p = 0; p < n; p++) score[p] = acc[p] * scale;
-}
-
-/* out[0..hd) += sum_p w[p] * v[p][.] for p < n, in order of p. Four rows per pass over
- * out (the same sums as one row per pass, with a quarter of the loads and stores of out). */
-static void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd) {
-    int p = 0;
-    for (; p + 4 <= n; p += 4) {
-        const float *v0 = v + (size_t)p * hd, *v1 = v0 + hd, *v2 = v1 + hd, *v3 = v2 + hd;
-        for (int d = 0; d < hd; d++)
-            out[d] = mul_add(w[p + 3], v3[d], mul_add(w[p + 2], v2[d], mul_add(w[p + 1], v1[d], mul_add(w[p], v0[d], out[d]))));
-    }
-    for (; p < n; p++)
-        for (int d = 0; d < hd; d++) out[d] = mul_add(w[p], v[(size_t)p * hd + d], out[d]);
 }
 
 /* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values. */

@@ -63,6 +63,15 @@ static inline float mul_add(float a, float b, float c) {
 #endif
 }
 
+/* Attention's two inner loops (model/forward.c), with AVX-512 versions that keep their
+ * sums in registers; both add in the same order as the plain loops, so results agree. */
+#define DOT_T_WIDTH 64
+/* acc[p] = sum_d q[d] * kt[d * DOT_T_WIDTH + p] for p < DOT_T_WIDTH: one query against 64
+ * keys stored transposed. */
+void dot_transposed64(const float *q, const float *kt, int hd, float *acc);
+/* out[0..hd) += sum_p w[p] * v[p * hd + .] for p < n, in order of p. */
+void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd);
+
 /* gate[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) (SwiGLU). */
 void swiglu(float *gate, const float *up, size_t n);
 

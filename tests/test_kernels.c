@@ -156,6 +156,40 @@ static void check_softmax_swiglu(void) {
     check(worst <= 1e-6, "swiglu within 1e-6 of double silu(gate)*up, relative to |gate*up|", "worst %.3g", worst);
 }
 
+/* Attention's inner loops (AVX-512 or plain C, whichever is built) against double sums. */
+static void check_attention_loops(void) {
+    enum { HD = 80, N = 37 };   /* HD: one 64-wide register block plus a plain-C tail */
+    float q[HD], kt[HD * DOT_T_WIDTH], acc[DOT_T_WIDTH], w[N], v[N * HD], out[HD], out0[HD];
+    uint64_t seed = 99;
+    for (int i = 0; i < HD; i++) q[i] = rnd(&seed);
+    for (int i = 0; i < HD * DOT_T_WIDTH; i++) kt[i] = rnd(&seed);
+    for (int i = 0; i < N; i++) w[i] = rnd(&seed);
+    for (int i = 0; i < N * HD; i++) v[i] = rnd(&seed);
+    for (int i = 0; i < HD; i++) out[i] = out0[i] = rnd(&seed);
+    dot_transposed64(q, kt, HD, acc);
+    add_weighted_rows(out, w, v, N, HD);
+    double worst = 0;
+    for (int p = 0; p < DOT_T_WIDTH; p++) {
+        double ref = 0, scale = 0;
+        for (int d = 0; d < HD; d++) {
+            ref += (double)q[d] * kt[d * DOT_T_WIDTH + p];
+            scale += fabs((double)q[d] * kt[d * DOT_T_WIDTH + p]);
+        }
+        if (fabs(acc[p] - ref) / scale > worst) worst = fabs(acc[p] - ref) / scale;
+    }
+    check(worst <= EXACT_TOL, "dot_transposed64 within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
+    worst = 0;
+    for (int d = 0; d < HD; d++) {
+        double ref = out0[d], scale = fabs(out0[d]);
+        for (int p = 0; p < N; p++) {
+            ref += (double)w[p] * v[p * HD + d];
+            scale += fabs((double)w[p] * v[p * HD + d]);
+        }
+        if (fabs(out[d] - ref) / scale > worst) worst = fabs(out[d] - ref) / scale;
+    }
+    check(worst <= EXACT_TOL, "add_weighted_rows within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
+}
+
 /* Logits of tokens[0..T) in one batch with the model's current precision. */
 static float *forward_logits(const Model *m, const int *tokens, int T) {
     RunState s;
@@ -206,6 +240,7 @@ static void check_bf16_forward(const char *dir) {
 int main(void) {
     check_scalar_definition();
     check_softmax_swiglu();
+    check_attention_loops();
     static const DType dtypes[] = {DT_F32, DT_F16, DT_BF16};
     for (int p = KERNEL_C; p < KERNEL_COUNT; p++)
         for (int d = 0; d < 3; d++) {
