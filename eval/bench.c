@@ -317,12 +317,12 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     int rc = run_phases(m, o, r, tokens, err);
     free(tokens);
     if (rc) return -1;
+    r->peak_rss_mib = bench_peak_rss_mib();   /* before the memory probe's own buffer */
     if (o->probe_machine) {
         r->peak_f32_gflops = bench_probe_fma_gflops();
         r->peak_bf16_gflops = bench_probe_bf16_gflops();
         r->peak_read_gbytes = bench_probe_read_gbytes();
     }
-    r->peak_rss_mib = bench_peak_rss_mib();
     return 0;
 }
 
