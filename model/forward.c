@@ -48,6 +48,12 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     size_t T = (size_t)max_batch, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     s->max_batch = max_batch;
     s->n_threads = thread_count();
+    /* The largest buffers, estimated in double: a config can ask for more than size_t holds. */
+    double group = (double)(c->n_heads / c->n_kv_heads);
+    double widest = c->vocab_size > c->hidden_dim ? c->vocab_size : c->hidden_dim;
+    double att = s->n_threads * (ATT_TOKENS * group * c->max_seq_len + 2.0 * ATT_POSITIONS * c->head_dim);
+    if (att * sizeof(float) > 1e15 || (double)max_batch * widest * sizeof(float) > 1e15)
+        return error_set(err, "a batch of %d tokens with this config needs more memory than exists", max_batch);
     s->x = malloc(T * c->dim * sizeof(float));
     s->xb = malloc(T * c->dim * sizeof(float));
     s->xb2 = malloc(T * c->dim * sizeof(float));
