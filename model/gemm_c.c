@@ -17,25 +17,12 @@
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-/* Elements [k0, k0+n) of weight row `row` widened to f32. */
-static void widen_segment(const Matrix *w, int row, int k0, int n, float *out) {
-    size_t start = (size_t)row * w->cols + (size_t)k0;
-    if (w->dtype == DT_F32) {
-        memcpy(out, (const float *)w->data + start, (size_t)n * sizeof(float));
-    } else if (w->dtype == DT_BF16) {
-        const uint16_t *p = (const uint16_t *)w->data + start;
-        for (int i = 0; i < n; i++) out[i] = bf16_to_f32(p[i]);
-    } else {
-        const uint16_t *p = (const uint16_t *)w->data + start;
-        for (int i = 0; i < n; i++) out[i] = f16_to_f32(p[i]);
-    }
-}
 
 void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel) {
     float *dst = panel;
     float row[GEMM_KC];
     for (int r = 0; r < nr; r++) {
-        if (r < nr_valid) widen_segment(w, r0 + r, k0, kc, row);
+        if (r < nr_valid) matrix_segment_f32(w, r0 + r, k0, kc, row);
         else memset(row, 0, (size_t)kc * sizeof(float));
         for (int k = 0; k < kc; k++) dst[(size_t)k * nr + r] = row[k];
     }
@@ -89,7 +76,7 @@ void matmul_scalar(float *out, const float *x, const Matrix *w, int T) {
     float *row = malloc((size_t)K * sizeof(float));
     if (!row) return;   /* tests only; a NULL here shows up as a mismatch */
     for (int r = 0; r < N; r++) {
-        widen_segment(w, r, 0, K, row);
+        matrix_segment_f32(w, r, 0, K, row);
         for (int t = 0; t < T; t++) {
             const float *xt = x + (size_t)t * K;
             float sum = 0.0f;
@@ -128,7 +115,7 @@ static void gemv_c(float *out, const float *x, const Matrix *w, int T) {
         #pragma omp for schedule(static)
         for (int r0 = 0; r0 < rows; r0 += GEMV_ROWS) {
             int nr = min_int(GEMV_ROWS, rows - r0);
-            for (int r = 0; r < nr && wbuf; r++) widen_segment(w, r0 + r, 0, cols, wbuf + (size_t)r * cols);
+            for (int r = 0; r < nr && wbuf; r++) matrix_segment_f32(w, r0 + r, 0, cols, wbuf + (size_t)r * cols);
             for (int t = 0; t < T && wbuf; t++) {
                 const float *xt = x + (size_t)t * cols;
                 for (int r = 0; r < nr; r++)

@@ -45,6 +45,8 @@ void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, i
 
 /* Row `row` of w widened to f32 into out[0..cols). */
 void matrix_row_f32(const Matrix *w, int row, float *out);
+/* Elements [k0, k0+n) of row `row` widened to f32 (F32/F16/BF16). */
+void matrix_segment_f32(const Matrix *w, int row, int k0, int n, float *out);
 
 /* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. */
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps);

@@ -67,7 +67,7 @@ static int bind_weights(Model *m, Error *err) {
 }
 
 /* HF computes inv_freq = 1 / theta^(2i/d) in float32; we do the same for identical angles. */
-static int init_rope(Model *m, Error *err) {
+int model_init_rope(Model *m, Error *err) {
     int half = m->config.head_dim / 2;
     m->rope_inv_freq = malloc((size_t)half * sizeof(float));
     if (!m->rope_inv_freq) return error_set(err, "out of memory");
@@ -82,7 +82,7 @@ int model_load_files(Model *m, const char *config_path, const char *weights_path
     memset(m, 0, sizeof *m);
     if (config_load(&m->config, config_path, err)) return -1;
     if (st_open(&m->file, weights_path, err)) return -1;
-    if (bind_weights(m, err) || init_rope(m, err)) {
+    if (bind_weights(m, err) || model_init_rope(m, err)) {
         model_free(m);
         return -1;
     }

@@ -52,6 +52,8 @@ int model_load(Model *m, const char *dir, Error *err);
 /* Same with explicit files (tests, bench with random weights). */
 int model_load_files(Model *m, const char *config_path, const char *weights_path, Error *err);
 void model_free(Model *m);
+/* Fills m->rope_inv_freq from the config (HF's float32 formula); model_load calls it. */
+int model_init_rope(Model *m, Error *err);
 
 /* A model of config_path's shape with seeded random weights of dtype (F32, F16 or BF16) in one
  * owned buffer, bound through the same Matrix views (benchmarks: no download needed). Weights are

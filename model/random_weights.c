@@ -105,17 +105,6 @@ static void lay_out(Arena *a, Weights *w, const Config *c) {
     }
 }
 
-/* The same inverse frequencies model_load computes (HF's float32 formula). */
-static int init_rope(Model *m, Error *err) {
-    int half = m->config.head_dim / 2;
-    m->rope_inv_freq = malloc((size_t)half * sizeof(float));
-    if (!m->rope_inv_freq) return error_set(err, "out of memory");
-    for (int i = 0; i < half; i++) {
-        float exponent = (float)(2 * i) / (float)m->config.head_dim;
-        m->rope_inv_freq[i] = 1.0f / powf(m->config.rope_theta, exponent);
-    }
-    return 0;
-}
 
 int model_init_random(Model *m, const char *config_path, DType dtype, uint64_t seed, Error *err) {
     memset(m, 0, sizeof *m);
@@ -136,7 +125,7 @@ int model_init_random(Model *m, const char *config_path, DType dtype, uint64_t s
     a.base = m->owned_weights;
     a.used = 0;
     lay_out(&a, &m->weights, &m->config);
-    if (init_rope(m, err)) {
+    if (model_init_rope(m, err)) {
         model_free(m);
         return -1;
     }
