@@ -46,7 +46,7 @@ static void print_usage(FILE *f) {
         "                                  print token ids\n"
         "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
         "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-        "           [--shard I/N] [--batch N] [--no-compare] [--quiet] [--json]\n"
+        "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
         "                                  perplexity with the KV cache quantized as it is written\n"
         "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"
         "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"
@@ -414,8 +414,10 @@ static int cmd_ppl(int argc, char **argv) {
     const char *dir = NULL, *text_file = DEFAULT_TEXT, *kv = NULL, *ks = NULL, *vs = NULL, *protocol = "hf";
     int ctx = 0, stride = 512, windows = 0, max_tokens = 0, json = 0, quiet = 0, no_compare = 0, batch = 256;
     int shard_i = 0, shard_n = 1;
+    const char *precision = "exact";
     while (a.i < argc && !a.bad[0]) {
         if (flag(&a, "text-file", 1)) text_file = a.value;
+        else if (flag(&a, "precision", 1)) precision = a.value;
         else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 2, 1 << 20, &ctx);
         else if (flag(&a, "stride", 1)) parse_int(&a, "stride", 1, 1 << 20, &stride);
         else if (flag(&a, "windows", 1)) parse_int(&a, "windows", 1, 1 << 30, &windows);
@@ -435,6 +437,8 @@ static int cmd_ppl(int argc, char **argv) {
     if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
     if (!a.bad[0] && strcmp(protocol, "hf") && strcmp(protocol, "llamacpp"))
         snprintf(a.bad, sizeof a.bad, "--protocol must be hf or llamacpp");
+    if (!a.bad[0] && strcmp(precision, "exact") && strcmp(precision, "bf16"))
+        snprintf(a.bad, sizeof a.bad, "--precision must be exact or bf16");
     PplOptions o = {0};
     o.k_scheme = a.bad[0] ? NULL : scheme_or_error(ks ? ks : kv ? kv : "fp32", a.bad, sizeof a.bad);
     o.v_scheme = a.bad[0] ? NULL : scheme_or_error(vs ? vs : kv ? kv : "fp32", a.bad, sizeof a.bad);
@@ -444,6 +448,8 @@ static int cmd_ppl(int argc, char **argv) {
     ModelDir L;
     if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
     const Config *c = &L.model.config;
+    /* bf16 activations are about 2x faster on CPUs with AVX-512 BF16 but move logits by ~1e-2. */
+    L.model.precision = strcmp(precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
     o.protocol = strcmp(protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
     o.ctx = ctx ? ctx : c->max_seq_len;
     o.stride = stride;
@@ -471,6 +477,7 @@ static int cmd_ppl(int argc, char **argv) {
     snprintf(report.text_file, sizeof report.text_file, "%s", text_file);
     snprintf(report.k_scheme, sizeof report.k_scheme, "%s", o.k_scheme->name);
     snprintf(report.v_scheme, sizeof report.v_scheme, "%s", o.v_scheme->name);
+    snprintf(report.precision, sizeof report.precision, "%s", precision);
     report.protocol_llamacpp = o.protocol == PPL_LLAMACPP;
     report.ctx = o.ctx;
     report.stride = o.stride;

@@ -18,6 +18,7 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (r->shard_count > 1) fprintf(f, " (shard %d/%d)", r->shard_index, r->shard_count);
     fprintf(f, ", %ld scored tokens\n", x->scored);
     fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
+    if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
     double se = ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored);
     double ppl = ppl_value(x->nll_sum, x->scored);
     if (x->compared) {
@@ -63,6 +64,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf");
     json_string(f, "k_scheme", r->k_scheme);
     json_string(f, "v_scheme", r->v_scheme);
+    json_string(f, "precision", r->precision);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
     fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", x->windows, x->windows_total);
@@ -112,6 +114,7 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
         snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
+        snprintf(out->precision, sizeof out->precision, "%s", str(j, "precision"));
         out->protocol_llamacpp = !strcmp(str(j, "protocol"), "llamacpp");
         out->ctx = (int)num(j, "ctx");
         out->stride = (int)num(j, "stride");
@@ -120,7 +123,8 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         x->windows_total = (int)num(j, "windows_total");
         x->compared = compared;
     } else if (strcmp(out->model, str(j, "model")) || strcmp(out->k_scheme, str(j, "k_scheme")) ||
-               strcmp(out->v_scheme, str(j, "v_scheme")) || out->ctx != (int)num(j, "ctx") ||
+               strcmp(out->v_scheme, str(j, "v_scheme")) || strcmp(out->precision, str(j, "precision")) ||
+               out->ctx != (int)num(j, "ctx") ||
                out->stride != (int)num(j, "stride") || out->n_tokens != (int)num(j, "n_tokens") ||
                out->shard_count != (int)num(j, "shard_count") || x->windows_total != (int)num(j, "windows_total") ||
                x->compared != compared) {

@@ -155,6 +155,7 @@ expect_exit "ppl: stride > ctx" 2 ./run ppl $M --ctx 256 --stride 512 --quiet
 expect_exit "ppl: empty text file" 2 ./run ppl $M --text-file "$T/empty.txt" --quiet
 expect_exit "ppl: unknown scheme" 2 ./run ppl $M --kv-scheme int5-g64 --quiet
 expect_exit "ppl: bad --shard" 2 ./run ppl $M --shard 2/2 --quiet
+expect_exit "ppl: bad --precision" 2 ./run ppl $M --precision fp8 --quiet
 
 # --- --validate: JSON fields, consistent with a separate ppl run of the same settings
 ./run --validate --windows 2 --json --quiet >"$T/v.json" 2>"$T/verr"
