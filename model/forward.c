@@ -79,21 +79,36 @@ void runstate_free(RunState *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* The cache's rows as Int4Rows when the int4 attention kernels can read them in place. */
+static int int4_layout(const KvScheme *scheme, size_t row_bytes, int hd, Int4Rows *f) {
+    *f = (Int4Rows){hd, scheme->group_size, scheme->symmetric, row_bytes};
+    return scheme->bits == 4 && scheme->axis == KV_AXIS_CHANNELS && !scheme->pre_rope &&
+           scheme->n_params == (scheme->symmetric ? 1 : 2) && int4_rows_supported(f);
+}
+
 /* Rows p0..p0+n-1 of one layer and KV head as f32: a pointer into an fp32 cache (rows of
  * one head are contiguous), else decoded into buf. */
 static const float *row_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes,
                               int n, int hd, float *buf) {
+    Int4Rows f;
     if (scheme->bits == 32) return (const float *)first_row;
+    if (int4_layout(scheme, row_bytes, hd, &f)) {
+        int4_decode_rows(&f, first_row, n, buf);
+        return buf;
+    }
     for (int i = 0; i < n; i++)
         scheme->dequantize(scheme, first_row + (size_t)i * row_bytes, (size_t)hd, buf + (size_t)i * hd);
     return buf;
 }
 
-/* Keys [n][hd] -> kt[d][ATT_POSITIONS]: scores then come out of vertical multiply-adds over
- * positions, with no horizontal sum per query and key. */
-static void transpose_keys(const float *k, int n, int hd, float *kt) {
-    for (int p = 0; p < n; p++)
-        for (int d = 0; d < hd; d++) kt[(size_t)d * ATT_POSITIONS + p] = k[(size_t)p * hd + d];
+/* Keys of rows p0..p0+n-1 as kt[d][ATT_POSITIONS] (see dot_transposed64): scores then come
+ * out of vertical multiply-adds over positions, with no horizontal sum per query and key.
+ * A 4-bit cache is decoded straight into that order; others go through row_block. */
+static void key_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes, int n, int hd,
+                      float *buf, float *kt) {
+    Int4Rows f;
+    if (int4_layout(scheme, row_bytes, hd, &f)) int4_keys_transposed64(&f, first_row, n, kt);
+    else transpose_keys64(row_block(scheme, first_row, row_bytes, n, hd, buf), n, hd, kt);
 }
 
 /* score[p] = scale * q . key p for p < n (keys transposed as above). */
@@ -115,9 +130,7 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     int rows = (t1 - t0) * group;
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const float *kb = row_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf);
-        if (np < ATT_POSITIONS) memset(kt, 0, (size_t)hd * ATT_POSITIONS * sizeof(float));
-        transpose_keys(kb, np, hd, kt);
+        key_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf, kt);
         for (int i = 0; i < rows; i++) {
             int t = t0 + i / group, h = kvh * group + i % group;
             int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;   /* causal */
