@@ -181,9 +181,8 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps);
-    matmul(s->q, s->xb, &w->wq, T, m->precision, s->mm_scratch);
-    matmul(s->k, s->xb, &w->wk, T, m->precision, s->mm_scratch);
-    matmul(s->v, s->xb, &w->wv, T, m->precision, s->mm_scratch);
+    matmul_many(3, (float *const[]){s->q, s->k, s->v}, (const Matrix *const[]){&w->wq, &w->wk, &w->wv}, s->xb, T,
+                m->precision, s->mm_scratch);
     for (int t = 0; t < T; t++) {
         rope(s->q + (size_t)t * c->dim, c->n_heads, c->head_dim, pos + t, m->rope_inv_freq);
         rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, pos + t, m->rope_inv_freq);
@@ -194,8 +193,8 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     add_inplace(s->x, s->xb, (size_t)T * c->dim);
 
     rmsnorm(s->xb, s->x, &w->mlp_norm, T, c->dim, c->norm_eps);
-    matmul(s->hb, s->xb, &w->w_gate, T, m->precision, s->mm_scratch);
-    matmul(s->hb2, s->xb, &w->w_up, T, m->precision, s->mm_scratch);
+    matmul_many(2, (float *const[]){s->hb, s->hb2}, (const Matrix *const[]){&w->w_gate, &w->w_up}, s->xb, T,
+                m->precision, s->mm_scratch);
     swiglu(s->hb, s->hb2, (size_t)T * c->hidden_dim);
     matmul(s->xb, s->hb, &w->w_down, T, m->precision, s->mm_scratch);
     add_inplace(s->x, s->xb, (size_t)T * c->dim);

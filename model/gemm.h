@@ -19,6 +19,7 @@
 #include "model/model.h"
 
 #define GEMV_MAX_T 4
+#define GEMV_MANY_MAX 4      /* matrices per gemv_many_avx512 call */
 #define GEMM_KC 256            /* K units per panel: NR * KC * 4 bytes = 32 KiB at NR 32 */
 #define GEMM_MAX_MR 16
 #define GEMM_MAX_NR 32
@@ -53,5 +54,10 @@ void matmul_plain_c(float *out, const float *x, const Matrix *w, int T);
 void matmul_avx2(float *out, const float *x, const Matrix *w, int T);
 void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch);
 void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch);
+/* outs[m] = x . ws[m]^T for m < n <= GEMV_MANY_MAX, T < GEMV_MAX_T, all ws of one width and
+ * dtype (bf16_act: the AVX512_BF16 path, BF16 weights): the row blocks of all n matrices in
+ * one parallel loop, so one fork/join (and one bf16 rounding of x) serves them all. */
+void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
+                      void *scratch);
 
 #endif

@@ -66,16 +66,21 @@ static inline void gemv16_block(DType dt, float *out, const float *x, const Matr
     }
 }
 
+/* Rows r0..r0+nr-1 of w against T inputs on the exact path (dtype constant per call). */
+static void gemv_exact_block(float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
+    if (w->dtype == DT_BF16) gemv16_block(DT_BF16, out, x, w, T, r0, nr);
+    else if (w->dtype == DT_F16) gemv16_block(DT_F16, out, x, w, T, r0, nr);
+    else gemv16_block(DT_F32, out, x, w, T, r0, nr);
+}
+
 static void gemv_avx512(float *out, const float *x, const Matrix *w, int T) {
     int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
     double work = (double)w->rows * w->cols * T;
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
     for (int b = 0; b < n_blocks; b++) {
-        int r0 = b * GEMV_BLOCK, nr = w->rows - r0 < GEMV_BLOCK ? w->rows - r0 : GEMV_BLOCK;
-        if (w->dtype == DT_BF16) gemv16_block(DT_BF16, out, x, w, T, r0, nr);
-        else if (w->dtype == DT_F16) gemv16_block(DT_F16, out, x, w, T, r0, nr);
-        else gemv16_block(DT_F32, out, x, w, T, r0, nr);
+        int r0 = b * GEMV_BLOCK;
+        gemv_exact_block(out, x, w, T, r0, min_int(w->rows - r0, GEMV_BLOCK));
     }
 }
 
@@ -314,4 +319,37 @@ void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void
     if (w->cols % 2) add_last_column(out, x, w, T);
 }
 #endif
+
+/* ---- several matrices on one input (decode) ---- */
+
+void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
+                      void *scratch) {
+    int first[GEMV_MANY_MAX + 1];   /* matrix m owns row blocks first[m] .. first[m+1]-1 */
+    double work = 0;
+    first[0] = 0;
+    for (int m = 0; m < n; m++) {
+        first[m + 1] = first[m] + (ws[m]->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
+        work += (double)ws[m]->rows * ws[m]->cols * T;
+    }
+    (void)work;   /* unused without OpenMP */
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+    if (bf16_act) activations_to_bf16(x, T, ws[0]->cols, scratch);   /* once for all n */
+#else
+    (void)bf16_act;
+    (void)scratch;
+#endif
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int b = 0; b < first[n]; b++) {
+        int m = 0;
+        while (b >= first[m + 1]) m++;
+        int r0 = (b - first[m]) * GEMV_BLOCK, nr = min_int(ws[m]->rows - r0, GEMV_BLOCK);
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+        if (bf16_act) {
+            gemv_bf16_block(outs[m], scratch, ws[m], T, r0, nr);
+            continue;
+        }
+#endif
+        gemv_exact_block(outs[m], x, ws[m], T, r0, nr);
+    }
+}
 #endif

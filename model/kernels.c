@@ -109,10 +109,41 @@ void matmul(float *out, const float *x, const Matrix *w, int T, MatmulPrecision 
     matmul_with(kernel_choose(precision, w->dtype), out, x, w, T, scratch);
 }
 
+void matmul_many(int n, float *const outs[], const Matrix *const ws[], const float *x, int T,
+                 MatmulPrecision precision, void *scratch) {
+    KernelPath path = kernel_choose(precision, ws[0]->dtype);
+    int alike = n <= GEMV_MANY_MAX && T < GEMV_MAX_T;
+    for (int m = 1; m < n; m++) alike = alike && ws[m]->cols == ws[0]->cols && ws[m]->dtype == ws[0]->dtype;
+#if defined(__AVX512F__)
+    if (alike && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16)) {
+        gemv_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
+        return;
+    }
+#else
+    (void)alike;
+#endif
+    for (int m = 0; m < n; m++) matmul_with(path, outs[m], x, ws[m], T, scratch);
+}
+
 void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
 #if defined(__AVX512F__)
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int d = 0; d < hd; d++) {
+    /* even and odd d in separate sums (a, b): eight independent chains of fmas keep both
+     * FMA units busy, where four would wait on the fma latency */
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    int d = 0;
+    for (; d + 2 <= hd; d += 2) {
+        const float *row = kt + (size_t)d * DOT_T_WIDTH, *next = row + DOT_T_WIDTH;
+        __m512 qd = _mm512_set1_ps(q[d]), qn = _mm512_set1_ps(q[d + 1]);
+        a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row), a0);
+        a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 16), a1);
+        a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 32), a2);
+        a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 48), a3);
+        b0 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next), b0);
+        b1 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next + 16), b1);
+        b2 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next + 32), b2);
+        b3 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next + 48), b3);
+    }
+    if (d < hd) {
         const float *row = kt + (size_t)d * DOT_T_WIDTH;
         __m512 qd = _mm512_set1_ps(q[d]);
         a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row), a0);
@@ -120,10 +151,10 @@ void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
         a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 32), a2);
         a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 48), a3);
     }
-    _mm512_storeu_ps(acc, a0);
-    _mm512_storeu_ps(acc + 16, a1);
-    _mm512_storeu_ps(acc + 32, a2);
-    _mm512_storeu_ps(acc + 48, a3);
+    _mm512_storeu_ps(acc, _mm512_add_ps(a0, b0));
+    _mm512_storeu_ps(acc + 16, _mm512_add_ps(a1, b1));
+    _mm512_storeu_ps(acc + 32, _mm512_add_ps(a2, b2));
+    _mm512_storeu_ps(acc + 48, _mm512_add_ps(a3, b3));
 #else
     /* four components per pass over acc, which lives in memory: a quarter of its traffic */
     for (int p = 0; p < DOT_T_WIDTH; p++) acc[p] = 0.0f;
@@ -142,10 +173,26 @@ void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
 void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd) {
     int d0 = 0;
 #if defined(__AVX512F__)
-    for (; d0 + 64 <= hd; d0 += 64) {   /* 64 outputs in four registers across all n rows */
+    for (; d0 + 64 <= hd; d0 += 64) {
+        /* 64 outputs in registers across all n rows; even and odd rows in separate sums
+         * (a, b) so that eight independent fma chains keep both FMA units busy */
         __m512 a0 = _mm512_loadu_ps(out + d0), a1 = _mm512_loadu_ps(out + d0 + 16);
         __m512 a2 = _mm512_loadu_ps(out + d0 + 32), a3 = _mm512_loadu_ps(out + d0 + 48);
-        for (int p = 0; p < n; p++) {
+        __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+        int p = 0;
+        for (; p + 2 <= n; p += 2) {
+            const float *vp = v + (size_t)p * hd + d0, *vn = vp + hd;
+            __m512 wp = _mm512_set1_ps(w[p]), wn = _mm512_set1_ps(w[p + 1]);
+            a0 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp), a0);
+            a1 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 16), a1);
+            a2 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 32), a2);
+            a3 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 48), a3);
+            b0 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn), b0);
+            b1 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn + 16), b1);
+            b2 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn + 32), b2);
+            b3 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn + 48), b3);
+        }
+        if (p < n) {
             const float *vp = v + (size_t)p * hd + d0;
             __m512 wp = _mm512_set1_ps(w[p]);
             a0 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp), a0);
@@ -153,10 +200,10 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
             a2 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 32), a2);
             a3 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 48), a3);
         }
-        _mm512_storeu_ps(out + d0, a0);
-        _mm512_storeu_ps(out + d0 + 16, a1);
-        _mm512_storeu_ps(out + d0 + 32, a2);
-        _mm512_storeu_ps(out + d0 + 48, a3);
+        _mm512_storeu_ps(out + d0, _mm512_add_ps(a0, b0));
+        _mm512_storeu_ps(out + d0 + 16, _mm512_add_ps(a1, b1));
+        _mm512_storeu_ps(out + d0 + 32, _mm512_add_ps(a2, b2));
+        _mm512_storeu_ps(out + d0 + 48, _mm512_add_ps(a3, b3));
     }
 #endif
     /* four rows per pass over out: the same sums with a quarter of its loads and stores */

@@ -43,6 +43,12 @@ void matmul(float *out, const float *x, const Matrix *w, int T, MatmulPrecision 
 /* The same on an explicit path (tests; the path must be available). */
 void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, int T, void *scratch);
 
+/* outs[m] = matmul(x, ws[m]) for m < n: several layers reading the same input (q/k/v,
+ * gate/up). Decoding runs them as one parallel loop (one fork/join instead of n); results
+ * are the same as n matmul calls. */
+void matmul_many(int n, float *const outs[], const Matrix *const ws[], const float *x, int T,
+                 MatmulPrecision precision, void *scratch);
+
 /* Row `row` of w widened to f32 into out[0..cols). */
 void matrix_row_f32(const Matrix *w, int row, float *out);
 /* Elements [k0, k0+n) of row `row` widened to f32 (F32/F16/BF16). */
@@ -66,7 +72,8 @@ static inline float mul_add(float a, float b, float c) {
 }
 
 /* Attention's two inner loops (model/forward.c), with AVX-512 versions that keep their
- * sums in registers; both add in the same order as the plain loops, so results agree. */
+ * sums in registers, split in two partial sums (even and odd terms) added at the end:
+ * within f32 rounding of the plain loops, which add in order (tests/test_kernels.c). */
 #define DOT_T_WIDTH 64
 /* acc[p] = sum_d q[d] * kt[d * DOT_T_WIDTH + p] for p < DOT_T_WIDTH: one query against 64
  * keys stored transposed. */

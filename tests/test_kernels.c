@@ -191,6 +191,38 @@ static void check_attention_loops(void) {
     check(worst <= EXACT_TOL, "add_weighted_rows within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
 }
 
+/* matmul_many against one matmul per matrix (bit-identical: the same row kernels), for
+ * decode-sized T (one parallel loop) and a GEMM-sized T (the per-matrix fallback). */
+static void check_matmul_many(DType dt, MatmulPrecision precision) {
+    enum { K = 96, NQ = 70, NK = 17, NV = 33 };
+    static const int Ts[] = {1, 3, 5};
+    TestMatrix w[3];
+    make_matrix(&w[0], dt, NQ, K, 1);
+    make_matrix(&w[1], dt, NK, K, 2);
+    make_matrix(&w[2], dt, NV, K, 3);
+    for (int i = 0; i < 3; i++) {
+        int T = Ts[i], bad = 0;
+        uint64_t seed = 5 + (uint64_t)T;
+        float *x = malloc((size_t)T * K * sizeof(float)), *got[3], *ref[3];
+        for (int j = 0; j < T * K; j++) x[j] = rnd(&seed);
+        void *scratch = aligned_alloc(64, (matmul_scratch_bytes(T, K) + 63) / 64 * 64);
+        for (int m = 0; m < 3; m++) {
+            got[m] = malloc((size_t)T * w[m].m.rows * sizeof(float));
+            ref[m] = malloc((size_t)T * w[m].m.rows * sizeof(float));
+            matmul(ref[m], x, &w[m].m, T, precision, scratch);
+            for (int j = 0; j < T * w[m].m.rows; j++) got[m][j] = NAN;
+        }
+        matmul_many(3, got, (const Matrix *const[]){&w[0].m, &w[1].m, &w[2].m}, x, T, precision, scratch);
+        for (int m = 0; m < 3; m++)
+            for (int j = 0; j < T * w[m].m.rows; j++) bad += !(got[m][j] == ref[m][j]);
+        check(bad == 0, "matmul_many equals one matmul per matrix", "%s weights, %s, T %d: %d differ", dtype_name(dt),
+              precision == MATMUL_EXACT ? "exact" : "bf16", T, bad);
+        for (int m = 0; m < 3; m++) { free(got[m]); free(ref[m]); }
+        free(x); free(scratch);
+    }
+    for (int m = 0; m < 3; m++) free_matrix(&w[m]);
+}
+
 /* The int4 cache kernels against the scheme's own dequantize (bit-identical values, see
  * Int4Rows), and transpose_keys64 against the plain transpose: partial and full blocks,
  * symmetric and asymmetric, one or several groups per row, rows at an odd address. */
@@ -284,6 +316,9 @@ int main(void) {
     check_scalar_definition();
     check_softmax_swiglu();
     check_attention_loops();
+    check_matmul_many(DT_BF16, MATMUL_BF16_ACT);
+    check_matmul_many(DT_BF16, MATMUL_EXACT);
+    check_matmul_many(DT_F32, MATMUL_EXACT);
     check_int4_rows("int4-g64", 64);
     check_int4_rows("int4-g32", 64);
     check_int4_rows("int4-g64-asym", 64);
