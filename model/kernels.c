@@ -392,11 +392,22 @@ void swiglu(float *gate, const float *up, size_t n) {
 }
 
 void softmax(float *x, int n) {
+    /* max and sum in 16 lanes, like dot_f32: a single running max or sum is a serial
+     * chain the compiler may not vectorize (float order matters to C) */
+    float lane_max[16], lane_sum[16] = {0};
+    for (int j = 0; j < 16; j++) lane_max[j] = x[0];
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
     float max = x[0];
-    for (int i = 1; i < n; i++) if (x[i] > max) max = x[i];
+    for (int j = 0; j < 16; j++) if (lane_max[j] > max) max = lane_max[j];
+    for (; i < n; i++) if (x[i] > max) max = x[i];
+    for (i = 0; i < n; i++) x[i] = exp_vec(x[i] - max);
+    for (i = 0; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) lane_sum[j] += x[i + j];
     float sum = 0.0f;
-    for (int i = 0; i < n; i++) x[i] = exp_vec(x[i] - max);
-    for (int i = 0; i < n; i++) sum += x[i];
+    for (int j = 0; j < 16; j++) sum += lane_sum[j];
+    for (; i < n; i++) sum += x[i];
     float inv = 1.0f / sum;
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
