@@ -341,6 +341,8 @@ void axpy_f32(float *y, float a, const float *x, int n) {
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps) {
     float *w = malloc((size_t)n * sizeof(float));
     matrix_row_f32(weight, 0, w);
+    /* rows are independent: a prefill batch splits them over the threads */
+    #pragma omp parallel for schedule(static) if ((double)T * n >= PARALLEL_MIN_WORK)
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * n;
         float *ot = out + (size_t)t * n;
@@ -388,6 +390,8 @@ static inline float exp_vec(float x_in) {
 }
 
 void swiglu(float *gate, const float *up, size_t n) {
+    /* elementwise, so a prefill batch splits over the threads with the same results */
+    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
     for (size_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + exp_vec(-gate[i])) * up[i];
 }
 
