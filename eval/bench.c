@@ -336,10 +336,19 @@ static double compute_peak(const BenchResult *r) {
 
 static double fraction(double x, double peak) { return peak > 0 ? x / peak : 0; }
 
+/* " (NN%)" of a measured peak, or nothing when the peaks were not probed (--no-probe). */
+static void print_share(FILE *f, double x, double peak) {
+    if (peak > 0) fprintf(f, " (%3.0f%%)", 100 * fraction(x, peak));
+}
+
 static void print_phase(FILE *f, const char *name, const BenchPhase *p, const BenchResult *r) {
-    fprintf(f, "%-26s %8.2f tok/s  (min %.2f, max %.2f)  %7.1f GFLOP/s (%3.0f%%)", name, p->tok_s, p->tok_s_min,
-            p->tok_s_max, p->gflops, 100 * fraction(p->gflops, compute_peak(r)));
-    if (p->gbytes > 0) fprintf(f, "  %5.1f GB/s (%3.0f%%)", p->gbytes, 100 * fraction(p->gbytes, r->peak_read_gbytes));
+    fprintf(f, "%-26s %8.2f tok/s  (min %.2f, max %.2f)  %7.1f GFLOP/s", name, p->tok_s, p->tok_s_min,
+            p->tok_s_max, p->gflops);
+    print_share(f, p->gflops, compute_peak(r));
+    if (p->gbytes > 0) {
+        fprintf(f, "  %5.1f GB/s", p->gbytes);
+        print_share(f, p->gbytes, r->peak_read_gbytes);
+    }
     fprintf(f, "\n");
 }
 
