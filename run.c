@@ -748,7 +748,7 @@ static int cmd_quick_test(void) {
 
 #define BUNDLED_MODEL "data/models/mini-llama-brown"
 #define TINYLLAMA_DIR "models/tinyllama"
-#define VALIDATE_WINDOWS 8   /* about 20 s on the bundled model with 2 cores */
+#define VALIDATE_WINDOWS 8   /* about 5 s on the bundled model with 2 cores */
 
 /* "0.5" is a perplexity delta; "0.5%" a relative one. */
 static int parse_threshold(Args *a, double *value, int *percent) {
