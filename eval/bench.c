@@ -156,6 +156,17 @@ static double attention_macs(const Config *c, double n) {
     return 2.0 * c->n_heads * c->head_dim * n * c->n_layers;
 }
 
+/* Multiply-adds of a prefill of P tokens with logits for the last only: every layer for
+ * every token, attention over the causal triangle, except that the last layer computes
+ * only keys and values for the first P - 1 (model/forward.c), and lm_head once. */
+static double prefill_macs(const Config *c, double P) {
+    double L = c->n_layers, per_layer = layer_macs_per_token(c) / L;
+    double kv_macs = 2.0 * c->n_kv_heads * c->head_dim * (double)c->dim;
+    double attention_one_layer = attention_macs(c, (P + 1) / 2) / L * P;
+    return per_layer * (L - 1) * P + kv_macs * P + (per_layer - kv_macs) + attention_one_layer * (L - 1) +
+           attention_macs(c, P) / L + (double)c->vocab_size * c->dim;
+}
+
 /* Bytes a decode step reads: every layer matrix and lm_head, plus the cache up to ctx. */
 static double decode_bytes(const Model *m, const KvCache *kv, double ctx) {
     const Config *c = &m->config;
@@ -257,11 +268,10 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
             summarize(lf, reps, &r->long_f32);
             summarize(lq, reps, &r->long_quant);
         }
-        /* Achieved rates. Prefill: every layer for every token, attention over the causal
-         * triangle, lm_head once. Decode: average context of the measured steps. */
-        double P = o->prompt, avg_pre = (P + 1) / 2;
-        double pre_flops = 2.0 * (layer_macs_per_token(c) * P + attention_macs(c, avg_pre) * P +
-                                  (double)c->vocab_size * c->dim);
+        /* Achieved rates: the arithmetic actually done. Decode: average context of the
+         * measured steps. */
+        double P = o->prompt;
+        double pre_flops = 2.0 * prefill_macs(c, P);
         r->prefill.gflops = pre_flops / (P / r->prefill.tok_s) * 1e-9;
         double dec_ctx = P + o->gen / 2.0, long_ctx = r->long_ctx - o->gen / 2.0;
         double tok_flops = 2.0 * (layer_macs_per_token(c) + (double)c->vocab_size * c->dim);

@@ -111,14 +111,46 @@ static void key_block(const KvScheme *scheme, const unsigned char *first_row, si
     else transpose_keys64(row_block(scheme, first_row, row_bytes, n, hd, buf), n, hd, kt);
 }
 
-/* score[p] = scale * q . key p for p < n (keys transposed as above). */
-static void scores_of(const float *q, const float *kt, int n, int hd, float scale, float *score) {
-    float acc[ATT_POSITIONS];
-    dot_transposed64(q, kt, hd, acc);
-    for (int p = 0; p < n; p++) score[p] = acc[p] * scale;
+/* Query row i of a work item (see attention_block): its token and head. */
+typedef struct {
+    int t, h;
+} QueryRow;
+
+static QueryRow query_row(int t0, int kvh, int group, int i) {
+    return (QueryRow){t0 + i / group, kvh * group + i % group};
 }
 
-/* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values. */
+/* Positions of the block at p0 (np of them) that query token t may attend to: causal. */
+static int causal_end(int pos, int t, int p0, int np) {
+    int end = pos + t + 1 - p0;
+    return end < 0 ? 0 : end < np ? end : np;
+}
+
+/* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys:
+ * score row i gets scale * q . key for the positions it may attend to. */
+static void block_scores(const RunState *s, const Config *c, const float *kt, int t0, int kvh, int i0, int nq,
+                         int pos, int p0, int np, int n_max, float scale, float *score) {
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
+    float acc[4][ATT_POSITIONS];
+    const float *q[4];
+    for (int j = 0; j < nq; j++) {
+        QueryRow r = query_row(t0, kvh, group, i0 + j);
+        q[j] = s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
+    }
+    if (causal_end(pos, query_row(t0, kvh, group, i0 + nq - 1).t, p0, np) == 0) return;   /* all masked */
+    if (nq == 4) dot_transposed64_x4(q, kt, hd, (float *const[]){acc[0], acc[1], acc[2], acc[3]});
+    else dot_transposed64(q[0], kt, hd, acc[0]);
+    for (int j = 0; j < nq; j++) {
+        int end = causal_end(pos, query_row(t0, kvh, group, i0 + j).t, p0, np);
+        float *out = score + (size_t)(i0 + j) * n_max + p0;
+        for (int p = 0; p < end; p++) out[p] = acc[j][p] * scale;
+    }
+}
+
+/* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values.
+ * Query rows go four at a time so that each key and value loaded serves four of them; after
+ * the softmax a row's weights past its causal end are zero, so four rows can share one
+ * range of positions. */
 static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
                             int pos, float *scratch) {
     const Config *c = &m->config;
@@ -131,26 +163,35 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         key_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf, kt);
-        for (int i = 0; i < rows; i++) {
-            int t = t0 + i / group, h = kvh * group + i % group;
-            int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;   /* causal */
-            if (end > 0) scores_of(s->q + (size_t)t * c->dim + (size_t)h * hd, kt, end, hd, scale, score + (size_t)i * n_max + p0);
+        for (int i = 0; i < rows;) {
+            int nq = rows - i >= 4 ? 4 : 1;
+            block_scores(s, c, kt, t0, kvh, i, nq, pos, p0, np, n_max, scale, score);
+            i += nq;
         }
     }
     for (int i = 0; i < rows; i++) {
-        int t = t0 + i / group, h = kvh * group + i % group;
-        softmax(score + (size_t)i * n_max, pos + t + 1);
-        memset(s->xb2 + (size_t)t * c->dim + (size_t)h * hd, 0, (size_t)hd * sizeof(float));
+        QueryRow r = query_row(t0, kvh, group, i);
+        float *row = score + (size_t)i * n_max;
+        softmax(row, pos + r.t + 1);
+        memset(row + pos + r.t + 1, 0, (size_t)(n_max - (pos + r.t + 1)) * sizeof(float));
+        memset(s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd, 0, (size_t)hd * sizeof(float));
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         const float *vb = row_block(cache->v_scheme, kv_value_row(cache, layer, kvh, p0), cache->v_row_bytes, np, hd, kbuf);
-        for (int i = 0; i < rows; i++) {
-            int t = t0 + i / group, h = kvh * group + i % group;
-            float *out = s->xb2 + (size_t)t * c->dim + (size_t)h * hd;
-            const float *sc = score + (size_t)i * n_max + p0;
-            int end = pos + t + 1 - p0 < np ? pos + t + 1 - p0 : np;
-            add_weighted_rows(out, sc, vb, end, hd);
+        for (int i = 0; i < rows;) {
+            int nq = rows - i >= 4 ? 4 : 1;
+            float *out[4];
+            const float *w[4];
+            for (int j = 0; j < nq; j++) {
+                QueryRow r = query_row(t0, kvh, group, i + j);
+                out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
+                w[j] = score + (size_t)(i + j) * n_max + p0;
+            }
+            int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the last row's is the longest */
+            if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
+            else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
+            i += nq;
         }
     }
 }
@@ -175,37 +216,50 @@ static void add_inplace(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, int T, int pos) {
+/* One layer for the T tokens at positions pos..pos+T-1. Rows before r0 are needed only as
+ * keys and values (the last layer, when their logits are not wanted: nothing reads their
+ * outputs), so their queries, attention, o_proj and MLP are skipped. r0 = 0 is the full layer. */
+static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, int T, int pos, int r0) {
     const Config *c = &m->config;
     const LayerWeights *w = &m->weights.layers[l];
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    int n = T - r0;   /* rows whose outputs are needed */
+    float *x = s->x + (size_t)r0 * c->dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps);
-    matmul_many(3, (float *const[]){s->q, s->k, s->v}, (const Matrix *const[]){&w->wq, &w->wk, &w->wv}, s->xb, T,
-                m->precision, s->mm_scratch);
+    if (r0 == 0) {
+        matmul_many(3, (float *const[]){s->q, s->k, s->v}, (const Matrix *const[]){&w->wq, &w->wk, &w->wv}, s->xb, T,
+                    m->precision, s->mm_scratch);
+    } else {
+        matmul_many(2, (float *const[]){s->k, s->v}, (const Matrix *const[]){&w->wk, &w->wv}, s->xb, T, m->precision,
+                    s->mm_scratch);
+        if (n > 0) matmul(s->q, s->xb + (size_t)r0 * c->dim, &w->wq, n, m->precision, s->mm_scratch);
+    }
     for (int t = 0; t < T; t++) {
-        rope(s->q + (size_t)t * c->dim, c->n_heads, c->head_dim, pos + t, m->rope_inv_freq);
         rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, pos + t, m->rope_inv_freq);
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim);
     }
-    attention(m, s, cache, l, T, pos);
-    matmul(s->xb, s->xb2, &w->wo, T, m->precision, s->mm_scratch);
-    add_inplace(s->x, s->xb, (size_t)T * c->dim);
+    if (n == 0) return;
+    for (int t = 0; t < n; t++) rope(s->q + (size_t)t * c->dim, c->n_heads, c->head_dim, pos + r0 + t, m->rope_inv_freq);
+    attention(m, s, cache, l, n, pos + r0);
+    matmul(s->xb, s->xb2, &w->wo, n, m->precision, s->mm_scratch);
+    add_inplace(x, s->xb, (size_t)n * c->dim);
 
-    rmsnorm(s->xb, s->x, &w->mlp_norm, T, c->dim, c->norm_eps);
-    matmul_many(2, (float *const[]){s->hb, s->hb2}, (const Matrix *const[]){&w->w_gate, &w->w_up}, s->xb, T,
+    rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps);
+    matmul_many(2, (float *const[]){s->hb, s->hb2}, (const Matrix *const[]){&w->w_gate, &w->w_up}, s->xb, n,
                 m->precision, s->mm_scratch);
-    swiglu(s->hb, s->hb2, (size_t)T * c->hidden_dim);
-    matmul(s->xb, s->hb, &w->w_down, T, m->precision, s->mm_scratch);
-    add_inplace(s->x, s->xb, (size_t)T * c->dim);
+    swiglu(s->hb, s->hb2, (size_t)n * c->hidden_dim);
+    matmul(s->xb, s->hb, &w->w_down, n, m->precision, s->mm_scratch);
+    add_inplace(x, s->xb, (size_t)n * c->dim);
 }
 
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from) {
     const Config *c = &m->config;
     for (int t = 0; t < T; t++)
         matrix_row_f32(&m->weights.embed, tokens[t], s->x + (size_t)t * c->dim);
+    int skip = logits_from < 0 ? 0 : logits_from > T ? T : logits_from;
     for (int l = 0; l < c->n_layers; l++)
-        layer_forward(m, s, cache, l, T, pos);
+        layer_forward(m, s, cache, l, T, pos, l == c->n_layers - 1 ? skip : 0);
     if (pos + T > cache->len) cache->len = pos + T;
 
     /* Only the rows whose logits are wanted go through the final norm and lm_head. */

@@ -217,6 +217,62 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
         for (int d = d0; d < hd; d++) out[d] = mul_add(w[p], v[(size_t)p * hd + d], out[d]);
 }
 
+void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]) {
+#if defined(__AVX512F__)
+    /* 16 sums: four queries x the 64 positions (four vectors). Per d, four loads of keys and
+     * four broadcasts feed sixteen fmas in independent chains. */
+    __m512 a[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int u = 0; u < 4; u++) a[j][u] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const float *row = kt + (size_t)d * DOT_T_WIDTH;
+        __m512 k0 = _mm512_loadu_ps(row), k1 = _mm512_loadu_ps(row + 16);
+        __m512 k2 = _mm512_loadu_ps(row + 32), k3 = _mm512_loadu_ps(row + 48);
+        for (int j = 0; j < 4; j++) {
+            __m512 qd = _mm512_set1_ps(q[j][d]);
+            a[j][0] = _mm512_fmadd_ps(qd, k0, a[j][0]);
+            a[j][1] = _mm512_fmadd_ps(qd, k1, a[j][1]);
+            a[j][2] = _mm512_fmadd_ps(qd, k2, a[j][2]);
+            a[j][3] = _mm512_fmadd_ps(qd, k3, a[j][3]);
+        }
+    }
+    for (int j = 0; j < 4; j++)
+        for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
+#else
+    for (int j = 0; j < 4; j++) dot_transposed64(q[j], kt, hd, acc[j]);
+#endif
+}
+
+void add_weighted_rows_x4(float *const out[4], const float *const w[4], const float *v, int n, int hd) {
+    int d0 = 0;
+#if defined(__AVX512F__)
+    for (; d0 + 64 <= hd; d0 += 64) {
+        /* 16 sums: four outputs x 64 dims, in order of p as add_weighted_rows' plain loop */
+        __m512 a[4][4];
+        for (int j = 0; j < 4; j++)
+            for (int u = 0; u < 4; u++) a[j][u] = _mm512_loadu_ps(out[j] + d0 + 16 * u);
+        for (int p = 0; p < n; p++) {
+            const float *vp = v + (size_t)p * hd + d0;
+            __m512 v0 = _mm512_loadu_ps(vp), v1 = _mm512_loadu_ps(vp + 16);
+            __m512 v2 = _mm512_loadu_ps(vp + 32), v3 = _mm512_loadu_ps(vp + 48);
+            for (int j = 0; j < 4; j++) {
+                __m512 wp = _mm512_set1_ps(w[j][p]);
+                a[j][0] = _mm512_fmadd_ps(wp, v0, a[j][0]);
+                a[j][1] = _mm512_fmadd_ps(wp, v1, a[j][1]);
+                a[j][2] = _mm512_fmadd_ps(wp, v2, a[j][2]);
+                a[j][3] = _mm512_fmadd_ps(wp, v3, a[j][3]);
+            }
+        }
+        for (int j = 0; j < 4; j++)
+            for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);
+    }
+#endif
+    if (d0 < hd)   /* dims the vector loop did not cover, one query at a time */
+        for (int j = 0; j < 4; j++)
+            for (int p = 0; p < n; p++)
+                for (int d = d0; d < hd; d++) out[j][d] = mul_add(w[j][p], v[(size_t)p * hd + d], out[j][d]);
+}
+
 /* ---- attention on cache rows ---- */
 
 void transpose_keys64(const float *k, int n, int hd, float *kt) {

@@ -80,6 +80,10 @@ static inline float mul_add(float a, float b, float c) {
 void dot_transposed64(const float *q, const float *kt, int hd, float *acc);
 /* out[0..hd) += sum_p w[p] * v[p * hd + .] for p < n, in order of p. */
 void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd);
+/* The same for four queries at once (acc[j], q[j]; out[j], w[j]): each key or value vector
+ * loaded serves four queries, so the loops run at the FMA units' rate, not the loads'. */
+void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]);
+void add_weighted_rows_x4(float *const out[4], const float *const w[4], const float *v, int n, int hd);
 
 /* Rows of a packed 4-bit KV cache, read in place (layout of quant/quant.h): head_dim / 2 code
  * bytes (dim 2i in the low nibble of byte i, 2i+1 in the high one), then per group of

@@ -78,6 +78,8 @@ void runstate_free(RunState *s);
 /* Runs tokens[0..T) at positions pos..pos+T-1, writing their keys and values into the
  * cache. Logits of tokens logits_from..T-1 land in s->logits, row 0 first ([T - logits_from,
  * vocab]): 0 gives every row, T - 1 only the last (generation), T none (cache filling).
+ * The last layer computes only what those rows need (keys and values for all), as llama.cpp
+ * does, so hidden states of earlier rows are not left in s->x.
  * T <= s->max_batch, pos + T <= cache->max_seq and <= config.max_seq_len (scratch is sized
  * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels.h). */
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from);

@@ -99,6 +99,33 @@ static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_tim
     return out;
 }
 
+/* Logits of tokens from..T-1 only (forward's logits_from: the last layer skips the rest). */
+static float *run_tail(const Model *m, const int *tokens, int T, int from) {
+    const Config *c = &m->config;
+    RunState s;
+    KvCache kv;
+    Error err;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    if (runstate_init(&s, c, T, &err) || kv_cache_init(&kv, c, T, fp32, fp32, &err)) return NULL;
+    forward(m, &s, &kv, tokens, T, 0, from);
+    float *out = malloc((size_t)(T - from) * c->vocab_size * sizeof(float));
+    memcpy(out, s.logits, (size_t)(T - from) * c->vocab_size * sizeof(float));
+    kv_cache_free(&kv);
+    runstate_free(&s);
+    return out;
+}
+
+/* Rows from..T-1 of a tail run against the reference's rows there. */
+static void compare_tail(const char *model_name, const Reference *r, const float *tail, int from) {
+    char name[128];
+    int T = r->n_tokens, V = r->vocab, first_ref = T - r->rows, start = from > first_ref ? from : first_ref;
+    double d = max_abs_diff(tail + (size_t)(start - from) * V, r->logits + (size_t)(start - first_ref) * V,
+                            (size_t)(T - start) * V);
+    snprintf(name, sizeof name, "%s logits of tokens %d.. only (last layer skips the rest)", model_name, from);
+    check(d <= LOGIT_TOL, name, "max|dlogit| = %.3g > %.0e", d, LOGIT_TOL);
+    printf("     max|dlogit| = %.3g (tolerance %.0e, %d rows x %d)\n", d, LOGIT_TOL, T - start, V);
+}
+
 static void compare_path(const char *model_name, const char *path_name, const Reference *r, const float *logits) {
     char name[128];
     int T = r->n_tokens, V = r->vocab;
@@ -133,6 +160,12 @@ static void check_model(const char *name, const char *config_path, const char *w
     float *single = run_all(&m, r.tokens, r.n_tokens, 1);
     compare_path(name, "batched", &r, batched);
     compare_path(name, "token-at-a-time", &r, single);
+    int froms[2] = {r.n_tokens / 2, r.n_tokens - 1};
+    for (int i = 0; i < 2; i++) {
+        float *tail = run_tail(&m, r.tokens, r.n_tokens, froms[i]);
+        if (tail) compare_tail(name, &r, tail, froms[i]);
+        free(tail);
+    }
     double d = max_abs_diff(batched, single, (size_t)r.n_tokens * r.vocab);
     snprintf(label, sizeof label, "%s batched == token-at-a-time", name);
     check(d <= PATHS_AGREE_TOL, label, "max|d| = %.3g > %.0e", d, PATHS_AGREE_TOL);

@@ -191,6 +191,45 @@ static void check_attention_loops(void) {
     check(worst <= EXACT_TOL, "add_weighted_rows within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
 }
 
+/* The four-query versions: each query's result against the double sum, as above. */
+static void check_attention_loops_x4(void) {
+    enum { HD = 80, N = 37 };
+    static float q[4][HD], kt[HD * DOT_T_WIDTH], acc[4][DOT_T_WIDTH], w[4][N], v[N * HD], out[4][HD], out0[4][HD];
+    uint64_t seed = 7;
+    for (int j = 0; j < 4; j++) {
+        for (int i = 0; i < HD; i++) q[j][i] = rnd(&seed);
+        for (int i = 0; i < N; i++) w[j][i] = rnd(&seed);
+        for (int i = 0; i < HD; i++) out[j][i] = out0[j][i] = rnd(&seed);
+    }
+    for (int i = 0; i < HD * DOT_T_WIDTH; i++) kt[i] = rnd(&seed);
+    for (int i = 0; i < N * HD; i++) v[i] = rnd(&seed);
+    dot_transposed64_x4((const float *const[]){q[0], q[1], q[2], q[3]}, kt, HD,
+                        (float *const[]){acc[0], acc[1], acc[2], acc[3]});
+    add_weighted_rows_x4((float *const[]){out[0], out[1], out[2], out[3]}, (const float *const[]){w[0], w[1], w[2], w[3]},
+                         v, N, HD);
+    double worst_dot = 0, worst_rows = 0;
+    for (int j = 0; j < 4; j++) {
+        for (int p = 0; p < DOT_T_WIDTH; p++) {
+            double ref = 0, scale = 0;
+            for (int d = 0; d < HD; d++) {
+                ref += (double)q[j][d] * kt[d * DOT_T_WIDTH + p];
+                scale += fabs((double)q[j][d] * kt[d * DOT_T_WIDTH + p]);
+            }
+            if (fabs(acc[j][p] - ref) / scale > worst_dot) worst_dot = fabs(acc[j][p] - ref) / scale;
+        }
+        for (int d = 0; d < HD; d++) {
+            double ref = out0[j][d], scale = fabs(out0[j][d]);
+            for (int p = 0; p < N; p++) {
+                ref += (double)w[j][p] * v[p * HD + d];
+                scale += fabs((double)w[j][p] * v[p * HD + d]);
+            }
+            if (fabs(out[j][d] - ref) / scale > worst_rows) worst_rows = fabs(out[j][d] - ref) / scale;
+        }
+    }
+    check(worst_dot <= EXACT_TOL, "dot_transposed64_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_dot);
+    check(worst_rows <= EXACT_TOL, "add_weighted_rows_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_rows);
+}
+
 /* matmul_many against one matmul per matrix (bit-identical: the same row kernels), for
  * decode-sized T (one parallel loop) and a GEMM-sized T (the per-matrix fallback). */
 static void check_matmul_many(DType dt, MatmulPrecision precision) {
@@ -316,6 +355,7 @@ int main(void) {
     check_scalar_definition();
     check_softmax_swiglu();
     check_attention_loops();
+    check_attention_loops_x4();
     check_matmul_many(DT_BF16, MATMUL_BF16_ACT);
     check_matmul_many(DT_BF16, MATMUL_EXACT);
     check_matmul_many(DT_F32, MATMUL_EXACT);
