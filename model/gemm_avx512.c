@@ -198,6 +198,9 @@ void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scr
  * gets a zero partner. */
 static void activations_to_bf16(const float *x, int T, int K, uint32_t *dst) {
     int units = (K + 1) / 2;
+    double work = (double)T * K;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK / 4)
     for (int t = 0; t < T; t++) {
         const float *xt = x + (size_t)t * K;
         uint32_t *d = dst + (size_t)t * units;
@@ -320,7 +323,46 @@ void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void
 }
 #endif
 
-/* ---- several matrices on one input (decode) ---- */
+/* ---- several matrices on one input ---- */
+
+/* GEMM: the activations packed once, then the weight-row groups of all n matrices in one
+ * parallel loop (one fork/join instead of n). */
+void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
+                      void *scratch) {
+    int K = ws[0]->cols, units = K, first[GEMV_MANY_MAX + 1];
+    const void *apack = scratch;
+    BroadcastKernel kern = ws[0]->dtype == DT_BF16 ? kernel_f32_bf16w : ws[0]->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+    if (bf16_act) {
+        uint32_t *xb = scratch, *packed = xb + ((size_t)T * ((K + 1) / 2) + 15) / 16 * 16;
+        pack_activations_bf16(x, T, K, xb, packed);
+        apack = packed;
+        units = K / 2;
+        kern = kernel_bf16;
+    } else
+#endif
+        pack_activations_f32(x, T, K, scratch);
+    (void)bf16_act;
+    first[0] = 0;
+    double work = 0;
+    for (int m = 0; m < n; m++) {
+        first[m + 1] = first[m] + (ws[m]->rows + BW_GROUP - 1) / BW_GROUP;
+        work += (double)ws[m]->rows * K * T;
+    }
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int g = 0; g < first[n]; g++) {
+        int m = 0;
+        while (g >= first[m + 1]) m++;
+        gemm_group(kern, apack, units, ws[m], T, (g - first[m]) * BW_GROUP, outs[m]);
+    }
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+    if (bf16_act && K % 2)
+        for (int m = 0; m < n; m++) add_last_column(outs[m], x, ws[m], T);
+#endif
+}
+
+/* GEMV (decode): */
 
 void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
                       void *scratch) {

@@ -112,11 +112,12 @@ void matmul(float *out, const float *x, const Matrix *w, int T, MatmulPrecision 
 void matmul_many(int n, float *const outs[], const Matrix *const ws[], const float *x, int T,
                  MatmulPrecision precision, void *scratch) {
     KernelPath path = kernel_choose(precision, ws[0]->dtype);
-    int alike = n <= GEMV_MANY_MAX && T < GEMV_MAX_T;
+    int alike = n <= GEMV_MANY_MAX;
     for (int m = 1; m < n; m++) alike = alike && ws[m]->cols == ws[0]->cols && ws[m]->dtype == ws[0]->dtype;
 #if defined(__AVX512F__)
     if (alike && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16)) {
-        gemv_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
+        if (T < GEMV_MAX_T) gemv_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
+        else gemm_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
         return;
     }
 #else

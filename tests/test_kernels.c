@@ -231,15 +231,16 @@ static void check_attention_loops_x4(void) {
 }
 
 /* matmul_many against one matmul per matrix (bit-identical: the same row kernels), for
- * decode-sized T (one parallel loop) and a GEMM-sized T (the per-matrix fallback). */
-static void check_matmul_many(DType dt, MatmulPrecision precision) {
-    enum { K = 96, NQ = 70, NK = 17, NV = 33 };
-    static const int Ts[] = {1, 3, 5};
+ * decode-sized T (GEMV) and GEMM-sized T (activations packed once: one strip, and several),
+ * with K odd too (the bf16 path's last column outside the pairs). */
+static void check_matmul_many(DType dt, MatmulPrecision precision, int K) {
+    enum { NQ = 70, NK = 17, NV = 33 };
+    static const int Ts[] = {1, 3, 5, 100};
     TestMatrix w[3];
     make_matrix(&w[0], dt, NQ, K, 1);
     make_matrix(&w[1], dt, NK, K, 2);
     make_matrix(&w[2], dt, NV, K, 3);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         int T = Ts[i], bad = 0;
         uint64_t seed = 5 + (uint64_t)T;
         float *x = malloc((size_t)T * K * sizeof(float)), *got[3], *ref[3];
@@ -254,8 +255,8 @@ static void check_matmul_many(DType dt, MatmulPrecision precision) {
         matmul_many(3, got, (const Matrix *const[]){&w[0].m, &w[1].m, &w[2].m}, x, T, precision, scratch);
         for (int m = 0; m < 3; m++)
             for (int j = 0; j < T * w[m].m.rows; j++) bad += !(got[m][j] == ref[m][j]);
-        check(bad == 0, "matmul_many equals one matmul per matrix", "%s weights, %s, T %d: %d differ", dtype_name(dt),
-              precision == MATMUL_EXACT ? "exact" : "bf16", T, bad);
+        check(bad == 0, "matmul_many equals one matmul per matrix", "%s weights, %s, K %d, T %d: %d differ",
+              dtype_name(dt), precision == MATMUL_EXACT ? "exact" : "bf16", K, T, bad);
         for (int m = 0; m < 3; m++) { free(got[m]); free(ref[m]); }
         free(x); free(scratch);
     }
@@ -356,9 +357,11 @@ int main(void) {
     check_softmax_swiglu();
     check_attention_loops();
     check_attention_loops_x4();
-    check_matmul_many(DT_BF16, MATMUL_BF16_ACT);
-    check_matmul_many(DT_BF16, MATMUL_EXACT);
-    check_matmul_many(DT_F32, MATMUL_EXACT);
+    for (int K = 96; K <= 97; K++) {
+        check_matmul_many(DT_BF16, MATMUL_BF16_ACT, K);
+        check_matmul_many(DT_BF16, MATMUL_EXACT, K);
+        check_matmul_many(DT_F32, MATMUL_EXACT, K);
+    }
     check_int4_rows("int4-g64", 64);
     check_int4_rows("int4-g32", 64);
     check_int4_rows("int4-g64-asym", 64);
