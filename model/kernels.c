@@ -218,6 +218,16 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
         for (int d = d0; d < hd; d++) out[d] = mul_add(w[p], v[(size_t)p * hd + d], out[d]);
 }
 
+#if defined(__AVX512F__)
+/* acc[u] += s * v_u for the four vectors of one 64-float row. */
+static inline void fma_row64(__m512 acc[4], __m512 s, __m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    acc[0] = _mm512_fmadd_ps(s, v0, acc[0]);
+    acc[1] = _mm512_fmadd_ps(s, v1, acc[1]);
+    acc[2] = _mm512_fmadd_ps(s, v2, acc[2]);
+    acc[3] = _mm512_fmadd_ps(s, v3, acc[3]);
+}
+#endif
+
 void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]) {
 #if defined(__AVX512F__)
     /* 16 sums: four queries x the 64 positions (four vectors). Per d, four loads of keys and
@@ -229,13 +239,7 @@ void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float
         const float *row = kt + (size_t)d * DOT_T_WIDTH;
         __m512 k0 = _mm512_loadu_ps(row), k1 = _mm512_loadu_ps(row + 16);
         __m512 k2 = _mm512_loadu_ps(row + 32), k3 = _mm512_loadu_ps(row + 48);
-        for (int j = 0; j < 4; j++) {
-            __m512 qd = _mm512_set1_ps(q[j][d]);
-            a[j][0] = _mm512_fmadd_ps(qd, k0, a[j][0]);
-            a[j][1] = _mm512_fmadd_ps(qd, k1, a[j][1]);
-            a[j][2] = _mm512_fmadd_ps(qd, k2, a[j][2]);
-            a[j][3] = _mm512_fmadd_ps(qd, k3, a[j][3]);
-        }
+        for (int j = 0; j < 4; j++) fma_row64(a[j], _mm512_set1_ps(q[j][d]), k0, k1, k2, k3);
     }
     for (int j = 0; j < 4; j++)
         for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
@@ -256,13 +260,7 @@ void add_weighted_rows_x4(float *const out[4], const float *const w[4], const fl
             const float *vp = v + (size_t)p * hd + d0;
             __m512 v0 = _mm512_loadu_ps(vp), v1 = _mm512_loadu_ps(vp + 16);
             __m512 v2 = _mm512_loadu_ps(vp + 32), v3 = _mm512_loadu_ps(vp + 48);
-            for (int j = 0; j < 4; j++) {
-                __m512 wp = _mm512_set1_ps(w[j][p]);
-                a[j][0] = _mm512_fmadd_ps(wp, v0, a[j][0]);
-                a[j][1] = _mm512_fmadd_ps(wp, v1, a[j][1]);
-                a[j][2] = _mm512_fmadd_ps(wp, v2, a[j][2]);
-                a[j][3] = _mm512_fmadd_ps(wp, v3, a[j][3]);
-            }
+            for (int j = 0; j < 4; j++) fma_row64(a[j], _mm512_set1_ps(w[j][p]), v0, v1, v2, v3);
         }
         for (int j = 0; j < 4; j++)
             for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);

@@ -76,8 +76,9 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
     return m;
 }
 
-/* Logits of every position, either in one batch or one token at a time. */
-static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_time) {
+/* Logits of positions from..T-1, either in one batch (forward's logits_from = from: the last
+ * layer skips the other rows) or one token at a time (from = 0). */
+static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_time, int from) {
     const Config *c = &m->config;
     RunState s;
     KvCache kv;
@@ -91,25 +92,9 @@ static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_tim
             memcpy(out + (size_t)t * c->vocab_size, s.logits, (size_t)c->vocab_size * sizeof(float));
         }
     } else {
-        forward(m, &s, &kv, tokens, T, 0, 0);
-        memcpy(out, s.logits, (size_t)T * c->vocab_size * sizeof(float));
+        forward(m, &s, &kv, tokens, T, 0, from);
+        memcpy(out, s.logits, (size_t)(T - from) * c->vocab_size * sizeof(float));
     }
-    kv_cache_free(&kv);
-    runstate_free(&s);
-    return out;
-}
-
-/* Logits of tokens from..T-1 only (forward's logits_from: the last layer skips the rest). */
-static float *run_tail(const Model *m, const int *tokens, int T, int from) {
-    const Config *c = &m->config;
-    RunState s;
-    KvCache kv;
-    Error err;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
-    if (runstate_init(&s, c, T, &err) || kv_cache_init(&kv, c, T, fp32, fp32, &err)) return NULL;
-    forward(m, &s, &kv, tokens, T, 0, from);
-    float *out = malloc((size_t)(T - from) * c->vocab_size * sizeof(float));
-    memcpy(out, s.logits, (size_t)(T - from) * c->vocab_size * sizeof(float));
     kv_cache_free(&kv);
     runstate_free(&s);
     return out;
@@ -156,13 +141,13 @@ static void check_model(const char *name, const char *config_path, const char *w
         model_free(&m);
         return;
     }
-    float *batched = run_all(&m, r.tokens, r.n_tokens, 0);
-    float *single = run_all(&m, r.tokens, r.n_tokens, 1);
+    float *batched = run_all(&m, r.tokens, r.n_tokens, 0, 0);
+    float *single = run_all(&m, r.tokens, r.n_tokens, 1, 0);
     compare_path(name, "batched", &r, batched);
     compare_path(name, "token-at-a-time", &r, single);
     int froms[2] = {r.n_tokens / 2, r.n_tokens - 1};
     for (int i = 0; i < 2; i++) {
-        float *tail = run_tail(&m, r.tokens, r.n_tokens, froms[i]);
+        float *tail = run_all(&m, r.tokens, r.n_tokens, 0, froms[i]);
         if (tail) compare_tail(name, &r, tail, froms[i]);
         free(tail);
     }
