@@ -39,9 +39,11 @@ static int get_float(const JsonValue *root, const char *key, float dflt, float *
 static int check_supported(const JsonValue *root, const char *path, Error *err) {
     const JsonValue *arch = json_get(root, "architectures");
     if (arch && arch->type == JSON_ARRAY && arch->count > 0 && arch->items[0].type == JSON_STRING &&
-        strcmp(arch->items[0].string, "LlamaForCausalLM") != 0)
-        return error_set(err, "%s: architecture %s is not supported (LlamaForCausalLM only)",
-                         path, arch->items[0].string);
+        strcmp(arch->items[0].string, "LlamaForCausalLM") != 0) {
+        char shown[72];
+        return error_set(err, "%s: architecture %s is not supported (LlamaForCausalLM only)", path,
+                         error_shown(arch->items[0].string, shown));
+    }
     const JsonValue *rs = json_get(root, "rope_scaling");
     if (rs && rs->type != JSON_NULL)
         return error_set(err, "%s: rope_scaling is not supported", path);

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct {
     char msg[512];
@@ -21,6 +22,19 @@ static inline int error_set(Error *err, const char *fmt, ...) {
         va_end(ap);
     }
     return -1;
+}
+
+/* A printable, bounded copy of a file-supplied string, for messages: control bytes become
+ * '?' and anything past 64 bytes "...", so a message stays one short line whatever the
+ * file contains. Returns out. */
+static inline const char *error_shown(const char *s, char out[72]) {
+    size_t n = 0;
+    for (; s[n] && n < 64; n++) {
+        unsigned char c = (unsigned char)s[n];
+        out[n] = (c < 0x20 || c == 0x7F) ? '?' : (char)c;
+    }
+    strcpy(out + n, s[n] ? "..." : "");
+    return out;
 }
 
 #endif

@@ -53,18 +53,6 @@ int dtype_from_name(const char *s, DType *out) {
 
 /* ---------- helpers for one-line messages ---------- */
 
-/* A printable, bounded copy of a file-supplied name: error messages stay one
- * line and short whatever the file contains. */
-static const char *shown(const char *s, char out[72]) {
-    size_t n = 0;
-    for (; s[n] && n < 64; n++) {
-        unsigned char c = (unsigned char)s[n];
-        out[n] = (c < 0x20 || c == 0x7F) ? '?' : (char)c;
-    }
-    strcpy(out + n, s[n] ? "..." : "");
-    return out;
-}
-
 static void format_shape(char *buf, size_t cap, const int64_t *shape, int ndim) {
     size_t n = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < ndim && n < cap; i++)
@@ -140,11 +128,11 @@ static int parse_metadata(SafeTensors *st, const JsonValue *m, Error *err) {
     for (size_t i = 0; i < m->count; i++) {
         const JsonValue *v = &m->items[i];
         if (m->key_lens[i] != strlen(m->keys[i]))
-            return error_set(err, "%s: metadata key '%s' contains a NUL byte", st->path, shown(m->keys[i], nm));
+            return error_set(err, "%s: metadata key '%s' contains a NUL byte", st->path, error_shown(m->keys[i], nm));
         if (v->type != JSON_STRING)
-            return error_set(err, "%s: metadata '%s' is not a string", st->path, shown(m->keys[i], nm));
+            return error_set(err, "%s: metadata '%s' is not a string", st->path, error_shown(m->keys[i], nm));
         if (v->string_len != strlen(v->string))
-            return error_set(err, "%s: metadata '%s' contains a NUL byte", st->path, shown(m->keys[i], nm));
+            return error_set(err, "%s: metadata '%s' contains a NUL byte", st->path, error_shown(m->keys[i], nm));
         st->meta_keys[i] = copy_string(m->keys[i], m->key_lens[i]);
         st->meta_values[i] = copy_string(v->string, v->string_len);
         st->n_meta++;
@@ -153,7 +141,7 @@ static int parse_metadata(SafeTensors *st, const JsonValue *m, Error *err) {
     int oom;
     const char *dup = find_duplicate((const char *const *)st->meta_keys, (size_t)st->n_meta, &oom);
     if (oom) return error_set(err, "%s: out of memory", st->path);
-    if (dup) return error_set(err, "%s: duplicate metadata key '%s'", st->path, shown(dup, nm));
+    if (dup) return error_set(err, "%s: duplicate metadata key '%s'", st->path, error_shown(dup, nm));
     return 0;
 }
 
@@ -184,14 +172,14 @@ static int parse_shape(const SafeTensors *st, const char *nm, const JsonValue *s
 static int parse_tensor(const SafeTensors *st, const char *name, const JsonValue *e, uint64_t data_size,
                         Tensor *t, Range *r, Error *err) {
     char nm[72], sh[160];
-    shown(name, nm);
+    error_shown(name, nm);
     if (e->type != JSON_OBJECT) return error_set(err, "%s: tensor '%s': entry is not an object", st->path, nm);
     const JsonValue *dt = json_get(e, "dtype");
     if (!dt || dt->type != JSON_STRING)
         return error_set(err, "%s: tensor '%s': missing or non-string \"dtype\"", st->path, nm);
     if (dtype_from_name(dt->string, &t->dtype)) {
         char dn[72];
-        return error_set(err, "%s: tensor '%s': unknown dtype '%s'", st->path, nm, shown(dt->string, dn));
+        return error_set(err, "%s: tensor '%s': unknown dtype '%s'", st->path, nm, error_shown(dt->string, dn));
     }
     if (parse_shape(st, nm, json_get(e, "shape"), t, err)) return -1;
     const JsonValue *o = json_get(e, "data_offsets");
@@ -228,8 +216,8 @@ static int check_overlaps(const SafeTensors *st, Range *r, int n, Error *err) {
         if (prev >= 0 && r[prev].end > r[i].begin) {
             char a[72], b[72];
             return error_set(err, "%s: tensors '%s' [%" PRIu64 ", %" PRIu64 "] and '%s' [%" PRIu64 ", %" PRIu64
-                             "] overlap", st->path, shown(st->tensors[r[prev].index].name, a), r[prev].begin,
-                             r[prev].end, shown(st->tensors[r[i].index].name, b), r[i].begin, r[i].end);
+                             "] overlap", st->path, error_shown(st->tensors[r[prev].index].name, a), r[prev].begin,
+                             r[prev].end, error_shown(st->tensors[r[i].index].name, b), r[i].begin, r[i].end);
         }
         prev = i;
     }
@@ -245,7 +233,7 @@ static int check_duplicate_names(const SafeTensors *st, Error *err) {
     const char *dup = find_duplicate(names, (size_t)st->n_tensors, &oom);
     int rc = 0;
     if (oom) rc = error_set(err, "%s: out of memory", st->path);
-    else if (dup) rc = error_set(err, "%s: duplicate tensor name '%s'", st->path, shown(dup, nm));
+    else if (dup) rc = error_set(err, "%s: duplicate tensor name '%s'", st->path, error_shown(dup, nm));
     free(names);
     return rc;
 }
@@ -271,7 +259,7 @@ static int parse_entries(SafeTensors *st, const JsonValue *root, const unsigned 
         }
         if (root->key_lens[i] == 0) rc = error_set(err, "%s: empty tensor name", st->path);
         else if (root->key_lens[i] != strlen(key))
-            rc = error_set(err, "%s: tensor name '%s' contains a NUL byte", st->path, shown(key, nm));
+            rc = error_set(err, "%s: tensor name '%s' contains a NUL byte", st->path, error_shown(key, nm));
         if (rc) break;
         Tensor *t = &st->tensors[st->n_tensors];
         Range *r = &ranges[st->n_tensors];
@@ -450,7 +438,7 @@ static int check_outputs(const char *path, const StTensorOut *t, int n, const ch
         if (!t[i].name || !t[i].name[0] || !json_utf8_valid(t[i].name, strlen(t[i].name)) ||
             strcmp(t[i].name, "__metadata__") == 0)
             return error_set(err, "%s: tensor %d has an empty, reserved or non-UTF-8 name", path, i);
-        shown(t[i].name, nm);
+        error_shown(t[i].name, nm);
         if ((unsigned)t[i].dtype >= DT_COUNT || t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS)
             return error_set(err, "%s: tensor '%s': bad dtype or ndim", path, nm);
         size_t numel;
@@ -468,7 +456,7 @@ static int check_outputs(const char *path, const StTensorOut *t, int n, const ch
     if (!dup && !oom) dup = find_duplicate(mk, (size_t)n_meta, &oom);
     free(names);
     if (oom) return error_set(err, "%s: out of memory", path);
-    if (dup) return error_set(err, "%s: duplicate name '%s'", path, shown(dup, nm));
+    if (dup) return error_set(err, "%s: duplicate name '%s'", path, error_shown(dup, nm));
     return 0;
 }
 

@@ -60,6 +60,11 @@ int main(void) {
     refused("odd head size", "\"hidden_size\":72,\"num_attention_heads\":8,", "must be even");
     refused("heads not a multiple of kv heads", "\"num_key_value_heads\":3,", "num_key_value_heads 3");
     refused("another architecture", "\"architectures\":[\"MistralForCausalLM\"],", "MistralForCausalLM");
+    /* found by fuzz_config: the file's name for it was echoed with its newline */
+    refused("an architecture with a newline, in one line", "\"architectures\":[\"Evil\\nLM\"],", "Evil?LM");
+    char long_arch[400];
+    snprintf(long_arch, sizeof long_arch, "\"architectures\":[\"%0300d\"],", 7);   /* 299 zeros, then 7 */
+    refused("a 300-byte architecture, shortened", long_arch, "0000...");
     refused("rope_scaling", "\"rope_scaling\":{\"type\":\"linear\",\"factor\":2.0},", "rope_scaling");
     refused("attention_bias", "\"attention_bias\":true,", "attention_bias");
     refused("hidden_act gelu", "\"hidden_act\":\"gelu\",", "hidden_act");
