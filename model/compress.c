@@ -196,7 +196,9 @@ static int meta_number(const SafeTensors *st, const char *key, long lo, long hi,
     char *end;
     if (!v) return error_set(err, "%s: metadata '%s' missing: not a kvq compressed file", st->path, key);
     long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi) return error_set(err, "%s: metadata '%s' = '%s' is invalid", st->path, key, v);
+    char shown[72];
+    if (end == v || *end || x < lo || x > hi)
+        return error_set(err, "%s: metadata '%s' = '%s' is invalid", st->path, key, error_shown(v, shown));
     *out = x;
     return 0;
 }
@@ -243,7 +245,8 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
     if (!format || strcmp(format, FORMAT_NAME) != 0)
         return error_set(err, "%s: not a kvq compressed file (metadata format is not %s)", st->path, FORMAT_NAME);
     const KvScheme *sc = scheme ? kv_scheme_find(scheme) : NULL;
-    if (!sc) return error_set(err, "%s: unknown scheme '%s'", st->path, scheme ? scheme : "(none)");
+    char shown[72];
+    if (!sc) return error_set(err, "%s: unknown scheme '%s'", st->path, scheme ? error_shown(scheme, shown) : "(none)");
     long layers = 0, heads = 0, seq = 0, dim = 0, lz4 = 0;
     if (meta_number(st, "num_layers", 1, 4096, &layers, err) || meta_number(st, "num_kv_heads", 1, 4096, &heads, err) ||
         meta_number(st, "seq_len", 1, 1 << 24, &seq, err) || meta_number(st, "head_dim", 1, 65536, &dim, err) ||

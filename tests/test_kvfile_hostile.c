@@ -195,6 +195,11 @@ static void test_compressed(void) {
     compressed_spec(&s);
     set_m(&s, "scheme", "int5-g32");
     expect_refused("compressed: unknown scheme", &s, 1, "unknown scheme 'int5-g32'");
+    set_m(&s, "scheme", "int5\\nx");   /* a JSON escape: a newline in the file's string */
+    expect_refused("compressed: unknown scheme with a newline, in one line", &s, 1, "unknown scheme 'int5?x'");
+    compressed_spec(&s);
+    set_m(&s, "lz4", "1\\n");
+    expect_refused("compressed: lz4 flag with a newline, in one line", &s, 1, "'lz4' = '1?'");
     compressed_spec(&s);
     set_m(&s, "format", "something-else");
     expect_refused("compressed: wrong format", &s, 1, "not a kvq compressed file");
