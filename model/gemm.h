@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model/model.h"
+#include "quant/half.h"
 
 #define GEMV_MAX_T 4
 #define GEMV_MANY_MAX 4      /* matrices per gemv_many_avx512 call */
@@ -38,6 +39,13 @@ typedef struct {
     PackPanelFn pack;
     MicroKernelFn kernel;
 } GemmSpec;
+
+/* Element i of a weight row of dtype dt, as float (the vector paths' remainders). */
+static inline float weight_at(DType dt, const void *row, int i) {
+    if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
+    if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);
+    return ((const float *)row)[i];
+}
 
 /* The blocked loop around a microkernel. a: T rows of `units` 4-byte units (lda = units). */
 void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T);

@@ -33,12 +33,6 @@ static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static inline float widen1(DType dt, const void *row, int i) {
-    if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
-    if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);
-    return ((const float *)row)[i];
-}
-
 /* out[t, r] for rows r0..r0+nr-1 and every t: one row at a time, four independent sums. */
 static inline void gemv8_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows;
@@ -54,7 +48,7 @@ static inline void gemv8_block(DType dt, float *out, const float *x, const Matri
                     acc[u] = _mm256_fmadd_ps(load8(dt, row, k + 8 * u), _mm256_loadu_ps(xt + k + 8 * u), acc[u]);
             for (; k + 8 <= K; k += 8) acc[0] = _mm256_fmadd_ps(load8(dt, row, k), _mm256_loadu_ps(xt + k), acc[0]);
             float s = hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-            for (; k < K; k++) s += xt[k] * widen1(dt, row, k);
+            for (; k < K; k++) s += xt[k] * weight_at(dt, row, k);
             out[(size_t)t * N + r0 + j] = s;
         }
     }

@@ -39,12 +39,6 @@ static inline __m512 load16(DType dt, const void *row, int i) {
     return _mm512_loadu_ps((const float *)row + i);
 }
 
-static inline float widen_one(DType dt, const void *row, int i) {
-    if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
-    if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);
-    return ((const float *)row)[i];
-}
-
 /* One row at a time, front to back, four independent sums (see gemv_bf16_block). */
 static inline void gemv16_block(DType dt, float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     int K = w->cols, N = w->rows;
@@ -60,7 +54,7 @@ static inline void gemv16_block(DType dt, float *out, const float *x, const Matr
                     acc[u] = _mm512_fmadd_ps(load16(dt, row, k + 16 * u), _mm512_loadu_ps(xt + k + 16 * u), acc[u]);
             for (; k + 16 <= K; k += 16) acc[0] = _mm512_fmadd_ps(load16(dt, row, k), _mm512_loadu_ps(xt + k), acc[0]);
             float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-            for (; k < K; k++) s += xt[k] * widen_one(dt, row, k);
+            for (; k < K; k++) s += xt[k] * weight_at(dt, row, k);
             out[(size_t)t * N + r0 + j] = s;
         }
     }
@@ -71,17 +65,6 @@ static void gemv_exact_block(float *out, const float *x, const Matrix *w, int T,
     if (w->dtype == DT_BF16) gemv16_block(DT_BF16, out, x, w, T, r0, nr);
     else if (w->dtype == DT_F16) gemv16_block(DT_F16, out, x, w, T, r0, nr);
     else gemv16_block(DT_F32, out, x, w, T, r0, nr);
-}
-
-static void gemv_avx512(float *out, const float *x, const Matrix *w, int T) {
-    int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
-    double work = (double)w->rows * w->cols * T;
-    (void)work;   /* unused without OpenMP */
-    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
-    for (int b = 0; b < n_blocks; b++) {
-        int r0 = b * GEMV_BLOCK;
-        gemv_exact_block(out, x, w, T, r0, min_int(w->rows - r0, GEMV_BLOCK));
-    }
 }
 
 /* ---- f32 activations ---- */
@@ -171,24 +154,6 @@ static void gemm_group(BroadcastKernel kern, const void *apack, int units, const
             for (int r = 0; r < rows; r++) o[r] = ct[r * BW_TOK + t];
         }
     }
-}
-
-static void gemm_run(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, float *out) {
-    int n_groups = (w->rows + BW_GROUP - 1) / BW_GROUP;
-    double work = (double)w->rows * w->cols * T;
-    (void)work;   /* unused without OpenMP */
-    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
-    for (int g = 0; g < n_groups; g++) gemm_group(kern, apack, units, w, T, g * BW_GROUP, out);
-}
-
-void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch) {
-    if (T < GEMV_MAX_T) {
-        gemv_avx512(out, x, w, T);
-        return;
-    }
-    pack_activations_f32(x, T, w->cols, scratch);
-    BroadcastKernel kern = w->dtype == DT_BF16 ? kernel_f32_bf16w : w->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
-    gemm_run(kern, scratch, w->cols, w, T, out);
 }
 
 /* ---- bf16 activations (vdpbf16ps) ---- */
@@ -300,27 +265,6 @@ static void add_last_column(float *out, const float *x, const Matrix *w, int T) 
     }
 }
 
-void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch) {
-    uint32_t *xb = scratch;
-    if (T < GEMV_MAX_T) {
-        activations_to_bf16(x, T, w->cols, xb);
-        int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
-        double work = (double)w->rows * w->cols * T;
-        (void)work;   /* unused without OpenMP */
-        #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
-        for (int b = 0; b < n_blocks; b++) {
-            int r0 = b * GEMV_BLOCK;
-            gemv_bf16_block(out, xb, w, T, r0, min_int(w->rows - r0, GEMV_BLOCK));
-        }
-        return;
-    }
-    /* scratch: row-major bf16 copy first, then the packed strips after it */
-    size_t rows_words = (size_t)T * ((w->cols + 1) / 2);
-    uint32_t *apack = xb + (rows_words + 15) / 16 * 16;
-    pack_activations_bf16(x, T, w->cols, xb, apack);
-    gemm_run(kernel_bf16, apack, w->cols / 2, w, T, out);
-    if (w->cols % 2) add_last_column(out, x, w, T);
-}
 #endif
 
 /* ---- several matrices on one input ---- */
@@ -340,9 +284,10 @@ void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
         units = K / 2;
         kern = kernel_bf16;
     } else
+#else
+    (void)bf16_act;
 #endif
         pack_activations_f32(x, T, K, scratch);
-    (void)bf16_act;
     first[0] = 0;
     double work = 0;
     for (int m = 0; m < n; m++) {
@@ -394,4 +339,17 @@ void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
         gemv_exact_block(outs[m], x, ws[m], T, r0, nr);
     }
 }
+/* ---- one matrix: the n = 1 case of the above ---- */
+
+void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch) {
+    if (T < GEMV_MAX_T) gemv_many_avx512(1, &out, &w, x, T, 0, scratch);
+    else gemm_many_avx512(1, &out, &w, x, T, 0, scratch);
+}
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch) {
+    if (T < GEMV_MAX_T) gemv_many_avx512(1, &out, &w, x, T, 1, scratch);
+    else gemm_many_avx512(1, &out, &w, x, T, 1, scratch);
+}
+#endif
 #endif
