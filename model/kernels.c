@@ -126,36 +126,40 @@ void matmul_many(int n, float *const outs[], const Matrix *const ws[], const flo
     for (int m = 0; m < n; m++) matmul_with(path, outs[m], x, ws[m], T, scratch);
 }
 
+#if defined(__AVX512F__)
+/* acc[u] += s * v_u for the four vectors of one 64-float row. */
+static inline void fma_row64(__m512 acc[4], __m512 s, __m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    acc[0] = _mm512_fmadd_ps(s, v0, acc[0]);
+    acc[1] = _mm512_fmadd_ps(s, v1, acc[1]);
+    acc[2] = _mm512_fmadd_ps(s, v2, acc[2]);
+    acc[3] = _mm512_fmadd_ps(s, v3, acc[3]);
+}
+
+/* acc[0..4) += s * row[0..64). */
+static inline void fma_load_row64(__m512 acc[4], float s, const float *row) {
+    fma_row64(acc, _mm512_set1_ps(s), _mm512_loadu_ps(row), _mm512_loadu_ps(row + 16), _mm512_loadu_ps(row + 32),
+              _mm512_loadu_ps(row + 48));
+}
+
+/* out[0..64) = a + b, the two partial sums of the single-query loops below. */
+static inline void store_sum64(float *out, const __m512 a[4], const __m512 b[4]) {
+    for (int u = 0; u < 4; u++) _mm512_storeu_ps(out + 16 * u, _mm512_add_ps(a[u], b[u]));
+}
+#endif
+
 void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
 #if defined(__AVX512F__)
     /* even and odd d in separate sums (a, b): eight independent chains of fmas keep both
      * FMA units busy, where four would wait on the fma latency */
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    __m512 a[4], b[4];
+    for (int u = 0; u < 4; u++) a[u] = b[u] = _mm512_setzero_ps();
     int d = 0;
     for (; d + 2 <= hd; d += 2) {
-        const float *row = kt + (size_t)d * DOT_T_WIDTH, *next = row + DOT_T_WIDTH;
-        __m512 qd = _mm512_set1_ps(q[d]), qn = _mm512_set1_ps(q[d + 1]);
-        a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row), a0);
-        a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 16), a1);
-        a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 32), a2);
-        a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 48), a3);
-        b0 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next), b0);
-        b1 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next + 16), b1);
-        b2 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next + 32), b2);
-        b3 = _mm512_fmadd_ps(qn, _mm512_loadu_ps(next + 48), b3);
+        fma_load_row64(a, q[d], kt + (size_t)d * DOT_T_WIDTH);
+        fma_load_row64(b, q[d + 1], kt + (size_t)(d + 1) * DOT_T_WIDTH);
     }
-    if (d < hd) {
-        const float *row = kt + (size_t)d * DOT_T_WIDTH;
-        __m512 qd = _mm512_set1_ps(q[d]);
-        a0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row), a0);
-        a1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 16), a1);
-        a2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 32), a2);
-        a3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(row + 48), a3);
-    }
-    _mm512_storeu_ps(acc, _mm512_add_ps(a0, b0));
-    _mm512_storeu_ps(acc + 16, _mm512_add_ps(a1, b1));
-    _mm512_storeu_ps(acc + 32, _mm512_add_ps(a2, b2));
-    _mm512_storeu_ps(acc + 48, _mm512_add_ps(a3, b3));
+    if (d < hd) fma_load_row64(a, q[d], kt + (size_t)d * DOT_T_WIDTH);
+    store_sum64(acc, a, b);
 #else
     /* four components per pass over acc, which lives in memory: a quarter of its traffic */
     for (int p = 0; p < DOT_T_WIDTH; p++) acc[p] = 0.0f;
@@ -177,34 +181,18 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
     for (; d0 + 64 <= hd; d0 += 64) {
         /* 64 outputs in registers across all n rows; even and odd rows in separate sums
          * (a, b) so that eight independent fma chains keep both FMA units busy */
-        __m512 a0 = _mm512_loadu_ps(out + d0), a1 = _mm512_loadu_ps(out + d0 + 16);
-        __m512 a2 = _mm512_loadu_ps(out + d0 + 32), a3 = _mm512_loadu_ps(out + d0 + 48);
-        __m512 b0 = _mm512_setzero_ps(), b1 = b0, b2 = b0, b3 = b0;
+        __m512 a[4], b[4];
+        for (int u = 0; u < 4; u++) {
+            a[u] = _mm512_loadu_ps(out + d0 + 16 * u);
+            b[u] = _mm512_setzero_ps();
+        }
         int p = 0;
         for (; p + 2 <= n; p += 2) {
-            const float *vp = v + (size_t)p * hd + d0, *vn = vp + hd;
-            __m512 wp = _mm512_set1_ps(w[p]), wn = _mm512_set1_ps(w[p + 1]);
-            a0 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp), a0);
-            a1 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 16), a1);
-            a2 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 32), a2);
-            a3 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 48), a3);
-            b0 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn), b0);
-            b1 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn + 16), b1);
-            b2 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn + 32), b2);
-            b3 = _mm512_fmadd_ps(wn, _mm512_loadu_ps(vn + 48), b3);
+            fma_load_row64(a, w[p], v + (size_t)p * hd + d0);
+            fma_load_row64(b, w[p + 1], v + (size_t)(p + 1) * hd + d0);
         }
-        if (p < n) {
-            const float *vp = v + (size_t)p * hd + d0;
-            __m512 wp = _mm512_set1_ps(w[p]);
-            a0 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp), a0);
-            a1 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 16), a1);
-            a2 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 32), a2);
-            a3 = _mm512_fmadd_ps(wp, _mm512_loadu_ps(vp + 48), a3);
-        }
-        _mm512_storeu_ps(out + d0, _mm512_add_ps(a0, b0));
-        _mm512_storeu_ps(out + d0 + 16, _mm512_add_ps(a1, b1));
-        _mm512_storeu_ps(out + d0 + 32, _mm512_add_ps(a2, b2));
-        _mm512_storeu_ps(out + d0 + 48, _mm512_add_ps(a3, b3));
+        if (p < n) fma_load_row64(a, w[p], v + (size_t)p * hd + d0);
+        store_sum64(out + d0, a, b);
     }
 #endif
     /* four rows per pass over out: the same sums with a quarter of its loads and stores */
@@ -217,16 +205,6 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
     for (; p < n; p++)
         for (int d = d0; d < hd; d++) out[d] = mul_add(w[p], v[(size_t)p * hd + d], out[d]);
 }
-
-#if defined(__AVX512F__)
-/* acc[u] += s * v_u for the four vectors of one 64-float row. */
-static inline void fma_row64(__m512 acc[4], __m512 s, __m512 v0, __m512 v1, __m512 v2, __m512 v3) {
-    acc[0] = _mm512_fmadd_ps(s, v0, acc[0]);
-    acc[1] = _mm512_fmadd_ps(s, v1, acc[1]);
-    acc[2] = _mm512_fmadd_ps(s, v2, acc[2]);
-    acc[3] = _mm512_fmadd_ps(s, v3, acc[3]);
-}
-#endif
 
 void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]) {
 #if defined(__AVX512F__)
