@@ -12,6 +12,7 @@
  * weight and KV-cache bytes one decode step must read. Peaks come from a register-only FMA
  * loop (and a vdpbf16ps loop) on every thread and a read pass over a buffer 16x the L3. */
 #include "eval/bench.h"
+#include "eval/json_out.h"
 #include "model/kernels.h"
 #include <math.h>
 #include <stdlib.h>
@@ -393,22 +394,10 @@ static void json_phase(FILE *f, const char *name, const BenchPhase *p, const Ben
             fraction(p->gbytes, r->peak_read_gbytes), last ? "" : ",");
 }
 
-/* s as a JSON string: quotes, backslashes and control characters escaped. */
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 void bench_print_json(FILE *f, const BenchResult *r) {
-    fprintf(f, "{\n  \"model\": ");
-    json_string(f, r->model);
-    fprintf(f, ",\n  \"dtype\": \"%s\",\n  \"kernel\": \"%s\",\n  \"precision\": \"%s\",\n", r->dtype, r->kernel,
+    fprintf(f, "{\n");
+    json_out_string(f, "model", r->model, 0);
+    fprintf(f, "  \"dtype\": \"%s\",\n  \"kernel\": \"%s\",\n  \"precision\": \"%s\",\n", r->dtype, r->kernel,
             r->precision);
     fprintf(f, "  \"threads\": %d,\n  \"prompt\": %d,\n  \"gen\": %d,\n  \"long_ctx\": %d,\n", r->threads, r->prompt,
             r->gen, r->long_ctx);

@@ -1,22 +1,18 @@
 /* eval/kvreport.c: compress / kv-info output and the quick test's synthetic cache. */
 #include "eval/kvreport.h"
+#include "eval/json_out.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void json_num(FILE *f, const char *key, double v) {
-    if (isfinite(v)) fprintf(f, "  \"%s\": %.17g,\n", key, v);
-    else fprintf(f, "  \"%s\": null,\n", key);   /* JSON has no inf: an exact copy's SNR */
-}
 
 void report_compress_json(FILE *f, const CompressReport *r, const CompressOptions *o, int per_tensor) {
     fprintf(f, "{\n  \"scheme\": \"%s\",\n", o->scheme->name);
     fprintf(f, "  \"compression_ratio\": %.17g,\n", r->compression_ratio);
     fprintf(f, "  \"original_size_bytes\": %zu,\n  \"compressed_size_bytes\": %zu,\n", r->original_bytes, r->compressed_bytes);
-    json_num(f, "rmse", r->quality.rmse);
-    json_num(f, "snr_db", r->quality.snr_db);
-    json_num(f, "cosine_similarity", r->quality.cosine_similarity);
-    json_num(f, "max_error", r->quality.max_error);
+    json_out_number(f, "rmse", r->quality.rmse, 0);
+    json_out_number(f, "snr_db", r->quality.snr_db, 0);
+    json_out_number(f, "cosine_similarity", r->quality.cosine_similarity, 0);
+    json_out_number(f, "max_error", r->quality.max_error, 0);
     fprintf(f, "  \"quality_level\": \"%s\",\n", r->quality_level);
     fprintf(f, "  \"processing_time_ms\": %.3f,\n", r->processing_ms);
     fprintf(f, "  \"passed\": %s,\n  \"violations\": [", r->passed ? "true" : "false");
@@ -52,7 +48,10 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
 void report_kv_info(FILE *f, const char *path, const KvSnapshot *s, const KvStats *st,
                     const char *mismatches, int n_mismatches, int json) {
     if (json) {
-        fprintf(f, "{\n  \"file\": \"%s\",\n  \"model_name\": \"%s\",\n  \"dtype\": \"%s\",\n", path, s->model_name, s->dtype);
+        fprintf(f, "{\n");
+        json_out_string(f, "file", path, 0);
+        json_out_string(f, "model_name", s->model_name, 0);
+        json_out_string(f, "dtype", s->dtype, 0);
         fprintf(f, "  \"num_layers\": %d,\n  \"num_kv_heads\": %d,\n  \"seq_len\": %d,\n  \"head_dim\": %d,\n",
                 s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
         fprintf(f, "  \"elements\": %zu,\n  \"bytes\": %zu,\n  \"megabytes\": %.6f,\n", st->elements, st->bytes, st->megabytes);
@@ -63,7 +62,8 @@ void report_kv_info(FILE *f, const char *path, const KvSnapshot *s, const KvStat
             for (int i = 0; i < n_mismatches && *p; i++) {
                 const char *nl = strchr(p, '\n');
                 int len = nl ? (int)(nl - p) : (int)strlen(p);
-                fprintf(f, "%s\"%.*s\"", i ? ", " : "", len, p);
+                fprintf(f, "%s", i ? ", " : "");
+                json_out_quoted(f, p, (size_t)len);
                 p = nl ? nl + 1 : p + len;
             }
             fprintf(f, "]");

@@ -1,5 +1,6 @@
 /* eval/report.c: print perplexity results and merge sharded runs. */
 #include "eval/report.h"
+#include "eval/json_out.h"
 #include "model/json.h"
 #include "model/fileio.h"
 #include <math.h>
@@ -39,57 +40,40 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
 }
 
-static void json_number(FILE *f, const char *key, double v, int last) {
-    if (isfinite(v)) fprintf(f, "  \"%s\": %.17g%s\n", key, v, last ? "" : ",");
-    else fprintf(f, "  \"%s\": null%s\n", key, last ? "" : ",");
-}
-
-/* Minimal JSON string escaping for paths and names. */
-static void json_string(FILE *f, const char *key, const char *s) {
-    fprintf(f, "  \"%s\": \"", key);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fprintf(f, "\",\n");
-}
-
 void report_ppl_json(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
     fprintf(f, "{\n");
-    json_string(f, "model", r->model);
-    json_string(f, "text_file", r->text_file);
-    json_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf");
-    json_string(f, "k_scheme", r->k_scheme);
-    json_string(f, "v_scheme", r->v_scheme);
-    json_string(f, "precision", r->precision);
+    json_out_string(f, "model", r->model, 0);
+    json_out_string(f, "text_file", r->text_file, 0);
+    json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
+    json_out_string(f, "k_scheme", r->k_scheme, 0);
+    json_out_string(f, "v_scheme", r->v_scheme, 0);
+    json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
     fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", x->windows, x->windows_total);
     fprintf(f, "  \"scored_tokens\": %ld,\n  \"compared\": %s,\n", x->scored, x->compared ? "true" : "false");
-    json_number(f, "nll_sum", x->nll_sum, 0);
-    json_number(f, "nll_sumsq", x->nll_sumsq, 0);
-    json_number(f, "ppl", ppl_value(x->nll_sum, x->scored), 0);
-    json_number(f, "nll_stderr", ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored), 0);
+    json_out_number(f, "nll_sum", x->nll_sum, 0);
+    json_out_number(f, "nll_sumsq", x->nll_sumsq, 0);
+    json_out_number(f, "ppl", ppl_value(x->nll_sum, x->scored), 0);
+    json_out_number(f, "nll_stderr", ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored), 0);
     if (x->compared) {
         double base = ppl_value(x->base_nll_sum, x->scored), ppl = ppl_value(x->nll_sum, x->scored);
-        json_number(f, "base_nll_sum", x->base_nll_sum, 0);
-        json_number(f, "base_nll_sumsq", x->base_nll_sumsq, 0);
-        json_number(f, "baseline_ppl", base, 0);
-        json_number(f, "delta", ppl - base, 0);
-        json_number(f, "delta_percent", 100.0 * (ppl - base) / base, 0);
-        json_number(f, "diff_sum", x->diff_sum, 0);
-        json_number(f, "diff_sumsq", x->diff_sumsq, 0);
-        json_number(f, "delta_nll_stderr", ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored), 0);
-        json_number(f, "kl_sum", x->kl_sum, 0);
-        json_number(f, "kl_mean", x->kl_sum / x->scored, 0);
+        json_out_number(f, "base_nll_sum", x->base_nll_sum, 0);
+        json_out_number(f, "base_nll_sumsq", x->base_nll_sumsq, 0);
+        json_out_number(f, "baseline_ppl", base, 0);
+        json_out_number(f, "delta", ppl - base, 0);
+        json_out_number(f, "delta_percent", 100.0 * (ppl - base) / base, 0);
+        json_out_number(f, "diff_sum", x->diff_sum, 0);
+        json_out_number(f, "diff_sumsq", x->diff_sumsq, 0);
+        json_out_number(f, "delta_nll_stderr", ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored), 0);
+        json_out_number(f, "kl_sum", x->kl_sum, 0);
+        json_out_number(f, "kl_mean", x->kl_sum / x->scored, 0);
         fprintf(f, "  \"top1_agree\": %ld,\n", x->top1_agree);
-        json_number(f, "top1_agreement", (double)x->top1_agree / x->scored, 0);
+        json_out_number(f, "top1_agreement", (double)x->top1_agree / x->scored, 0);
     }
-    json_number(f, "tokens_processed", (double)x->tokens_processed, 0);
-    json_number(f, "seconds", x->seconds, 1);
+    json_out_number(f, "tokens_processed", (double)x->tokens_processed, 0);
+    json_out_number(f, "seconds", x->seconds, 1);
     fprintf(f, "}\n");
 }
 

@@ -1,5 +1,6 @@
 /* eval/validate.c: the six-step validation and its report. */
 #include "eval/validate.h"
+#include "eval/json_out.h"
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "eval/wikitext.h"
@@ -205,36 +206,32 @@ void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateR
     else fprintf(out, "[X] FAILED: Delta %.4f >= %.4g threshold (%s)\n", r->delta, r->threshold, rule);
 }
 
-static void jnum(FILE *f, const char *k, double v, int comma) {
-    if (isfinite(v)) fprintf(f, "  \"%s\": %.10g%s\n", k, v, comma ? "," : "");
-    else fprintf(f, "  \"%s\": null%s\n", k, comma ? "," : "");
-}
-
 void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResult *r) {
     fprintf(out, "{\n");
-    jnum(out, "baseline_perplexity", r->baseline_ppl, 1);
-    jnum(out, "compressed_perplexity", r->compressed_ppl, 1);
-    jnum(out, "delta", r->delta, 1);
-    jnum(out, "delta_percent", r->delta_percent, 1);
-    jnum(out, "compression_ratio", r->compression_ratio, 1);
-    jnum(out, "rmse", r->rmse, 1);
-    jnum(out, "snr_db", r->snr_db, 1);
-    jnum(out, "cosine_similarity", r->cosine_similarity, 1);
+    json_out_number(out, "baseline_perplexity", r->baseline_ppl, 0);
+    json_out_number(out, "compressed_perplexity", r->compressed_ppl, 0);
+    json_out_number(out, "delta", r->delta, 0);
+    json_out_number(out, "delta_percent", r->delta_percent, 0);
+    json_out_number(out, "compression_ratio", r->compression_ratio, 0);
+    json_out_number(out, "rmse", r->rmse, 0);
+    json_out_number(out, "snr_db", r->snr_db, 0);
+    json_out_number(out, "cosine_similarity", r->cosine_similarity, 0);
     fprintf(out, "  \"passed\": %s,\n", r->passed ? "true" : "false");
     char rule[96];
     threshold_rule(o, rule, sizeof rule);
-    jnum(out, "threshold", r->threshold, 1);
-    fprintf(out, "  \"threshold_rule\": \"%s\",\n", rule);
-    fprintf(out, "  \"model\": \"%s\",\n  \"k_scheme\": \"%s\",\n  \"v_scheme\": \"%s\",\n", o->model_dir,
-            o->k_scheme->name, o->v_scheme->name);
+    json_out_number(out, "threshold", r->threshold, 0);
+    json_out_string(out, "threshold_rule", rule, 0);
+    json_out_string(out, "model", o->model_dir, 0);
+    json_out_string(out, "k_scheme", o->k_scheme->name, 0);
+    json_out_string(out, "v_scheme", o->v_scheme->name, 0);
     fprintf(out, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"windows\": %d,\n  \"scored_tokens\": %ld,\n", o->ctx, o->stride,
             r->windows, r->scored_tokens);
-    jnum(out, "max_error", r->max_error, 1);
-    jnum(out, "delta_nll", r->delta_nll, 1);
-    jnum(out, "delta_nll_stderr", r->delta_nll_stderr, 1);
-    jnum(out, "kl_divergence", r->kl_mean, 1);
-    jnum(out, "top1_agreement", r->top1_agreement, 1);
+    json_out_number(out, "max_error", r->max_error, 0);
+    json_out_number(out, "delta_nll", r->delta_nll, 0);
+    json_out_number(out, "delta_nll_stderr", r->delta_nll_stderr, 0);
+    json_out_number(out, "kl_divergence", r->kl_mean, 0);
+    json_out_number(out, "top1_agreement", r->top1_agreement, 0);
     fprintf(out, "  \"cache_roundtrip_ok\": %s,\n", r->roundtrip_ok ? "true" : "false");
-    jnum(out, "seconds", r->seconds, 0);
+    json_out_number(out, "seconds", r->seconds, 1);
     fprintf(out, "}\n");
 }

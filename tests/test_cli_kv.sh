@@ -122,6 +122,17 @@ expect_exit "kv-extract" 0 ./run kv-extract $M -i "Robert Boulter is an English 
 expect_exit "kv-extract --dtype f16" 0 ./run kv-extract $M --tokens 1,4755,350,5059 -o "$T/kv16.st" --dtype f16
 expect_exit "kv-info --json" 0 ./run kv-info "$T/kv16.st" --json
 grep -q '"dtype": "float16"' "$T/out" && grep -q '"seq_len": 4' "$T/out" && pass "kv-info reports dtype and seq_len" || fail "kv-info" "$(cat "$T/out")"
+# names with a quote, a backslash and a tab (a directory name becomes the file's model_name) stay valid JSON
+ODD="$T/odd\"name\\	x"
+mkdir -p "$ODD" && cp $M/* "$ODD"/
+./run kv-extract "$ODD" --tokens 1,4755,350 -o "$T/odd.st" >/dev/null 2>&1
+./run kv-info "$T/odd.st" --json >"$T/odd.json" 2>&1
+./run --validate --model "$ODD" --windows 1 --quiet --json >"$T/oddv.json" 2>/dev/null
+python3 - "$T/odd.json" "$T/oddv.json" "$ODD" <<'PY' && pass "kv-info and --validate JSON escape odd names" || fail "odd names in JSON" "$(cat "$T/odd.json" "$T/oddv.json")"
+import json, os, sys
+info, val, odd = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+sys.exit(0 if info["model_name"] == os.path.basename(odd) and val["model"] == odd else 1)
+PY
 expect_exit "kv-info against another model's config lists mismatches (exit 1)" 1 ./run kv-info "$T/kv.st" --model data/models/stories260K
 [ "$(grep -c 'cache has' "$T/out")" -ge 3 ] && pass "every mismatch listed" || fail "mismatches" "$(cat "$T/out")"
 expect_exit "kv-extract: bad --dtype" 2 ./run kv-extract $M -i hi -o "$T/x.st" --dtype f8
