@@ -19,20 +19,13 @@ import sys
 import tempfile
 import threading
 
+import pycheck  # tests/pycheck.py: this script's folder is on sys.path
+from pycheck import check
+
 ROOT = os.getcwd()
 EXPORT = os.path.join(ROOT, "export", "export.py")
 FIX = os.path.join(ROOT, "tests", "fixtures", "export")
 REF = os.path.join(ROOT, "tests", "fixtures", "reference")
-failures = 0
-
-
-def check(ok, name, why=""):
-    global failures
-    if ok:
-        print("PASS " + name)
-    else:
-        failures += 1
-        print("FAIL %s: %s" % (name, why))
 
 
 def run_export(*args, env=None):
@@ -458,7 +451,7 @@ def main():
         test_hub(tmp, outs["single"])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failures else 0
+    return pycheck.exit_code()
 
 
 if __name__ == "__main__":

@@ -21,19 +21,11 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.getcwd(), "export"))
 import tokenizer_export as te  # noqa: E402
+import pycheck  # noqa: E402  (tests/pycheck.py: this script's folder is on sys.path)
+from pycheck import check  # noqa: E402
 
 TINYLLAMA = "data/tinyllama-1.1b-chat-v1.0"
 SMALL_MODEL = "tests/fixtures/export/single/tokenizer.model"
-failures = 0
-
-
-def check(ok, name, why=""):
-    global failures
-    if ok:
-        print("PASS " + name)
-    else:
-        failures += 1
-        print("FAIL %s: %s" % (name, why))
 
 
 def test_model_vs_json():
@@ -197,7 +189,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_refusals(tmp)
         test_export_entry_point(tmp)
-    return 1 if failures else 0
+    return pycheck.exit_code()
 
 
 if __name__ == "__main__":
