@@ -68,19 +68,21 @@ static double fma_loop(long iters) {
     return s;
 }
 
-double bench_probe_fma_gflops(void) {
-    long iters = 200000;
+/* Best of three timed runs of loop on every thread: GFLOP/s at flops_per_iter each. */
+static double best_gflops(double (*loop)(long), long iters, double flops_per_iter) {
     double best = 0, sink = 0;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = now();
         #pragma omp parallel reduction(+ : sink)
-        sink += fma_loop(iters);
+        sink += loop(iters);
         double dt = now() - t0;
-        double gf = 2.0 * FMA_LANES * (double)iters * n_threads() / dt * 1e-9;
+        double gf = flops_per_iter * (double)iters * n_threads() / dt * 1e-9;
         if (gf > best) best = gf;
     }
     return sink == 12345.0 ? 0 : best;   /* keeps the loop from being optimized away */
 }
+
+double bench_probe_fma_gflops(void) { return best_gflops(fma_loop, 200000, 2.0 * FMA_LANES); }
 
 #if defined(__AVX512BF16__)
 static double bf16_loop(long iters) {
@@ -97,17 +99,7 @@ static double bf16_loop(long iters) {
 
 double bench_probe_bf16_gflops(void) {
 #if defined(__AVX512BF16__)
-    long iters = 400000;
-    double best = 0, sink = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        double t0 = now();
-        #pragma omp parallel reduction(+ : sink)
-        sink += bf16_loop(iters);
-        double dt = now() - t0;
-        double gf = 2.0 * 16 * 32 * (double)iters * n_threads() / dt * 1e-9;
-        if (gf > best) best = gf;
-    }
-    return sink == 12345.0 ? 0 : best;
+    return best_gflops(bf16_loop, 400000, 2.0 * 16 * 32);   /* 16 vdpbf16ps of 32 pairs per iteration */
 #else
     return 0;
 #endif
