@@ -287,24 +287,10 @@ static int *parse_token_list(const char *s, int vocab, int *n, char *bad, size_t
     return ids;
 }
 
-static int write_logits(const char *path, const float *logits, size_t count, Error *err) {
-    AtomicFile af;
-    if (atomic_open(&af, path, err)) return -1;
-    fwrite(logits, sizeof(float), count, af.f);   /* the host is little-endian (x86, ARM) */
-    return atomic_commit(&af, err);
-}
-
+/* The five largest logits of one position, as "pos 3: 450 (12.3456) ...". */
 static void print_top5(const float *row, int vocab, int pos) {
-    int best[5] = {-1, -1, -1, -1, -1};
-    for (int i = 0; i < vocab; i++) {
-        for (int k = 0; k < 5; k++) {
-            if (best[k] < 0 || row[i] > row[best[k]]) {
-                memmove(&best[k + 1], &best[k], (size_t)(4 - k) * sizeof(int));
-                best[k] = i;
-                break;
-            }
-        }
-    }
+    int best[5];
+    top_k_indices(row, vocab, 5, best);
     printf("pos %d:", pos);
     for (int k = 0; k < 5; k++) printf(" %d (%.4f)", best[k], row[best[k]]);
     printf("\n");
@@ -340,7 +326,7 @@ static int cmd_logits(int argc, char **argv) {
     }
     forward(&L.model, &s, &kv, ids, n, 0, 0);
     if (out) {
-        if (write_logits(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
+        if (write_floats_file(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
         else rc = EXIT_OK;
     } else {
         for (int t = 0; t < n; t++) print_top5(s.logits + (size_t)t * c->vocab_size, c->vocab_size, t);
@@ -516,17 +502,6 @@ static int cmd_ppl_merge(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* kv-extract, kv-info */
 
-/* Token ids as "1 450 4996" for the metadata; empty when they do not fit. */
-static void tokens_to_text(const int *ids, int n, char *out, size_t cap) {
-    size_t used = 0;
-    out[0] = 0;
-    for (int i = 0; i < n; i++) {
-        int w = snprintf(out + used, cap - used, i ? " %d" : "%d", ids[i]);
-        if (w < 0 || (size_t)w >= cap - used) { out[0] = 0; return; }
-        used += (size_t)w;
-    }
-}
-
 /* The last path component of a model directory, as the cache's model_name. */
 static void base_name(const char *dir, char *name, size_t cap) {
     size_t n = strlen(dir);
@@ -555,35 +530,21 @@ static int cmd_kv_extract(int argc, char **argv) {
     Error err;
     ModelDir L;
     if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "kv-extract: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
     int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = list ? parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad)
+    int *ids = list ? parse_token_list(list, L.model.config.vocab_size, &n, a.bad, sizeof a.bad)
                     : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
-    RunState s = {0};
-    KvCache kv = {0};
     KvSnapshot snap = {0};
-    const KvScheme *fp32 = kv_scheme_find("fp32");
-    if (!ids) { fprintf(stderr, "kv-extract: %s\n", a.bad[0] ? a.bad : "out of memory"); goto done; }
-    if (n > c->max_seq_len) { fprintf(stderr, "kv-extract: %d tokens exceed the context of %d\n", n, c->max_seq_len); goto done; }
-    if (runstate_init(&s, c, n < 512 ? n : 512, &err) || kv_cache_init(&kv, c, n, fp32, fp32, &err)) {
-        fprintf(stderr, "kv-extract: %s\n", err.msg);
-        goto done;
-    }
-    prefill(&L.model, &s, &kv, ids, n);
     char model_name[128];
     base_name(dir, model_name, sizeof model_name);
-    if (kv_snapshot_from_cache(&snap, &kv, n, model_name, &err) == 0) {
-        tokens_to_text(ids, n, snap.tokens, sizeof snap.tokens);
-        if (kv_snapshot_save(out, &snap, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err) == 0) {
-            fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, c->n_layers, out);
-            rc = EXIT_OK;
-        }
+    if (!ids) fprintf(stderr, "kv-extract: %s\n", a.bad[0] ? a.bad : "out of memory");
+    else if (kv_snapshot_of_prompt(&L.model, ids, n, model_name, &snap, &err) ||
+             kv_snapshot_save(out, &snap, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err))
+        fprintf(stderr, "kv-extract: %s\n", err.msg);
+    else {
+        fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, L.model.config.n_layers, out);
+        rc = EXIT_OK;
     }
-    if (rc) fprintf(stderr, "kv-extract: %s\n", err.msg);
-done:
     kv_snapshot_free(&snap);
-    kv_cache_free(&kv);
-    runstate_free(&s);
     free(ids);
     modeldir_free(&L);
     return rc;

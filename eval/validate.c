@@ -5,6 +5,7 @@
 #include "eval/progress.h"
 #include "eval/wikitext.h"
 #include "model/compress.h"
+#include "model/modeldir.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,23 +24,11 @@ static void step(FILE *out, int i, const char *what) {
 
 /* Step 2: run the prompt with an fp32 cache and take the cache out as a snapshot. */
 static int build_cache(const Model *m, const Tokenizer *tok, KvSnapshot *snap, int *n_tokens, Error *err) {
-    const Config *c = &m->config;
     int n = 0;
     int *ids = tokenizer_encode(tok, VALIDATION_PROMPT, strlen(VALIDATION_PROMPT), 1, &n);
     if (!ids) return error_set(err, "out of memory");
-    if (n > c->max_seq_len) n = c->max_seq_len;
-    RunState s;
-    KvCache kv;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
-    int rc = -1;
-    if (runstate_init(&s, c, n, err) == 0) {
-        if (kv_cache_init(&kv, c, n, fp32, fp32, err) == 0) {
-            forward(m, &s, &kv, ids, n, 0, n);
-            rc = kv_snapshot_from_cache(snap, &kv, n, "validation prompt", err);
-            kv_cache_free(&kv);
-        }
-        runstate_free(&s);
-    }
+    if (n > m->config.max_seq_len) n = m->config.max_seq_len;
+    int rc = kv_snapshot_of_prompt(m, ids, n, "validation prompt", snap, err);
     free(ids);
     *n_tokens = n;
     return rc;

@@ -72,6 +72,13 @@ int write_text_file(const char *path, const char *text, Error *err) {
     return atomic_commit(&af, err);
 }
 
+int write_floats_file(const char *path, const float *x, size_t count, Error *err) {
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    fwrite(x, sizeof(float), count, af.f);   /* a short write shows as an error at close */
+    return atomic_commit(&af, err);
+}
+
 int path_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;

@@ -24,6 +24,10 @@ void atomic_abort(AtomicFile *af);               /* closes and unlinks */
 /* Writes a string to path atomically. */
 int write_text_file(const char *path, const char *text, Error *err);
 
+/* Writes count floats to path atomically, raw in the host's byte order (little-endian on
+ * x86 and ARM): `./run logits --out`. */
+int write_floats_file(const char *path, const float *x, size_t count, Error *err);
+
 /* 1 if path exists (any type). */
 int path_exists(const char *path);
 

@@ -1,7 +1,10 @@
-/* model/modeldir.c: load a model directory; run a prompt through the cache. */
+/* model/modeldir.c: load a model directory; run a prompt through the cache; the cache a
+ * prompt leaves as a snapshot. */
 #include "model/modeldir.h"
 #include "model/fileio.h"
 #include <string.h>
+
+#define SNAPSHOT_BATCH 512   /* tokens per forward call when filling a cache */
 
 int modeldir_load(ModelDir *md, const char *dir, int need_tokenizer, Error *err) {
     memset(md, 0, sizeof *md);
@@ -37,4 +40,40 @@ void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n)
         forward(m, s, kv, tokens + done, T, done, last_batch ? T - 1 : T);
         done += T;
     }
+}
+
+/* Token ids as "1 450 4996" for the snapshot's metadata; empty when they do not fit. */
+static void tokens_to_text(const int *ids, int n, char *out, size_t cap) {
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(out + used, cap - used, i ? " %d" : "%d", ids[i]);
+        if (w < 0 || (size_t)w >= cap - used) { out[0] = 0; return; }
+        used += (size_t)w;
+    }
+}
+
+int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *model_name, KvSnapshot *snap,
+                          Error *err) {
+    const Config *c = &m->config;
+    if (n < 1 || n > c->max_seq_len)
+        return error_set(err, "%d tokens: a prompt needs 1 to %d (the model's context)", n, c->max_seq_len);
+    RunState s;
+    KvCache kv;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    int rc = -1;
+    if (runstate_init(&s, c, n < SNAPSHOT_BATCH ? n : SNAPSHOT_BATCH, err) == 0) {
+        if (kv_cache_init(&kv, c, n, fp32, fp32, err) == 0) {
+            for (int done = 0; done < n;) {   /* keys and values only: no logits */
+                int T = n - done < s.max_batch ? n - done : s.max_batch;
+                forward(m, &s, &kv, ids + done, T, done, T);
+                done += T;
+            }
+            rc = kv_snapshot_from_cache(snap, &kv, n, model_name, err);
+            if (rc == 0) tokens_to_text(ids, n, snap->tokens, sizeof snap->tokens);
+            kv_cache_free(&kv);
+        }
+        runstate_free(&s);
+    }
+    return rc;
 }

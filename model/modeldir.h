@@ -1,8 +1,9 @@
 /* model/modeldir.h: a model directory as the commands use it — config.json,
- * model.safetensors and tokenizer.bin loaded together — and running a prompt. */
+ * model.safetensors and tokenizer.bin loaded together — running a prompt, and the KV cache a prompt leaves. */
 #ifndef KVQ_MODELDIR_H
 #define KVQ_MODELDIR_H
 
+#include "model/kvfile.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,5 +19,10 @@ void modeldir_free(ModelDir *md);
 /* Runs tokens[0..n) from position 0 in batches of at most s->max_batch; leaves the last
  * token's logits in s->logits. */
 void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n);
+
+/* The fp32 KV cache of a prompt, taken out as a snapshot (kv-extract, --validate's step 2):
+ * ids[0..n) run from position 0 (n <= the model's context), the ids kept in its metadata. */
+int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *model_name, KvSnapshot *snap,
+                          Error *err);
 
 #endif

@@ -1,5 +1,6 @@
 /* model/sampler.c: greedy and top-p sampling. */
 #include "model/sampler.h"
+#include <string.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -49,4 +50,17 @@ int sampler_next(Sampler *s, float *logits) {
     float r = random_unit(&s->rng) * cum, acc = 0.0f;
     for (int i = 0; i <= last; i++) { acc += s->buf[i].p; if (r < acc) return s->buf[i].id; }
     return s->buf[last].id;
+}
+
+void top_k_indices(const float *x, int n, int k, int *best) {
+    for (int j = 0; j < k; j++) best[j] = -1;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < k; j++) {
+            if (best[j] < 0 || x[i] > x[best[j]]) {   /* insert at j, shifting the rest down */
+                memmove(&best[j + 1], &best[j], (size_t)(k - 1 - j) * sizeof *best);
+                best[j] = i;
+                break;
+            }
+        }
+    }
 }

@@ -23,4 +23,7 @@ void sampler_free(Sampler *s);
 /* The next token; logits[0..vocab) is overwritten. */
 int sampler_next(Sampler *s, float *logits);
 
+/* The k (<= n) largest of x[0..n) as indices, largest first (ties: the lower index). */
+void top_k_indices(const float *x, int n, int k, int *best);
+
 #endif

@@ -120,6 +120,9 @@ expect_exit "kv-info: a cache holding NaN" 2 ./run kv-info "$T/nanvals.st"
 expect_exit "kv-extract" 0 ./run kv-extract $M -i "Robert Boulter is an English film , television and theatre actor ." -o "$T/kv.st"
 [ -f "$T/kv.st.metadata.json" ] && pass "kv-extract writes the metadata sidecar" || fail "sidecar" "missing"
 expect_exit "kv-extract --dtype f16" 0 ./run kv-extract $M --tokens 1,4755,350,5059 -o "$T/kv16.st" --dtype f16
+LONG_IDS=$(python3 -c "print(','.join(['1'] * 1025))")
+expect_exit "kv-extract: more tokens than the context (1025 > 1024)" 2 ./run kv-extract $M --tokens "$LONG_IDS" -o "$T/long.st"
+no_file "kv-extract: nothing written for too many tokens" "$T/long.st"
 expect_exit "kv-info --json" 0 ./run kv-info "$T/kv16.st" --json
 grep -q '"dtype": "float16"' "$T/out" && grep -q '"seq_len": 4' "$T/out" && pass "kv-info reports dtype and seq_len" || fail "kv-info" "$(cat "$T/out")"
 # names with a quote, a backslash and a tab (a directory name becomes the file's model_name) stay valid JSON
