@@ -64,11 +64,7 @@ int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *mod
     int rc = -1;
     if (runstate_init(&s, c, n < SNAPSHOT_BATCH ? n : SNAPSHOT_BATCH, err) == 0) {
         if (kv_cache_init(&kv, c, n, fp32, fp32, err) == 0) {
-            for (int done = 0; done < n;) {   /* keys and values only: no logits */
-                int T = n - done < s.max_batch ? n - done : s.max_batch;
-                forward(m, &s, &kv, ids + done, T, done, T);
-                done += T;
-            }
+            prefill(m, &s, &kv, ids, n);
             rc = kv_snapshot_from_cache(snap, &kv, n, model_name, err);
             if (rc == 0) tokens_to_text(ids, n, snap->tokens, sizeof snap->tokens);
             kv_cache_free(&kv);
