@@ -23,9 +23,10 @@
 #define BW_KC 512        /* k units per block: a 96 KiB activation block, in L2 (256: 1.5% slower) */
 #define BW_GROUP 32      /* weight rows per work item; their 48-token tile lives in ct */
 
-/* ct[r][t] (+)= sum over kc units of w_r[k0 + k] * a[k][t] for r < 8, t < 48. wrow: byte
- * addresses of the 8 rows. */
-typedef void (*BroadcastKernel)(int kc, const void *a, const unsigned char *const *wrow, size_t k0, float *ct,
+/* ct[r][t] (+)= sum over kc units of w_r[k0 + k] * a[k][t] for r < 8, t < 16 * nv. wrow: byte
+ * addresses of the 8 rows. nv = 3 vectors of tokens, or 2 or 1 for a last strip that is
+ * only partly filled (512 tokens = 10 strips of 48 + one of 32): padding is not computed. */
+typedef void (*BroadcastKernel)(int nv, int kc, const void *a, const unsigned char *const *wrow, size_t k0, float *ct,
                                 int accumulate);
 
 static int min_int(int a, int b) { return a < b ? a : b; }
@@ -83,34 +84,38 @@ static inline __m512 broadcast_weight(DType dt, const unsigned char *row, size_t
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_set1_epi16((short)h), 16));
 }
 
-static inline void kernel_f32_of(DType dt, int kc, const void *a_, const unsigned char *const *wrow, size_t k0,
-                                 float *ct, int accumulate) {
+static inline void kernel_f32_of(DType dt, int nv, int kc, const void *a_, const unsigned char *const *wrow,
+                                 size_t k0, float *ct, int accumulate) {
     const float *a = a_;
-    __m512 acc[BW_ROWS][3];
+    __m512 acc[BW_ROWS][3], av[3];
     for (int r = 0; r < BW_ROWS; r++)
-        for (int j = 0; j < 3; j++) acc[r][j] = accumulate ? _mm512_loadu_ps(ct + r * BW_TOK + 16 * j) : _mm512_setzero_ps();
+        for (int j = 0; j < nv; j++) acc[r][j] = accumulate ? _mm512_loadu_ps(ct + r * BW_TOK + 16 * j) : _mm512_setzero_ps();
     for (int k = 0; k < kc; k++) {
-        const float *ak = a + (size_t)k * BW_TOK;
-        __m512 a0 = _mm512_loadu_ps(ak), a1 = _mm512_loadu_ps(ak + 16), a2 = _mm512_loadu_ps(ak + 32);
+        for (int j = 0; j < nv; j++) av[j] = _mm512_loadu_ps(a + (size_t)k * BW_TOK + 16 * j);
         for (int r = 0; r < BW_ROWS; r++) {
             __m512 wv = broadcast_weight(dt, wrow[r], k0 + (size_t)k);
-            acc[r][0] = _mm512_fmadd_ps(wv, a0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(wv, a1, acc[r][1]);
-            acc[r][2] = _mm512_fmadd_ps(wv, a2, acc[r][2]);
+            for (int j = 0; j < nv; j++) acc[r][j] = _mm512_fmadd_ps(wv, av[j], acc[r][j]);
         }
     }
     for (int r = 0; r < BW_ROWS; r++)
-        for (int j = 0; j < 3; j++) _mm512_storeu_ps(ct + r * BW_TOK + 16 * j, acc[r][j]);
+        for (int j = 0; j < nv; j++) _mm512_storeu_ps(ct + r * BW_TOK + 16 * j, acc[r][j]);
 }
 
-static void kernel_f32_bf16w(int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
-    kernel_f32_of(DT_BF16, kc, a, w, k0, ct, acc);
+/* The kernel with dtype and width as constants, so that the accumulators live in registers. */
+static inline void kernel_f32_typed(DType dt, int nv, int kc, const void *a, const unsigned char *const *w, size_t k0,
+                                    float *ct, int acc) {
+    if (nv == 3) kernel_f32_of(dt, 3, kc, a, w, k0, ct, acc);
+    else if (nv == 2) kernel_f32_of(dt, 2, kc, a, w, k0, ct, acc);
+    else kernel_f32_of(dt, 1, kc, a, w, k0, ct, acc);
 }
-static void kernel_f32_f16w(int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
-    kernel_f32_of(DT_F16, kc, a, w, k0, ct, acc);
+static void kernel_f32_bf16w(int nv, int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    kernel_f32_typed(DT_BF16, nv, kc, a, w, k0, ct, acc);
 }
-static void kernel_f32_f32w(int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
-    kernel_f32_of(DT_F32, kc, a, w, k0, ct, acc);
+static void kernel_f32_f16w(int nv, int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    kernel_f32_typed(DT_F16, nv, kc, a, w, k0, ct, acc);
+}
+static void kernel_f32_f32w(int nv, int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    kernel_f32_typed(DT_F32, nv, kc, a, w, k0, ct, acc);
 }
 
 /* x [T, K] -> strips [ceil(T/48)][K][48]; padding tokens are zero. */
@@ -142,13 +147,13 @@ static void gemm_group(BroadcastKernel kern, const void *apack, int units, const
         wrow[r] = (const unsigned char *)w->data + (size_t)(g0 + min_int(r, rows - 1)) * row_bytes;
     for (int s = 0; s < n_strips; s++) {
         const unsigned char *as = (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4;
+        int t_end = min_int(T - s * BW_TOK, BW_TOK), nv = (t_end + 15) / 16;
         if (units == 0) memset(ct, 0, sizeof ct);
         for (int k0 = 0; k0 < units; k0 += BW_KC) {
             int kc = min_int(units - k0, BW_KC);
             for (int r0 = 0; r0 < rows; r0 += BW_ROWS)
-                kern(kc, as + (size_t)k0 * BW_TOK * 4, wrow + r0, (size_t)k0, ct + r0 * BW_TOK, k0 > 0);
+                kern(nv, kc, as + (size_t)k0 * BW_TOK * 4, wrow + r0, (size_t)k0, ct + r0 * BW_TOK, k0 > 0);
         }
-        int t_end = min_int(T - s * BW_TOK, BW_TOK);
         for (int t = 0; t < t_end; t++) {
             float *o = out + (size_t)(s * BW_TOK + t) * N + g0;
             for (int r = 0; r < rows; r++) o[r] = ct[r * BW_TOK + t];
@@ -229,27 +234,30 @@ static void pack_activations_bf16(const float *x, int T, int K, uint32_t *rows_t
     }
 }
 
-static void kernel_bf16(int kc, const void *a_, const unsigned char *const *wrow, size_t k0, float *ct, int accumulate) {
+static inline void kernel_bf16_of(int nv, int kc, const void *a_, const unsigned char *const *wrow, size_t k0,
+                                  float *ct, int accumulate) {
     const uint32_t *a = a_;
     __m512 acc[BW_ROWS][3];
+    __m512bh av[3];
     for (int r = 0; r < BW_ROWS; r++)
-        for (int j = 0; j < 3; j++) acc[r][j] = accumulate ? _mm512_loadu_ps(ct + r * BW_TOK + 16 * j) : _mm512_setzero_ps();
+        for (int j = 0; j < nv; j++) acc[r][j] = accumulate ? _mm512_loadu_ps(ct + r * BW_TOK + 16 * j) : _mm512_setzero_ps();
     for (int k = 0; k < kc; k++) {
-        const uint32_t *ak = a + (size_t)k * BW_TOK;
-        __m512bh a0 = (__m512bh)_mm512_loadu_si512((const void *)ak);
-        __m512bh a1 = (__m512bh)_mm512_loadu_si512((const void *)(ak + 16));
-        __m512bh a2 = (__m512bh)_mm512_loadu_si512((const void *)(ak + 32));
+        for (int j = 0; j < nv; j++) av[j] = (__m512bh)_mm512_loadu_si512((const void *)(a + (size_t)k * BW_TOK + 16 * j));
         for (int r = 0; r < BW_ROWS; r++) {
             uint32_t pair;
             memcpy(&pair, wrow[r] + 4 * (k0 + (size_t)k), sizeof pair);   /* weights need not be aligned */
             __m512bh wv = (__m512bh)_mm512_set1_epi32((int)pair);
-            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], wv, a0);
-            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], wv, a1);
-            acc[r][2] = _mm512_dpbf16_ps(acc[r][2], wv, a2);
+            for (int j = 0; j < nv; j++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], wv, av[j]);
         }
     }
     for (int r = 0; r < BW_ROWS; r++)
-        for (int j = 0; j < 3; j++) _mm512_storeu_ps(ct + r * BW_TOK + 16 * j, acc[r][j]);
+        for (int j = 0; j < nv; j++) _mm512_storeu_ps(ct + r * BW_TOK + 16 * j, acc[r][j]);
+}
+
+static void kernel_bf16(int nv, int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
+    if (nv == 3) kernel_bf16_of(3, kc, a, w, k0, ct, acc);
+    else if (nv == 2) kernel_bf16_of(2, kc, a, w, k0, ct, acc);
+    else kernel_bf16_of(1, kc, a, w, k0, ct, acc);
 }
 
 /* An odd K leaves one column outside the pairs: its products, in the same bf16 terms. */
