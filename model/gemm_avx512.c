@@ -217,19 +217,59 @@ static void gemv_bf16_block(float *out, const uint32_t *xb, const Matrix *w, int
     }
 }
 
-/* x [T, K] -> strips [ceil(T/48)][K/2][48] of bf16 pairs; padding tokens are zero. */
-static void pack_activations_bf16(const float *x, int T, int K, uint32_t *rows_tmp, uint32_t *apack) {
-    int units = K / 2, src_units = (K + 1) / 2, n_strips = (T + BW_TOK - 1) / BW_TOK;
-    activations_to_bf16(x, T, K, rows_tmp);   /* row-major pairs first */
+/* r[i][j] -> r[j][i] for sixteen vectors of sixteen 32-bit lanes: pairs of lanes, then pairs
+ * of pairs, then the four 128-bit quarters, which two rounds of shuffle_i32x4 transpose. */
+static inline void transpose16_epi32(__m512i r[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {   /* u[i + c], quarter q: column 4q + c of rows i..i+3 */
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+        __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+        r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+        r[4 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+        r[8 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
+        r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
+    }
+}
+
+/* n <= 16 bf16 pairs (2n floats from src) rounded to nearest even, as one vector; lanes past
+ * n are zero, and the masked loads never touch memory past the 2n floats. */
+static inline __m512i load_bf16_pairs(const float *src, int n) {
+    int lo = 2 * n < 16 ? 2 * n : 16, hi = 2 * n - lo;
+    __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), src);
+    __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), src + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(b, a);
+}
+
+/* x [T, K] -> strips [ceil(T/48)][K/2][48] of bf16 pairs (k, k+1), in one pass: sixteen
+ * tokens' rows of sixteen pairs are read as sixteen vectors, and a transpose turns them into
+ * the strip's sixteen pair rows. Padding tokens are zero; an odd K's last column is left to
+ * add_last_column. */
+static void pack_activations_bf16(const float *x, int T, int K, uint32_t *apack) {
+    int units = K / 2, n_strips = (T + BW_TOK - 1) / BW_TOK, blocks = (units + 15) / 16;
     double work = (double)T * units;
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK / 4)
-    for (int s = 0; s < n_strips; s++) {
+    for (int item = 0; item < n_strips * blocks; item++) {
+        int s = item / blocks, u0 = item % blocks * 16, nu = min_int(units - u0, 16);
         uint32_t *dst = apack + (size_t)s * units * BW_TOK;
-        for (int t = 0; t < BW_TOK; t++) {
-            int tok = s * BW_TOK + t;
-            const uint32_t *src = rows_tmp + (size_t)tok * src_units;
-            for (int k = 0; k < units; k++) dst[(size_t)k * BW_TOK + t] = tok < T ? src[k] : 0u;
+        for (int t0 = 0; t0 < BW_TOK; t0 += 16) {
+            __m512i r[16];
+            for (int i = 0; i < 16; i++) {
+                int tok = s * BW_TOK + t0 + i;
+                r[i] = tok < T ? load_bf16_pairs(x + (size_t)tok * K + 2 * (size_t)u0, nu) : _mm512_setzero_si512();
+            }
+            transpose16_epi32(r);
+            for (int u = 0; u < nu; u++) _mm512_storeu_si512((void *)(dst + (size_t)(u0 + u) * BW_TOK + t0), r[u]);
         }
     }
 }
@@ -286,9 +326,7 @@ void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
     BroadcastKernel kern = ws[0]->dtype == DT_BF16 ? kernel_f32_bf16w : ws[0]->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     if (bf16_act) {
-        uint32_t *xb = scratch, *packed = xb + ((size_t)T * ((K + 1) / 2) + 15) / 16 * 16;
-        pack_activations_bf16(x, T, K, xb, packed);
-        apack = packed;
+        pack_activations_bf16(x, T, K, scratch);
         units = K / 2;
         kern = kernel_bf16;
     } else
