@@ -64,7 +64,7 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->hb2 = malloc(T * c->hidden_dim * sizeof(float));
     s->att = malloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
     s->logits = malloc(T * c->vocab_size * sizeof(float));
-    size_t scratch = matmul_scratch_bytes(max_batch, c->hidden_dim > c->dim ? c->hidden_dim : c->dim);
+    size_t scratch = matmul_scratch_bytes(max_batch, c->hidden_dim + c->dim);   /* mlp_swiglu's need, the largest */
     s->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64);
     if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits) {
         runstate_free(s);
@@ -246,10 +246,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     add_inplace(x, s->xb, (size_t)n * c->dim);
 
     rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps);
-    matmul_many(2, (float *const[]){s->hb, s->hb2}, (const Matrix *const[]){&w->w_gate, &w->w_up}, s->xb, n,
-                m->precision, s->mm_scratch);
-    swiglu(s->hb, s->hb2, (size_t)n * c->hidden_dim);
-    matmul(s->xb, s->hb, &w->w_down, n, m->precision, s->mm_scratch);
+    mlp_swiglu(s->xb, &w->w_gate, &w->w_up, &w->w_down, s->xb, n, m->precision, s->hb, s->hb2, s->mm_scratch);
     add_inplace(x, s->xb, (size_t)n * c->dim);
 }
 

@@ -70,5 +70,9 @@ void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
                       void *scratch);
 void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
                       void *scratch);
+/* out = down(silu(gate(x)) * up(x)) for T >= GEMV_MAX_T (see mlp_swiglu): gate and up of one
+ * dtype and shape [hidden, K], down [N, hidden] of the same dtype, K and hidden even. */
+void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
+                int bf16_act, void *scratch);
 
 #endif

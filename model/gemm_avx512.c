@@ -135,25 +135,39 @@ static void pack_activations_f32(const float *x, int T, int K, float *apack) {
 
 /* ---- the shared GEMM loop ---- */
 
-/* Weight rows g0..g0+31 (clipped to N) times every strip of the packed activations.
+/* Byte addresses of weight rows g0..g0+31 of w; rows past N repeat the last one (their
+ * results are computed but never stored). Returns how many rows are real. */
+static int group_rows(const Matrix *w, int g0, const unsigned char *wrow[BW_GROUP]) {
+    int rows = min_int(w->rows - g0, BW_GROUP);
+    size_t row_bytes = (size_t)w->cols * (w->dtype == DT_F32 ? 4 : 2);
+    for (int r = 0; r < BW_GROUP; r++)
+        wrow[r] = (const unsigned char *)w->data + (size_t)(g0 + min_int(r, rows - 1)) * row_bytes;
+    return rows;
+}
+
+/* ct[r][t] = row r . token t of one packed strip (as), for r < rows and t < 16 * nv.
  * units: k units per row (floats, or bf16 pairs), each 4 bytes in the packed strips. */
+static void strip_tile(BroadcastKernel kern, const unsigned char *as, int units, const unsigned char *const *wrow,
+                       int rows, int nv, float *ct) {
+    if (units == 0) memset(ct, 0, BW_GROUP * BW_TOK * sizeof(float));
+    for (int k0 = 0; k0 < units; k0 += BW_KC) {
+        int kc = min_int(units - k0, BW_KC);
+        for (int r0 = 0; r0 < rows; r0 += BW_ROWS)
+            kern(nv, kc, as + (size_t)k0 * BW_TOK * 4, wrow + r0, (size_t)k0, ct + r0 * BW_TOK, k0 > 0);
+    }
+}
+
+/* Weight rows g0..g0+31 (clipped to N) times every strip of the packed activations. */
 static void gemm_group(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, int g0,
                        float *out) {
-    int N = w->rows, rows = min_int(N - g0, BW_GROUP), n_strips = (T + BW_TOK - 1) / BW_TOK;
-    size_t row_bytes = (size_t)w->cols * (w->dtype == DT_F32 ? 4 : 2);
+    int N = w->rows, n_strips = (T + BW_TOK - 1) / BW_TOK;
     _Alignas(64) float ct[BW_GROUP * BW_TOK];
     const unsigned char *wrow[BW_GROUP];
-    for (int r = 0; r < BW_GROUP; r++)   /* rows past N repeat the last one; never stored */
-        wrow[r] = (const unsigned char *)w->data + (size_t)(g0 + min_int(r, rows - 1)) * row_bytes;
+    int rows = group_rows(w, g0, wrow);
     for (int s = 0; s < n_strips; s++) {
-        const unsigned char *as = (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4;
-        int t_end = min_int(T - s * BW_TOK, BW_TOK), nv = (t_end + 15) / 16;
-        if (units == 0) memset(ct, 0, sizeof ct);
-        for (int k0 = 0; k0 < units; k0 += BW_KC) {
-            int kc = min_int(units - k0, BW_KC);
-            for (int r0 = 0; r0 < rows; r0 += BW_ROWS)
-                kern(nv, kc, as + (size_t)k0 * BW_TOK * 4, wrow + r0, (size_t)k0, ct + r0 * BW_TOK, k0 > 0);
-        }
+        int t_end = min_int(T - s * BW_TOK, BW_TOK);
+        strip_tile(kern, (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4, units, wrow, rows,
+                   (t_end + 15) / 16, ct);
         for (int t = 0; t < t_end; t++) {
             float *o = out + (size_t)(s * BW_TOK + t) * N + g0;
             for (int r = 0; r < rows; r++) o[r] = ct[r * BW_TOK + t];
@@ -317,28 +331,34 @@ static void add_last_column(float *out, const float *x, const Matrix *w, int T) 
 
 /* ---- several matrices on one input ---- */
 
-/* GEMM: the activations packed once, then the weight-row groups of all n matrices in one
- * parallel loop (one fork/join instead of n). */
-void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
-                      void *scratch) {
-    int K = ws[0]->cols, units = K, first[GEMV_MANY_MAX + 1];
-    const void *apack = scratch;
-    BroadcastKernel kern = ws[0]->dtype == DT_BF16 ? kernel_f32_bf16w : ws[0]->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
+/* x packed for the GEMM kernels: bf16 pairs (bf16_act) or floats. Sets the kernel for ws's
+ * dtype and returns the k units per packed row. */
+static int pack_for(const Matrix *w, const float *x, int T, int bf16_act, void *apack, BroadcastKernel *kern) {
+    int K = w->cols;
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     if (bf16_act) {
-        pack_activations_bf16(x, T, K, scratch);
-        units = K / 2;
-        kern = kernel_bf16;
-    } else
+        pack_activations_bf16(x, T, K, apack);
+        *kern = kernel_bf16;
+        return K / 2;
+    }
 #else
     (void)bf16_act;
 #endif
-        pack_activations_f32(x, T, K, scratch);
-    first[0] = 0;
+    pack_activations_f32(x, T, K, apack);
+    *kern = w->dtype == DT_BF16 ? kernel_f32_bf16w : w->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
+    return K;
+}
+
+/* The weight-row groups of all n matrices against packed activations, in one parallel loop
+ * (one fork/join instead of n). */
+static void run_groups(BroadcastKernel kern, const void *apack, int units, int n, float *const *outs,
+                       const Matrix *const *ws, int T) {
+    int first[GEMV_MANY_MAX + 1];   /* matrix m owns groups first[m] .. first[m+1]-1 */
     double work = 0;
+    first[0] = 0;
     for (int m = 0; m < n; m++) {
         first[m + 1] = first[m] + (ws[m]->rows + BW_GROUP - 1) / BW_GROUP;
-        work += (double)ws[m]->rows * K * T;
+        work += (double)ws[m]->rows * units * T;
     }
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
@@ -347,10 +367,71 @@ void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
         while (g >= first[m + 1]) m++;
         gemm_group(kern, apack, units, ws[m], T, (g - first[m]) * BW_GROUP, outs[m]);
     }
+}
+
+/* GEMM: the activations packed once for all n matrices. */
+void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
+                      void *scratch) {
+    BroadcastKernel kern;
+    int units = pack_for(ws[0], x, T, bf16_act, scratch, &kern);
+    run_groups(kern, scratch, units, n, outs, ws, T);
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
-    if (bf16_act && K % 2)
+    if (bf16_act && ws[0]->cols % 2)
         for (int m = 0; m < n; m++) add_last_column(outs[m], x, ws[m], T);
 #endif
+}
+
+/* ---- the SwiGLU MLP: gate and up straight into down's packed input ---- */
+
+/* Hidden units h0..h0+31 of every strip: gate and up tiles, h = silu(gate) * up, stored
+ * where down's packed input keeps them (hpack: strips of hidden floats, or hidden / 2 bf16
+ * pairs (h, h + 1), by 48 tokens). A tile's rows are hidden units and its columns tokens,
+ * which is already the packed layout, so nothing is transposed. */
+static void mlp_group(BroadcastKernel kern, const void *apack, int units, const Matrix *gate, const Matrix *up,
+                      int T, int h0, int bf16_act, void *hpack) {
+    int hidden = gate->rows, n_strips = (T + BW_TOK - 1) / BW_TOK;
+    _Alignas(64) float g[BW_GROUP * BW_TOK], u[BW_GROUP * BW_TOK];
+    const unsigned char *grow[BW_GROUP], *urow[BW_GROUP];
+    int rows = group_rows(gate, h0, grow);
+    group_rows(up, h0, urow);
+    memset(g, 0, sizeof g);   /* token columns a short last strip leaves alone stay defined */
+    memset(u, 0, sizeof u);
+    for (int s = 0; s < n_strips; s++) {
+        const unsigned char *as = (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4;
+        int nv = (min_int(T - s * BW_TOK, BW_TOK) + 15) / 16;
+        strip_tile(kern, as, units, grow, rows, nv, g);
+        strip_tile(kern, as, units, urow, rows, nv, u);
+        swiglu(g, u, (size_t)rows * BW_TOK);
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+        if (bf16_act) {   /* rows r, r + 1 -> one row of pairs, rounded as pack_activations_bf16 does */
+            uint32_t *dst = (uint32_t *)hpack + ((size_t)s * (hidden / 2) + h0 / 2) * BW_TOK;
+            for (int r = 0; r < rows; r += 2)
+                for (int j = 0; j < nv; j++) {
+                    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(g + r * BW_TOK + 16 * j)));
+                    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(g + (r + 1) * BW_TOK + 16 * j)));
+                    _mm512_storeu_si512((void *)(dst + (size_t)r / 2 * BW_TOK + 16 * j), _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+                }
+            continue;
+        }
+#else
+        (void)bf16_act;
+#endif
+        memcpy((float *)hpack + ((size_t)s * hidden + h0) * BW_TOK, g, (size_t)rows * BW_TOK * sizeof(float));
+    }
+}
+
+void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
+                int bf16_act, void *scratch) {
+    int hidden = gate->rows, n_strips = (T + BW_TOK - 1) / BW_TOK, groups = (hidden + BW_GROUP - 1) / BW_GROUP;
+    void *hpack = scratch;   /* down's packed input first, then x packed */
+    void *apack = (unsigned char *)scratch + ((size_t)n_strips * BW_TOK * hidden * 4 + 63) / 64 * 64;
+    BroadcastKernel kern;
+    int units = pack_for(gate, x, T, bf16_act, apack, &kern);
+    double work = 2.0 * hidden * units * T;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    for (int grp = 0; grp < groups; grp++) mlp_group(kern, apack, units, gate, up, T, grp * BW_GROUP, bf16_act, hpack);
+    run_groups(kern, hpack, bf16_act ? hidden / 2 : hidden, 1, &out, &down, T);
 }
 
 /* GEMV (decode): */

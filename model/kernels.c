@@ -82,10 +82,10 @@ KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype) {
 }
 
 size_t matmul_scratch_bytes(int T, int cols) {
-    /* AVX-512 paths: activations packed in strips (T padded to a whole strip of <= 64 tokens),
-     * as floats, or as bf16 pairs after a row-major bf16 copy (at most as big), plus slack. */
+    /* AVX-512 paths: activations packed in strips (T padded to a whole strip of < 64 tokens),
+     * as floats or bf16 pairs (at most as big); alignment slack. */
     size_t K = cols > 0 ? (size_t)cols : 1, T_pad = (size_t)T + 64;
-    return ((size_t)T + T_pad) * K * sizeof(float) + 256;
+    return T_pad * K * sizeof(float) + 256;
 }
 
 void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, int T, void *scratch) {
@@ -124,6 +124,23 @@ void matmul_many(int n, float *const outs[], const Matrix *const ws[], const flo
     (void)alike;
 #endif
     for (int m = 0; m < n; m++) matmul_with(path, outs[m], x, ws[m], T, scratch);
+}
+
+void mlp_swiglu(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
+                MatmulPrecision precision, float *hb, float *hb2, void *scratch) {
+    KernelPath path = kernel_choose(precision, gate->dtype);
+#if defined(__AVX512F__)
+    int fusable = T >= GEMV_MAX_T && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16) &&
+                  up->dtype == gate->dtype && down->dtype == gate->dtype && up->rows == gate->rows &&
+                  up->cols == gate->cols && down->cols == gate->rows && gate->cols % 2 == 0 && gate->rows % 2 == 0;
+    if (fusable) {
+        mlp_avx512(out, gate, up, down, x, T, path == KERNEL_AVX512_BF16, scratch);
+        return;
+    }
+#endif
+    matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){gate, up}, x, T, precision, scratch);
+    swiglu(hb, hb2, (size_t)T * gate->rows);
+    matmul(out, hb, down, T, precision, scratch);
 }
 
 #if defined(__AVX512F__)

@@ -32,7 +32,8 @@ const char *kernel_name(KernelPath p);
 /* The fastest path for this precision and weight dtype. */
 KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype);
 
-/* Bytes of scratch matmul needs for T tokens of cols inputs (the bf16 copy of x). */
+/* Bytes of scratch matmul needs for T tokens of cols inputs (x packed for the GEMM);
+ * mlp_swiglu needs matmul_scratch_bytes(T, dim + hidden). */
 size_t matmul_scratch_bytes(int T, int cols);
 
 /* out[t, r] = sum_c x[t, c] * w[r, c] for t < T: a linear layer over T tokens.
@@ -48,6 +49,14 @@ void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, i
  * are the same as n matmul calls. */
 void matmul_many(int n, float *const outs[], const Matrix *const ws[], const float *x, int T,
                  MatmulPrecision precision, void *scratch);
+
+/* out = down(silu(gate(x)) * up(x)), the SwiGLU MLP over T tokens; out may be x. hb and hb2
+ * hold T x hidden floats each for the paths that need them. On the AVX-512 GEMM paths gate
+ * and up are computed for the same hidden units in one work item and their product goes
+ * straight into down's packed input, so the two T x hidden arrays are never written nor
+ * read back: the same numbers as matmul_many + swiglu + matmul, bit for bit. */
+void mlp_swiglu(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
+                MatmulPrecision precision, float *hb, float *hb2, void *scratch);
 
 /* Row `row` of w widened to f32 into out[0..cols). */
 void matrix_row_f32(const Matrix *w, int row, float *out);

@@ -265,6 +265,38 @@ static void check_matmul_many(DType dt, MatmulPrecision precision, int K) {
     for (int m = 0; m < 3; m++) free_matrix(&w[m]);
 }
 
+/* mlp_swiglu against its definition, matmul_many(gate, up) + swiglu + matmul(down), bit for
+ * bit: GEMV-sized T, one strip, a last strip of one and of two vectors, several strips;
+ * hidden 70 (a last group of 6 units) and 33 (odd: not fused, the definition itself), and
+ * an output that overwrites the input, as the forward pass calls it. */
+static void check_mlp_swiglu(DType dt, MatmulPrecision precision, int hidden) {
+    enum { DIM = 96 };
+    static const int Ts[] = {3, 5, 48, 64, 80, 100};
+    TestMatrix gate, up, down;
+    make_matrix(&gate, dt, hidden, DIM, 11);
+    make_matrix(&up, dt, hidden, DIM, 12);
+    make_matrix(&down, dt, DIM, hidden, 13);
+    for (int i = 0; i < 6; i++) {
+        int T = Ts[i], bad = 0;
+        uint64_t seed = 9 + (uint64_t)T;
+        float *x = malloc((size_t)T * DIM * sizeof(float)), *ref = malloc((size_t)T * DIM * sizeof(float));
+        float *hb = malloc((size_t)T * hidden * sizeof(float)), *hb2 = malloc((size_t)T * hidden * sizeof(float));
+        for (int j = 0; j < T * DIM; j++) x[j] = rnd(&seed) * 2.0f;
+        void *scratch = aligned_alloc(64, (matmul_scratch_bytes(T, DIM + hidden) + 63) / 64 * 64);
+        matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){&gate.m, &up.m}, x, T, precision, scratch);
+        swiglu(hb, hb2, (size_t)T * hidden);
+        matmul(ref, hb, &down.m, T, precision, scratch);
+        memset(hb, 0xff, (size_t)T * hidden * sizeof(float));   /* NaN: the fused path must not need them */
+        memset(hb2, 0xff, (size_t)T * hidden * sizeof(float));
+        mlp_swiglu(x, &gate.m, &up.m, &down.m, x, T, precision, hb, hb2, scratch);
+        for (int j = 0; j < T * DIM; j++) bad += !(x[j] == ref[j]);
+        check(bad == 0, "mlp_swiglu equals matmul_many + swiglu + matmul", "%s weights, %s, hidden %d, T %d: %d differ",
+              dtype_name(dt), precision == MATMUL_EXACT ? "exact" : "bf16", hidden, T, bad);
+        free(x); free(ref); free(hb); free(hb2); free(scratch);
+    }
+    free_matrix(&gate); free_matrix(&up); free_matrix(&down);
+}
+
 /* The int4 cache kernels against the scheme's own dequantize (bit-identical values, see
  * Int4Rows), and transpose_keys64 against the plain transpose: partial and full blocks,
  * symmetric and asymmetric, one or several groups per row, rows at an odd address. */
@@ -363,6 +395,11 @@ int main(void) {
         check_matmul_many(DT_BF16, MATMUL_BF16_ACT, K);
         check_matmul_many(DT_BF16, MATMUL_EXACT, K);
         check_matmul_many(DT_F32, MATMUL_EXACT, K);
+    }
+    for (int hidden = 70; hidden >= 33; hidden -= 37) {
+        check_mlp_swiglu(DT_BF16, MATMUL_BF16_ACT, hidden);
+        check_mlp_swiglu(DT_BF16, MATMUL_EXACT, hidden);
+        check_mlp_swiglu(DT_F16, MATMUL_EXACT, hidden);
     }
     check_int4_rows("int4-g64", 64);
     check_int4_rows("int4-g32", 64);
