@@ -37,10 +37,12 @@ static int thread_index(void) {
 #define ATT_TOKENS 16
 #define ATT_POSITIONS DOT_T_WIDTH
 
-/* Floats of per-thread attention scratch: scores of one work item plus two row blocks. */
+/* Floats of per-thread attention scratch: scores of one work item, two row blocks and the
+ * work item's queries as bf16 pairs. */
 static size_t attention_scratch_floats(const Config *c) {
     size_t group = (size_t)(c->n_heads / c->n_kv_heads);
-    return ATT_TOKENS * group * (size_t)c->max_seq_len + 2 * (size_t)ATT_POSITIONS * c->head_dim;
+    return ATT_TOKENS * group * ((size_t)c->max_seq_len + (size_t)c->head_dim / 2 + 1) +
+           2 * (size_t)ATT_POSITIONS * c->head_dim;
 }
 
 int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
@@ -51,7 +53,7 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     /* The largest buffers, estimated in double: a config can ask for more than size_t holds. */
     double group = (double)(c->n_heads / c->n_kv_heads);
     double widest = c->vocab_size > c->hidden_dim ? c->vocab_size : c->hidden_dim;
-    double att = s->n_threads * (ATT_TOKENS * group * c->max_seq_len + 2.0 * ATT_POSITIONS * c->head_dim);
+    double att = s->n_threads * (ATT_TOKENS * group * (c->max_seq_len + c->head_dim / 2.0 + 1) + 2.0 * ATT_POSITIONS * c->head_dim);
     if (att * sizeof(float) > 1e15 || (double)max_batch * widest * sizeof(float) > 1e15)
         return error_set(err, "a batch of %d tokens with this config needs more memory than exists", max_batch);
     s->x = malloc(T * c->dim * sizeof(float));
@@ -127,19 +129,27 @@ static int causal_end(int pos, int t, int p0, int np) {
 }
 
 /* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys:
- * score row i gets scale * q . key for the positions it may attend to. */
-static void block_scores(const RunState *s, const Config *c, const float *kt, int t0, int kvh, int i0, int nq,
-                         int pos, int p0, int np, int n_max, float scale, float *score) {
+ * score row i gets scale * q . key for the positions it may attend to. q2: the work item's
+ * queries as bf16 pairs (rows of hd / 2), with kt then pair rows of keys; NULL: f32 (s->q). */
+static void block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
+                         int i0, int nq, int pos, int p0, int np, int n_max, float scale, float *score) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     float acc[4][ATT_POSITIONS];
-    const float *q[4];
-    for (int j = 0; j < nq; j++) {
-        QueryRow r = query_row(t0, kvh, group, i0 + j);
-        q[j] = s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
-    }
+    float *const sums[4] = {acc[0], acc[1], acc[2], acc[3]};
     if (causal_end(pos, query_row(t0, kvh, group, i0 + nq - 1).t, p0, np) == 0) return;   /* all masked */
-    if (nq == 4) dot_transposed64_x4(q, kt, hd, (float *const[]){acc[0], acc[1], acc[2], acc[3]});
-    else dot_transposed64(q[0], kt, hd, acc[0]);
+    if (q2) {
+        const uint32_t *q[4];
+        for (int j = 0; j < nq; j++) q[j] = q2 + (size_t)(i0 + j) * (hd / 2);
+        dot_pairs64(nq, q, kt, hd / 2, sums);
+    } else {
+        const float *q[4];
+        for (int j = 0; j < nq; j++) {
+            QueryRow r = query_row(t0, kvh, group, i0 + j);
+            q[j] = s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
+        }
+        if (nq == 4) dot_transposed64_x4(q, kt, hd, sums);
+        else dot_transposed64(q[0], kt, hd, acc[0]);
+    }
     for (int j = 0; j < nq; j++) {
         int end = causal_end(pos, query_row(t0, kvh, group, i0 + j).t, p0, np);
         float *out = score + (size_t)(i0 + j) * n_max + p0;
@@ -150,22 +160,36 @@ static void block_scores(const RunState *s, const Config *c, const float *kt, in
 /* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values.
  * Query rows go four at a time so that each key and value loaded serves four of them; after
  * the softmax a row's weights past its causal end are zero, so four rows can share one
- * range of positions. */
+ * range of positions. pairs: queries, keys, weights and values as bf16 pairs (see
+ * attention()); positions then pair up too, and blocks start at even positions. */
 static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
-                            int pos, float *scratch) {
+                            int pos, int pairs, float *scratch) {
     const Config *c = &m->config;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
     float scale = 1.0f / sqrtf((float)hd);
     float *score = scratch, *kbuf = scratch + (size_t)ATT_TOKENS * group * c->max_seq_len;
     float *kt = kbuf + (size_t)ATT_POSITIONS * hd;
+    uint32_t *q2 = NULL;
     /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * n_max] */
     int rows = (t1 - t0) * group;
+    if (pairs) {
+        q2 = (uint32_t *)(kt + (size_t)ATT_POSITIONS * hd);
+        for (int i = 0; i < rows; i++) {
+            QueryRow r = query_row(t0, kvh, group, i);
+            bf16_pairs_along(s->q + (size_t)r.t * c->dim + (size_t)r.h * hd, hd, q2 + (size_t)i * (hd / 2));
+        }
+    }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         key_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf, kt);
+        const void *keys = kt;
+        if (pairs) {   /* kbuf is free again once the keys are in kt */
+            bf16_pair_rows(kt, hd, ATT_POSITIONS, (uint32_t *)kbuf);
+            keys = kbuf;
+        }
         for (int i = 0; i < rows;) {
             int nq = rows - i >= 4 ? 4 : 1;
-            block_scores(s, c, kt, t0, kvh, i, nq, pos, p0, np, n_max, scale, score);
+            block_scores(s, c, keys, q2, t0, kvh, i, nq, pos, p0, np, n_max, scale, score);
             i += nq;
         }
     }
@@ -174,22 +198,27 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
         float *row = score + (size_t)i * n_max;
         softmax(row, pos + r.t + 1);
         memset(row + pos + r.t + 1, 0, (size_t)(n_max - (pos + r.t + 1)) * sizeof(float));
+        if (pairs) bf16_pairs_along(row, n_max, (uint32_t *)row);   /* in place: pair p / 2 at p / 2 */
         memset(s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd, 0, (size_t)hd * sizeof(float));
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         const float *vb = row_block(cache->v_scheme, kv_value_row(cache, layer, kvh, p0), cache->v_row_bytes, np, hd, kbuf);
+        if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)kt);   /* kt is free in this pass */
         for (int i = 0; i < rows;) {
             int nq = rows - i >= 4 ? 4 : 1;
             float *out[4];
             const float *w[4];
+            const uint32_t *w2[4];
             for (int j = 0; j < nq; j++) {
                 QueryRow r = query_row(t0, kvh, group, i + j);
                 out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
                 w[j] = score + (size_t)(i + j) * n_max + p0;
+                w2[j] = (const uint32_t *)(score + (size_t)(i + j) * n_max) + p0 / 2;
             }
             int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the last row's is the longest */
-            if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
+            if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, (const uint32_t *)kt, (end + 1) / 2, hd);
+            else if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
             else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
             i += nq;
         }
@@ -202,13 +231,17 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     const Config *c = &m->config;
     int n_blocks = (T + ATT_TOKENS - 1) / ATT_TOKENS, items = c->n_kv_heads * n_blocks;
     size_t per_thread = attention_scratch_floats(c);
+    /* bf16 precision on a CPU with bf16 dot products: attention in bf16 pairs too, as the
+     * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. */
+    int pairs = kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AVX512_BF16 &&
+                c->head_dim % 64 == 0 && ATT_POSITIONS % 2 == 0;
     double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
     for (int item = 0; item < items; item++) {
         int kvh = item % c->n_kv_heads, t0 = item / c->n_kv_heads * ATT_TOKENS;
         int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
-        attention_block(m, s, cache, layer, kvh, t0, t1, pos, s->att + (size_t)thread_index() * per_thread);
+        attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, s->att + (size_t)thread_index() * per_thread);
     }
 }
 

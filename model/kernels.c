@@ -137,6 +137,8 @@ void mlp_swiglu(float *out, const Matrix *gate, const Matrix *up, const Matrix *
         mlp_avx512(out, gate, up, down, x, T, path == KERNEL_AVX512_BF16, scratch);
         return;
     }
+#else
+    (void)path;
 #endif
     matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){gate, up}, x, T, precision, scratch);
     swiglu(hb, hb2, (size_t)T * gate->rows);
@@ -280,6 +282,131 @@ void add_weighted_rows_x4(float *const out[4], const float *const w[4], const fl
             for (int p = 0; p < n; p++)
                 for (int d = d0; d < hd; d++) out[j][d] = mul_add(w[j][p], v[(size_t)p * hd + d], out[j][d]);
 }
+
+/* ---- attention in bf16 pairs (vdpbf16ps) ---- */
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+/* Lanes of a and b rounded to bf16 (nearest even) as pairs: a's in the low half of each
+ * 32-bit lane, b's in the high half. */
+static inline __m512i bf16_pairs_of(__m512 a, __m512 b) {
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
+    for (int k = 0; 2 * k < n; k++) {
+        const float *a = x + (size_t)2 * k * width, *b = a + width;
+        for (int i = 0; i < width; i += 16)
+            _mm512_storeu_si512((void *)(out + (size_t)k * width + i),
+                                bf16_pairs_of(_mm512_loadu_ps(a + i), 2 * k + 1 < n ? _mm512_loadu_ps(b + i) : _mm512_setzero_ps()));
+    }
+}
+
+void bf16_pairs_along(const float *x, int n, uint32_t *out) {
+    for (int i = 0; i < n; i += 32) {
+        int left = n - i, lo = left < 16 ? left : 16, hi = left < 32 ? left - lo : 16;
+        __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), x + i);
+        __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), x + i + 16);
+        _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << (lo + hi + 1) / 2) - 1), (__m512i)_mm512_cvtne2ps_pbh(b, a));
+    }
+}
+
+/* dot_pairs64 for a constant nq, so that the sums stay in registers. */
+static inline void dot_pairs64_of(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
+    __m512 a[4][4];
+    for (int j = 0; j < nq; j++)
+        for (int u = 0; u < 4; u++) a[j][u] = _mm512_setzero_ps();
+    for (int i = 0; i < units; i++) {
+        const uint32_t *row = kt + (size_t)i * DOT_T_WIDTH;
+        __m512 k0 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)row));
+        __m512 k1 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 16)));
+        __m512 k2 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 32)));
+        __m512 k3 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 48)));
+        keep_in_registers(&k0, &k1, &k2, &k3);
+        for (int j = 0; j < nq; j++) {
+            __m512bh qp = (__m512bh)_mm512_set1_epi32((int)q[j][i]);
+            a[j][0] = _mm512_dpbf16_ps(a[j][0], (__m512bh)k0, qp);
+            a[j][1] = _mm512_dpbf16_ps(a[j][1], (__m512bh)k1, qp);
+            a[j][2] = _mm512_dpbf16_ps(a[j][2], (__m512bh)k2, qp);
+            a[j][3] = _mm512_dpbf16_ps(a[j][3], (__m512bh)k3, qp);
+        }
+    }
+    for (int j = 0; j < nq; j++)
+        for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
+}
+
+void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
+    if (nq == 4) dot_pairs64_of(4, q, kt, units, acc);
+    else for (int j = 0; j < nq; j++) dot_pairs64_of(1, q + j, kt, units, acc + j);
+}
+
+/* add_weighted_pairs for a constant nq. */
+static inline void add_weighted_pairs_of(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v,
+                                         int n_pairs, int hd) {
+    for (int d0 = 0; d0 + 64 <= hd; d0 += 64) {
+        __m512 a[4][4];
+        for (int j = 0; j < nq; j++)
+            for (int u = 0; u < 4; u++) a[j][u] = _mm512_loadu_ps(out[j] + d0 + 16 * u);
+        for (int k = 0; k < n_pairs; k++) {
+            const uint32_t *vk = v + (size_t)k * hd + d0;
+            __m512 v0 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)vk));
+            __m512 v1 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 16)));
+            __m512 v2 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 32)));
+            __m512 v3 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 48)));
+            keep_in_registers(&v0, &v1, &v2, &v3);
+            for (int j = 0; j < nq; j++) {
+                __m512bh wp = (__m512bh)_mm512_set1_epi32((int)w[j][k]);
+                a[j][0] = _mm512_dpbf16_ps(a[j][0], (__m512bh)v0, wp);
+                a[j][1] = _mm512_dpbf16_ps(a[j][1], (__m512bh)v1, wp);
+                a[j][2] = _mm512_dpbf16_ps(a[j][2], (__m512bh)v2, wp);
+                a[j][3] = _mm512_dpbf16_ps(a[j][3], (__m512bh)v3, wp);
+            }
+        }
+        for (int j = 0; j < nq; j++)
+            for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);
+    }
+}
+
+void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd) {
+    if (nq == 4) add_weighted_pairs_of(4, out, w, v, n_pairs, hd);
+    else for (int j = 0; j < nq; j++) add_weighted_pairs_of(1, out + j, w + j, v, n_pairs, hd);
+}
+#else
+/* Plain C: the same products (exact in f32: bf16 x bf16), summed in f32. */
+static float pair_dot(uint32_t a, uint32_t b) {
+    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
+}
+
+void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
+    for (int k = 0; 2 * k < n; k++)
+        for (int c = 0; c < width; c++) {
+            uint32_t hi = 2 * k + 1 < n ? f32_to_bf16(x[(size_t)(2 * k + 1) * width + c]) : 0u;
+            out[(size_t)k * width + c] = f32_to_bf16(x[(size_t)2 * k * width + c]) | hi << 16;
+        }
+}
+
+void bf16_pairs_along(const float *x, int n, uint32_t *out) {
+    for (int i = 0; 2 * i < n; i++) {
+        uint32_t lo = f32_to_bf16(x[2 * i]), hi = 2 * i + 1 < n ? f32_to_bf16(x[2 * i + 1]) : 0u;
+        out[i] = lo | hi << 16;   /* x[2i], x[2i+1] are read before out[i] (which may be them) is written */
+    }
+}
+
+void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
+    for (int j = 0; j < nq; j++)
+        for (int p = 0; p < DOT_T_WIDTH; p++) {
+            float sum = 0.0f;
+            for (int i = 0; i < units; i++) sum += pair_dot(q[j][i], kt[(size_t)i * DOT_T_WIDTH + p]);
+            acc[j][p] = sum;
+        }
+}
+
+void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd) {
+    for (int j = 0; j < nq; j++)
+        for (int k = 0; k < n_pairs; k++)
+            for (int d = 0; d < hd; d++) out[j][d] += pair_dot(w[j][k], v[(size_t)k * hd + d]);
+}
+#endif
 
 /* ---- attention on cache rows ---- */
 

@@ -232,6 +232,77 @@ static void check_attention_loops_x4(void) {
     check(worst_rows <= EXACT_TOL, "add_weighted_rows_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_rows);
 }
 
+/* bf16 of x as float (round to nearest even, as the pair conversions). */
+static double bf16_value(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+/* The bf16-pair attention loops: the conversions against f32_to_bf16 (bit for bit, odd counts
+ * paired with 0, in place as out of place), the sums against double sums of the rounded
+ * values, for four queries at once and for one. */
+static void check_attention_pairs(void) {
+    enum { HD = 128, N = 37, P = DOT_T_WIDTH };
+    static float q[4][HD], kt[HD * P], w[4][N + 1], v[N * HD], out[4][HD], out0[4][HD], acc[4][P];
+    static uint32_t q2[4][HD / 2], kt2[HD / 2 * P], w2[4][(N + 1) / 2], v2[(N + 1) / 2 * HD];
+    uint64_t seed = 11;
+    for (int j = 0; j < 4; j++) {
+        for (int i = 0; i < HD; i++) q[j][i] = rnd(&seed);
+        for (int i = 0; i < N; i++) w[j][i] = rnd(&seed) + 1.0f;
+        for (int i = 0; i < HD; i++) out0[j][i] = rnd(&seed);
+    }
+    for (int i = 0; i < HD * P; i++) kt[i] = rnd(&seed) * 3.0f;
+    for (int i = 0; i < N * HD; i++) v[i] = rnd(&seed);
+    int bad = 0;
+    for (int j = 0; j < 4; j++) {
+        bf16_pairs_along(q[j], HD, q2[j]);
+        bf16_pairs_along(w[j], N, w2[j]);
+        for (int i = 0; i < N; i++) bad += (uint16_t)(w2[j][i / 2] >> (i % 2 ? 16 : 0)) != f32_to_bf16(w[j][i]);
+        bad += w2[j][N / 2] >> 16 != 0;   /* N odd: the last weight's partner is 0 */
+        float copy[N + 1];
+        memcpy(copy, w[j], sizeof copy);
+        bf16_pairs_along(copy, N, (uint32_t *)copy);
+        bad += memcmp(copy, w2[j], sizeof w2[j]) != 0;
+    }
+    bf16_pair_rows(kt, HD, P, kt2);
+    bf16_pair_rows(v, N, HD, v2);
+    for (int i = 0; i < HD * P; i++)
+        bad += (uint16_t)(kt2[(i / P / 2) * P + i % P] >> (i / P % 2 ? 16 : 0)) != f32_to_bf16(kt[i]);
+    for (int i = 0; i < N * HD; i++)
+        bad += (uint16_t)(v2[(i / HD / 2) * HD + i % HD] >> (i / HD % 2 ? 16 : 0)) != f32_to_bf16(v[i]);
+    for (int d = 0; d < HD; d++) bad += v2[N / 2 * HD + d] >> 16 != 0;
+    check(bad == 0, "bf16 pair conversions round to nearest even, odd counts pair with 0, in place too", "%d wrong", bad);
+
+    double worst_dot = 0, worst_rows = 0;
+    for (int nq = 4; nq >= 1; nq -= 3) {
+        const uint32_t *qs[4] = {q2[0], q2[1], q2[2], q2[3]}, *ws[4] = {w2[0], w2[1], w2[2], w2[3]};
+        memcpy(out, out0, sizeof out);
+        dot_pairs64(nq, qs, kt2, HD / 2, (float *const[]){acc[0], acc[1], acc[2], acc[3]});
+        add_weighted_pairs(nq, (float *const[]){out[0], out[1], out[2], out[3]}, ws, v2, (N + 1) / 2, HD);
+        for (int j = 0; j < nq; j++) {
+            for (int p = 0; p < P; p++) {
+                double ref = 0, scale = 0;
+                for (int d = 0; d < HD; d++) {
+                    double t = bf16_value(q[j][d]) * bf16_value(kt[d * P + p]);
+                    ref += t;
+                    scale += fabs(t);
+                }
+                if (!(fabs(acc[j][p] - ref) / scale <= worst_dot)) worst_dot = fabs(acc[j][p] - ref) / scale;
+            }
+            for (int d = 0; d < HD; d++) {
+                double ref = out0[j][d], scale = fabs(out0[j][d]);
+                for (int p = 0; p < N; p++) {
+                    double t = bf16_value(w[j][p]) * bf16_value(v[p * HD + d]);
+                    ref += t;
+                    scale += fabs(t);
+                }
+                if (!(fabs(out[j][d] - ref) / scale <= worst_rows)) worst_rows = fabs(out[j][d] - ref) / scale;
+            }
+        }
+    }
+    check(worst_dot <= EXACT_TOL, "dot_pairs64 within 1e-5 of the double sums of the bf16 values (relative to sum|terms|)",
+          "worst %.3g", worst_dot);
+    check(worst_rows <= EXACT_TOL, "add_weighted_pairs within 1e-5 of the double sums of the bf16 values (relative to sum|terms|)",
+          "worst %.3g", worst_rows);
+}
+
 /* matmul_many against one matmul per matrix (bit-identical: the same row kernels), for
  * decode-sized T (GEMV) and GEMM-sized T (activations packed once: one strip, and several),
  * with K odd too (the bf16 path's last column outside the pairs). */
@@ -391,6 +462,7 @@ int main(void) {
     check_softmax_swiglu();
     check_attention_loops();
     check_attention_loops_x4();
+    check_attention_pairs();
     for (int K = 96; K <= 97; K++) {
         check_matmul_many(DT_BF16, MATMUL_BF16_ACT, K);
         check_matmul_many(DT_BF16, MATMUL_EXACT, K);
