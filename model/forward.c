@@ -239,7 +239,9 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
     for (int item = 0; item < items; item++) {
-        int kvh = item % c->n_kv_heads, t0 = item / c->n_kv_heads * ATT_TOKENS;
+        /* last tokens first: they attend to the most positions, and the dynamic schedule
+         * then ends on short items, so neither thread waits long for the other */
+        int kvh = item % c->n_kv_heads, t0 = (n_blocks - 1 - item / c->n_kv_heads) * ATT_TOKENS;
         int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
         attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, s->att + (size_t)thread_index() * per_thread);
     }
