@@ -270,12 +270,15 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
                     s->mm_scratch);
         if (n > 0) matmul(s->q, s->xb + (size_t)r0 * c->dim, &w->wq, n, m->precision, s->mm_scratch);
     }
+    /* tokens are independent here (a quantizing cache write is the costly part): a prefill
+     * batch splits them over the threads */
+    #pragma omp parallel for schedule(static) if ((double)T * (c->dim + kv_dim) >= PARALLEL_MIN_WORK / 4)
     for (int t = 0; t < T; t++) {
         rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, pos + t, m->rope_inv_freq);
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim);
+        if (t >= r0) rope(s->q + (size_t)(t - r0) * c->dim, c->n_heads, c->head_dim, pos + t, m->rope_inv_freq);
     }
     if (n == 0) return;
-    for (int t = 0; t < n; t++) rope(s->q + (size_t)t * c->dim, c->n_heads, c->head_dim, pos + r0 + t, m->rope_inv_freq);
     attention(m, s, cache, l, n, pos + r0);
     matmul(s->xb, s->xb2, &w->wo, n, m->precision, s->mm_scratch);
     add_inplace(x, s->xb, (size_t)n * c->dim);
