@@ -586,6 +586,46 @@ void swiglu(float *gate, const float *up, size_t n) {
     for (size_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + exp_vec(-gate[i])) * up[i];
 }
 
+#if defined(__AVX512F__)
+/* exp_vec on 16 lanes, operation for operation (the same bits). GCC leaves softmax's scalar
+ * loops partly unvectorized (its running max, the tails), so it gets its own loops here. */
+static inline __m512 exp16(__m512 x_in) {
+    __m512 x = _mm512_min_ps(_mm512_max_ps(x_in, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    __m512 y = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x_in, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ), p, _mm512_castsi512_ps(bits));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x_in, x_in, _CMP_UNORD_Q), y, x_in);
+}
+
+void softmax(float *x, int n) {
+    int full = n / 16 * 16;
+    __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
+    __m512 m = _mm512_set1_ps(x[0]);
+    for (int i = 0; i < full; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
+    m = _mm512_max_ps(_mm512_mask_loadu_ps(m, tail, x + full), m);
+    __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(m)), sum = _mm512_setzero_ps();
+    for (int i = 0; i < full; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+        _mm512_storeu_ps(x + i, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), vmax));
+    _mm512_mask_storeu_ps(x + full, tail, e);
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(tail, e));
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (int i = 0; i < full; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
+    _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), inv));
+}
+#else
 void softmax(float *x, int n) {
     /* max and sum in 16 lanes, like dot_f32: a single running max or sum is a serial
      * chain the compiler may not vectorize (float order matters to C) */
@@ -606,3 +646,4 @@ void softmax(float *x, int n) {
     float inv = 1.0f / sum;
     for (int i = 0; i < n; i++) x[i] *= inv;
 }
+#endif

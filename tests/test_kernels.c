@@ -136,17 +136,24 @@ static void check_softmax_swiglu(void) {
         gate[i] = rnd(&seed) * 120.0f;
         up[i] = rnd(&seed);
     }
-    double max = x[0], sum = 0, worst = 0;
-    for (int i = 1; i < N; i++) if (x[i] > max) max = x[i];
-    for (int i = 0; i < N; i++) sum += exp((double)x[i] - max);
-    float y[N];
-    memcpy(y, x, sizeof y);
-    softmax(y, N);
-    for (int i = 0; i < N; i++) {
-        double ref = exp((double)x[i] - max) / sum, e = fabs(y[i] - ref) - 1e-6 * ref;
-        if (e > worst) worst = e;
+    static const int sizes[] = {1, 5, 16, 17, 33, N};   /* whole vectors and tails */
+    double worst = 0;
+    for (int k = 0; k < 6; k++) {
+        int n = sizes[k];
+        double max = x[0], sum = 0;
+        for (int i = 1; i < n; i++) if (x[i] > max) max = x[i];
+        for (int i = 0; i < n; i++) sum += exp((double)x[i] - max);
+        float y[N + 1];
+        memcpy(y, x, sizeof x);
+        y[n] = 12345.0f;   /* past the end: must stay untouched */
+        softmax(y, n);
+        for (int i = 0; i < n; i++) {
+            double ref = exp((double)x[i] - max) / sum, e = fabs(y[i] - ref) - 1e-6 * ref;
+            if (e > worst) worst = e;
+        }
+        if (y[n] != 12345.0f) worst = 1;
     }
-    check(worst <= 1e-30, "softmax within 1e-6 relative of double exp (below 1e-30 absolute)", "excess %.3g", worst);
+    check(worst <= 1e-30, "softmax within 1e-6 relative of double exp (below 1e-30 absolute), n 1 to 1000", "excess %.3g", worst);
     float g[N];
     memcpy(g, gate, sizeof g);
     swiglu(g, up, N);
