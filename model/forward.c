@@ -7,6 +7,7 @@
  * quantization scheme attention sees exactly what the cache kept. */
 #include "model/model.h"
 #include "model/kernels.h"
+#include "model/attention_kernels.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -15,6 +15,7 @@
 #include <string.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#include "model/simd_avx512.h"
 
 /* Rows per GEMV work item. */
 #define GEMV_BLOCK 16
@@ -228,30 +229,6 @@ static void gemv_bf16_block(float *out, const uint32_t *xb, const Matrix *w, int
             }
             out[(size_t)t * N + r0 + j] = s;
         }
-    }
-}
-
-/* r[i][j] -> r[j][i] for sixteen vectors of sixteen 32-bit lanes: pairs of lanes, then pairs
- * of pairs, then the four 128-bit quarters, which two rounds of shuffle_i32x4 transpose. */
-static inline void transpose16_epi32(__m512i r[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {   /* u[i + c], quarter q: column 4q + c of rows i..i+3 */
-        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-        __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-        r[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-        r[4 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-        r[8 + c] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-        r[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
     }
 }
 

@@ -8,6 +8,7 @@
  * path rounds each activation to 8 significant bits (relative error <= 2^-9): <= 2^-8. */
 #include "tests/test.h"
 #include "model/kernels.h"
+#include "model/attention_kernels.h"
 #include "quant/half.h"
 #include "quant/quant.h"
 #include <math.h>

@@ -1,0 +1,380 @@
+/* model/attention_kernels.c: the inner loops of attention (model/forward.c) over blocks of
+ * 64 cache rows: scores of queries against keys stored transposed, weighted sums of value
+ * rows, in f32 or in bf16 pairs, and the 4-bit cache's rows decoded in place. Plain C for
+ * every loop, with AVX-512 versions that tests/test_kernels.c checks against it. */
+#include "model/attention_kernels.h"
+#include "model/kernels.h"
+#include "quant/half.h"
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#include "model/simd_avx512.h"
+#endif
+
+#if defined(__AVX512F__)
+/* acc[u] += s * v_u for the four vectors of one 64-float row. */
+static inline void fma_row64(__m512 acc[4], __m512 s, __m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    acc[0] = _mm512_fmadd_ps(s, v0, acc[0]);
+    acc[1] = _mm512_fmadd_ps(s, v1, acc[1]);
+    acc[2] = _mm512_fmadd_ps(s, v2, acc[2]);
+    acc[3] = _mm512_fmadd_ps(s, v3, acc[3]);
+}
+
+/* acc[0..4) += s * row[0..64). */
+static inline void fma_load_row64(__m512 acc[4], float s, const float *row) {
+    fma_row64(acc, _mm512_set1_ps(s), _mm512_loadu_ps(row), _mm512_loadu_ps(row + 16), _mm512_loadu_ps(row + 32),
+              _mm512_loadu_ps(row + 48));
+}
+
+/* out[0..64) = a + b, the two partial sums of the single-query loops below. */
+static inline void store_sum64(float *out, const __m512 a[4], const __m512 b[4]) {
+    for (int u = 0; u < 4; u++) _mm512_storeu_ps(out + 16 * u, _mm512_add_ps(a[u], b[u]));
+}
+#endif
+
+void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
+#if defined(__AVX512F__)
+    /* even and odd d in separate sums (a, b): eight independent chains of fmas keep both
+     * FMA units busy, where four would wait on the fma latency */
+    __m512 a[4], b[4];
+    for (int u = 0; u < 4; u++) a[u] = b[u] = _mm512_setzero_ps();
+    int d = 0;
+    for (; d + 2 <= hd; d += 2) {
+        fma_load_row64(a, q[d], kt + (size_t)d * DOT_T_WIDTH);
+        fma_load_row64(b, q[d + 1], kt + (size_t)(d + 1) * DOT_T_WIDTH);
+    }
+    if (d < hd) fma_load_row64(a, q[d], kt + (size_t)d * DOT_T_WIDTH);
+    store_sum64(acc, a, b);
+#else
+    /* four components per pass over acc, which lives in memory: a quarter of its traffic */
+    for (int p = 0; p < DOT_T_WIDTH; p++) acc[p] = 0.0f;
+    int d = 0;
+    for (; d + 4 <= hd; d += 4) {
+        const float *r0 = kt + (size_t)d * DOT_T_WIDTH, *r1 = r0 + DOT_T_WIDTH;
+        const float *r2 = r1 + DOT_T_WIDTH, *r3 = r2 + DOT_T_WIDTH;
+        for (int p = 0; p < DOT_T_WIDTH; p++)
+            acc[p] = mul_add(q[d + 3], r3[p], mul_add(q[d + 2], r2[p], mul_add(q[d + 1], r1[p], mul_add(q[d], r0[p], acc[p]))));
+    }
+    for (; d < hd; d++)
+        for (int p = 0; p < DOT_T_WIDTH; p++) acc[p] = mul_add(q[d], kt[(size_t)d * DOT_T_WIDTH + p], acc[p]);
+#endif
+}
+
+void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd) {
+    int d0 = 0;
+#if defined(__AVX512F__)
+    for (; d0 + 64 <= hd; d0 += 64) {
+        /* 64 outputs in registers across all n rows; even and odd rows in separate sums
+         * (a, b) so that eight independent fma chains keep both FMA units busy */
+        __m512 a[4], b[4];
+        for (int u = 0; u < 4; u++) {
+            a[u] = _mm512_loadu_ps(out + d0 + 16 * u);
+            b[u] = _mm512_setzero_ps();
+        }
+        int p = 0;
+        for (; p + 2 <= n; p += 2) {
+            fma_load_row64(a, w[p], v + (size_t)p * hd + d0);
+            fma_load_row64(b, w[p + 1], v + (size_t)(p + 1) * hd + d0);
+        }
+        if (p < n) fma_load_row64(a, w[p], v + (size_t)p * hd + d0);
+        store_sum64(out + d0, a, b);
+    }
+#endif
+    /* four rows per pass over out: the same sums with a quarter of its loads and stores */
+    int p = 0;
+    for (; p + 4 <= n; p += 4) {
+        const float *v0 = v + (size_t)p * hd, *v1 = v0 + hd, *v2 = v1 + hd, *v3 = v2 + hd;
+        for (int d = d0; d < hd; d++)
+            out[d] = mul_add(w[p + 3], v3[d], mul_add(w[p + 2], v2[d], mul_add(w[p + 1], v1[d], mul_add(w[p], v0[d], out[d]))));
+    }
+    for (; p < n; p++)
+        for (int d = d0; d < hd; d++) out[d] = mul_add(w[p], v[(size_t)p * hd + d], out[d]);
+}
+
+void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]) {
+#if defined(__AVX512F__)
+    /* 16 sums: four queries x the 64 positions (four vectors). Per d, four loads of keys and
+     * four broadcasts feed sixteen fmas in independent chains. */
+    __m512 a[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int u = 0; u < 4; u++) a[j][u] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const float *row = kt + (size_t)d * DOT_T_WIDTH;
+        __m512 k0 = _mm512_loadu_ps(row), k1 = _mm512_loadu_ps(row + 16);
+        __m512 k2 = _mm512_loadu_ps(row + 32), k3 = _mm512_loadu_ps(row + 48);
+        keep_in_registers(&k0, &k1, &k2, &k3);
+        for (int j = 0; j < 4; j++) fma_row64(a[j], _mm512_set1_ps(q[j][d]), k0, k1, k2, k3);
+    }
+    for (int j = 0; j < 4; j++)
+        for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
+#else
+    for (int j = 0; j < 4; j++) dot_transposed64(q[j], kt, hd, acc[j]);
+#endif
+}
+
+void add_weighted_rows_x4(float *const out[4], const float *const w[4], const float *v, int n, int hd) {
+    int d0 = 0;
+#if defined(__AVX512F__)
+    for (; d0 + 64 <= hd; d0 += 64) {
+        /* 16 sums: four outputs x 64 dims, in order of p as add_weighted_rows' plain loop */
+        __m512 a[4][4];
+        for (int j = 0; j < 4; j++)
+            for (int u = 0; u < 4; u++) a[j][u] = _mm512_loadu_ps(out[j] + d0 + 16 * u);
+        for (int p = 0; p < n; p++) {
+            const float *vp = v + (size_t)p * hd + d0;
+            __m512 v0 = _mm512_loadu_ps(vp), v1 = _mm512_loadu_ps(vp + 16);
+            __m512 v2 = _mm512_loadu_ps(vp + 32), v3 = _mm512_loadu_ps(vp + 48);
+            keep_in_registers(&v0, &v1, &v2, &v3);
+            for (int j = 0; j < 4; j++) fma_row64(a[j], _mm512_set1_ps(w[j][p]), v0, v1, v2, v3);
+        }
+        for (int j = 0; j < 4; j++)
+            for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);
+    }
+#endif
+    if (d0 < hd)   /* dims the vector loop did not cover, one query at a time */
+        for (int j = 0; j < 4; j++)
+            for (int p = 0; p < n; p++)
+                for (int d = d0; d < hd; d++) out[j][d] = mul_add(w[j][p], v[(size_t)p * hd + d], out[j][d]);
+}
+
+/* ---- attention in bf16 pairs (vdpbf16ps) ---- */
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+/* Lanes of a and b rounded to bf16 (nearest even) as pairs: a's in the low half of each
+ * 32-bit lane, b's in the high half. */
+static inline __m512i bf16_pairs_of(__m512 a, __m512 b) {
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
+    for (int k = 0; 2 * k < n; k++) {
+        const float *a = x + (size_t)2 * k * width, *b = a + width;
+        for (int i = 0; i < width; i += 16)
+            _mm512_storeu_si512((void *)(out + (size_t)k * width + i),
+                                bf16_pairs_of(_mm512_loadu_ps(a + i), 2 * k + 1 < n ? _mm512_loadu_ps(b + i) : _mm512_setzero_ps()));
+    }
+}
+
+void bf16_pairs_along(const float *x, int n, uint32_t *out) {
+    for (int i = 0; i < n; i += 32) {
+        int left = n - i, lo = left < 16 ? left : 16, hi = left < 32 ? left - lo : 16;
+        __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), x + i);
+        __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), x + i + 16);
+        _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << (lo + hi + 1) / 2) - 1), (__m512i)_mm512_cvtne2ps_pbh(b, a));
+    }
+}
+
+/* dot_pairs64 for a constant nq, so that the sums stay in registers. */
+static inline void dot_pairs64_of(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
+    __m512 a[4][4];
+    for (int j = 0; j < nq; j++)
+        for (int u = 0; u < 4; u++) a[j][u] = _mm512_setzero_ps();
+    for (int i = 0; i < units; i++) {
+        const uint32_t *row = kt + (size_t)i * DOT_T_WIDTH;
+        __m512 k0 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)row));
+        __m512 k1 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 16)));
+        __m512 k2 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 32)));
+        __m512 k3 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 48)));
+        keep_in_registers(&k0, &k1, &k2, &k3);
+        for (int j = 0; j < nq; j++) {
+            __m512bh qp = (__m512bh)_mm512_set1_epi32((int)q[j][i]);
+            a[j][0] = _mm512_dpbf16_ps(a[j][0], (__m512bh)k0, qp);
+            a[j][1] = _mm512_dpbf16_ps(a[j][1], (__m512bh)k1, qp);
+            a[j][2] = _mm512_dpbf16_ps(a[j][2], (__m512bh)k2, qp);
+            a[j][3] = _mm512_dpbf16_ps(a[j][3], (__m512bh)k3, qp);
+        }
+    }
+    for (int j = 0; j < nq; j++)
+        for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
+}
+
+void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
+    if (nq == 4) dot_pairs64_of(4, q, kt, units, acc);
+    else for (int j = 0; j < nq; j++) dot_pairs64_of(1, q + j, kt, units, acc + j);
+}
+
+/* add_weighted_pairs for a constant nq. */
+static inline void add_weighted_pairs_of(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v,
+                                         int n_pairs, int hd) {
+    for (int d0 = 0; d0 + 64 <= hd; d0 += 64) {
+        __m512 a[4][4];
+        for (int j = 0; j < nq; j++)
+            for (int u = 0; u < 4; u++) a[j][u] = _mm512_loadu_ps(out[j] + d0 + 16 * u);
+        for (int k = 0; k < n_pairs; k++) {
+            const uint32_t *vk = v + (size_t)k * hd + d0;
+            __m512 v0 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)vk));
+            __m512 v1 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 16)));
+            __m512 v2 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 32)));
+            __m512 v3 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 48)));
+            keep_in_registers(&v0, &v1, &v2, &v3);
+            for (int j = 0; j < nq; j++) {
+                __m512bh wp = (__m512bh)_mm512_set1_epi32((int)w[j][k]);
+                a[j][0] = _mm512_dpbf16_ps(a[j][0], (__m512bh)v0, wp);
+                a[j][1] = _mm512_dpbf16_ps(a[j][1], (__m512bh)v1, wp);
+                a[j][2] = _mm512_dpbf16_ps(a[j][2], (__m512bh)v2, wp);
+                a[j][3] = _mm512_dpbf16_ps(a[j][3], (__m512bh)v3, wp);
+            }
+        }
+        for (int j = 0; j < nq; j++)
+            for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);
+    }
+}
+
+void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd) {
+    if (nq == 4) add_weighted_pairs_of(4, out, w, v, n_pairs, hd);
+    else for (int j = 0; j < nq; j++) add_weighted_pairs_of(1, out + j, w + j, v, n_pairs, hd);
+}
+#else
+/* Plain C: the same products (exact in f32: bf16 x bf16), summed in f32. */
+static float pair_dot(uint32_t a, uint32_t b) {
+    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
+}
+
+void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
+    for (int k = 0; 2 * k < n; k++)
+        for (int c = 0; c < width; c++) {
+            uint32_t hi = 2 * k + 1 < n ? f32_to_bf16(x[(size_t)(2 * k + 1) * width + c]) : 0u;
+            out[(size_t)k * width + c] = f32_to_bf16(x[(size_t)2 * k * width + c]) | hi << 16;
+        }
+}
+
+void bf16_pairs_along(const float *x, int n, uint32_t *out) {
+    for (int i = 0; 2 * i < n; i++) {
+        uint32_t lo = f32_to_bf16(x[2 * i]), hi = 2 * i + 1 < n ? f32_to_bf16(x[2 * i + 1]) : 0u;
+        out[i] = lo | hi << 16;   /* x[2i], x[2i+1] are read before out[i] (which may be them) is written */
+    }
+}
+
+void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
+    for (int j = 0; j < nq; j++)
+        for (int p = 0; p < DOT_T_WIDTH; p++) {
+            float sum = 0.0f;
+            for (int i = 0; i < units; i++) sum += pair_dot(q[j][i], kt[(size_t)i * DOT_T_WIDTH + p]);
+            acc[j][p] = sum;
+        }
+}
+
+void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd) {
+    for (int j = 0; j < nq; j++)
+        for (int k = 0; k < n_pairs; k++)
+            for (int d = 0; d < hd; d++) out[j][d] += pair_dot(w[j][k], v[(size_t)k * hd + d]);
+}
+#endif
+
+/* ---- attention on cache rows ---- */
+
+void transpose_keys64(const float *k, int n, int hd, float *kt) {
+    if (n < DOT_T_WIDTH) memset(kt, 0, (size_t)hd * DOT_T_WIDTH * sizeof(float));
+    for (int p = 0; p < n; p++)
+        for (int d = 0; d < hd; d++) kt[(size_t)d * DOT_T_WIDTH + p] = k[(size_t)p * hd + d];
+}
+
+int int4_rows_supported(const Int4Rows *f) {
+    return f->head_dim > 0 && f->head_dim % 32 == 0 && f->group_size > 0 && f->group_size % 32 == 0 &&
+           f->head_dim % f->group_size == 0 &&
+           f->row_bytes == (size_t)f->head_dim / 2 + (size_t)(f->head_dim / f->group_size) * (f->symmetric ? 2 : 4);
+}
+
+#if !defined(__AVX512F__)
+/* Scale and bias of group g of one row (see Int4Rows), for the plain-C paths. */
+static void int4_group_params(const Int4Rows *f, const unsigned char *row, int g, float *scale, float *bias) {
+    const unsigned char *par = row + f->head_dim / 2 + (size_t)g * (f->symmetric ? 2 : 4);
+    *scale = f16_to_f32((uint16_t)(par[0] | par[1] << 8));
+    *bias = f->symmetric ? -8.0f * *scale : f16_to_f32((uint16_t)(par[2] | par[3] << 8));
+}
+#endif
+
+#if defined(__AVX512F__)
+/* Group g's scale and bias for 16 rows (lanes whose bit in live is 0 get 0): one gather of
+ * the 32-bit word holding them. A symmetric scale is the row's last 2 bytes, so its word
+ * starts 2 bytes early and never reads past the row. */
+static void int4_group_params16(const Int4Rows *f, const unsigned char *rows, __mmask16 live, __m512i idx, int g,
+                                __m512 *scale, __m512 *bias) {
+    const unsigned char *par = rows + f->head_dim / 2 + (size_t)g * (f->symmetric ? 2 : 4);
+    __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, f->symmetric ? par - 2 : par, 1);
+    __m512i lo16 = f->symmetric ? _mm512_srli_epi32(word, 16) : word;
+    *scale = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(lo16));
+    *bias = f->symmetric ? _mm512_mul_ps(*scale, _mm512_set1_ps(-8.0f))
+                         : _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(word, 16)));
+}
+#endif
+
+void int4_keys_transposed64(const Int4Rows *f, const unsigned char *rows, int n, float *kt) {
+    int hd = f->head_dim, gs = f->group_size;
+#if defined(__AVX512F__)
+    /* Per 16 rows and 4 code bytes: one gather brings 8 dims of 16 positions, and each
+     * nibble then becomes one row of kt with a shift, a mask, a convert and an fma. */
+    __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                     _mm512_set1_epi32((int)f->row_bytes));
+    __m512i nibble = _mm512_set1_epi32(15);
+    for (int p0 = 0; p0 < DOT_T_WIDTH; p0 += 16) {
+        int left = n - p0;
+        __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        const unsigned char *base = rows + (size_t)(left > 0 ? p0 : 0) * f->row_bytes;
+        for (int g = 0; g < hd / gs; g++) {
+            __m512 scale, bias;   /* 0 in dead lanes, so their keys come out 0 */
+            int4_group_params16(f, base, live, idx, g, &scale, &bias);
+            for (int j = g * gs / 8; j < (g + 1) * gs / 8; j++) {
+                __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + 4 * j, 1);
+                for (int k = 0; k < 8; k++) {
+                    __m512i c = _mm512_and_si512(_mm512_srli_epi32(word, 4 * k), nibble);
+                    _mm512_storeu_ps(kt + (size_t)(8 * j + k) * DOT_T_WIDTH + p0,
+                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), scale, bias));
+                }
+            }
+        }
+    }
+#else
+    for (int p = 0; p < DOT_T_WIDTH; p++) {
+        const unsigned char *row = rows + (size_t)p * f->row_bytes;
+        for (int g = 0; g < hd / gs; g++) {
+            float scale = 0.0f, bias = 0.0f;
+            if (p < n) int4_group_params(f, row, g, &scale, &bias);
+            for (int d = g * gs; d < (g + 1) * gs; d++) {
+                unsigned c = p < n ? (d & 1 ? row[d / 2] >> 4 : row[d / 2] & 15u) : 0;
+                kt[(size_t)d * DOT_T_WIDTH + p] = mul_add((float)c, scale, bias);
+            }
+        }
+    }
+#endif
+}
+
+void int4_decode_rows(const Int4Rows *f, const unsigned char *rows, int n, float *out) {
+    int hd = f->head_dim;
+#if defined(__AVX512F__)
+    /* 16 code bytes -> low nibbles (even dims) and high nibbles (odd dims) in two registers,
+     * which two permutes interleave back into dim order. */
+    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512i nibble = _mm512_set1_epi32(15);
+    for (int p = 0; p < n; p++) {
+        const unsigned char *row = rows + (size_t)p * f->row_bytes;
+        float *o = out + (size_t)p * hd;
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            /* the group's fp16 parameters widened by the CPU (F16C), not by a call per row */
+            const unsigned char *par = row + hd / 2 + (size_t)(d0 / f->group_size) * (f->symmetric ? 2 : 4);
+            __m512 scale = _mm512_cvtph_ps(_mm256_set1_epi16((short)(par[0] | par[1] << 8)));
+            __m512 bias = f->symmetric ? _mm512_mul_ps(scale, _mm512_set1_ps(-8.0f))
+                                       : _mm512_cvtph_ps(_mm256_set1_epi16((short)(par[2] | par[3] << 8)));
+            __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + d0 / 2)));
+            __m512 even = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(bytes, nibble)), scale, bias);
+            __m512 odd = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(bytes, 4)), scale, bias);
+            _mm512_storeu_ps(o + d0, _mm512_permutex2var_ps(even, first, odd));
+            _mm512_storeu_ps(o + d0 + 16, _mm512_permutex2var_ps(even, second, odd));
+        }
+    }
+#else
+    for (int p = 0; p < n; p++) {
+        const unsigned char *row = rows + (size_t)p * f->row_bytes;
+        for (int g = 0; g < hd / f->group_size; g++) {
+            float scale, bias;
+            int4_group_params(f, row, g, &scale, &bias);
+            for (int d = g * f->group_size; d < (g + 1) * f->group_size; d++) {
+                unsigned c = d & 1 ? row[d / 2] >> 4 : row[d / 2] & 15u;
+                out[(size_t)p * hd + d] = mul_add((float)c, scale, bias);
+            }
+        }
+    }
+#endif
+}

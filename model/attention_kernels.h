@@ -1,0 +1,60 @@
+/* model/attention_kernels.h: attention's inner loops (model/attention_kernels.c), used by
+ * model/forward.c: a block of up to DOT_T_WIDTH cache rows at a time. */
+#ifndef KVQ_ATTENTION_KERNELS_H
+#define KVQ_ATTENTION_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The two loops in f32, with AVX-512 versions that keep their sums in registers, split in
+ * two partial sums (even and odd terms) added at the end: within f32 rounding of the plain
+ * loops, which add in order (tests/test_kernels.c). */
+#define DOT_T_WIDTH 64
+/* acc[p] = sum_d q[d] * kt[d * DOT_T_WIDTH + p] for p < DOT_T_WIDTH: one query against 64
+ * keys stored transposed. */
+void dot_transposed64(const float *q, const float *kt, int hd, float *acc);
+/* out[0..hd) += sum_p w[p] * v[p * hd + .] for p < n, in order of p. */
+void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd);
+/* The same for four queries at once (acc[j], q[j]; out[j], w[j]): each key or value vector
+ * loaded serves four queries, so the loops run at the FMA units' rate, not the loads'. */
+void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]);
+void add_weighted_rows_x4(float *const out[4], const float *const w[4], const float *v, int n, int hd);
+
+/* The same two loops on bf16 pairs, for nq <= 4 queries: the MATMUL_BF16_ACT precision's
+ * attention, twice the multiply-adds per instruction with vdpbf16ps (AVX-512 BF16; plain C
+ * elsewhere, the tests' reference). A pair is 32 bits: element 2i rounded to bf16 (nearest
+ * even) in the low half, element 2i + 1 in the high half.
+ *   bf16_pair_rows: out[k][c] = (x[2k][c], x[2k+1][c]) for rows of width floats (a multiple of
+ *     16), ceil(n/2) pair rows; an odd n's last row pairs with 0.
+ *   bf16_pairs_along: out[i] = (x[2i], x[2i+1]) for 2i < n, an odd n's last with 0; out may
+ *     be x itself (each pair is written after its two floats are read).
+ *   dot_pairs64: acc[j][p] = sum over units i of q[j][i] . kt[i * DOT_T_WIDTH + p] (keys as
+ *     pair rows of a transposed block).
+ *   add_weighted_pairs: out[j][0..hd) += sum_k w[j][k] . v[k * hd + .] for pair rows of
+ *     values (hd a multiple of 64). */
+void bf16_pair_rows(const float *x, int n, int width, uint32_t *out);
+void bf16_pairs_along(const float *x, int n, uint32_t *out);
+void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]);
+void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd);
+
+/* Rows of a packed 4-bit KV cache, read in place (layout of quant/quant.h): head_dim / 2 code
+ * bytes (dim 2i in the low nibble of byte i, 2i+1 in the high one), then per group of
+ * group_size dims an fp16 scale, or scale and minimum when asymmetric. A value is
+ * c * scale + bias with bias = -8 * scale (symmetric) or the minimum: c * scale is exact
+ * (4-bit c times an 11-bit scale), so one fma rounds as quant's dequantize does and the
+ * values come out bit-identical to scheme->dequantize. */
+typedef struct {
+    int head_dim, group_size, symmetric;
+    size_t row_bytes;
+} Int4Rows;
+/* 1 if the kernels below serve this layout (head_dim and group_size multiples of 32). */
+int int4_rows_supported(const Int4Rows *f);
+/* kt[d * DOT_T_WIDTH + p] = value d of row p for p < n (n <= DOT_T_WIDTH), 0 for p >= n:
+ * keys decoded straight into the transposed block dot_transposed64 reads. */
+void int4_keys_transposed64(const Int4Rows *f, const unsigned char *rows, int n, float *kt);
+/* out[p * head_dim + d] = value d of row p for p < n: value rows for add_weighted_rows. */
+void int4_decode_rows(const Int4Rows *f, const unsigned char *rows, int n, float *out);
+/* Keys [n][hd] (f32 rows) -> kt[d * DOT_T_WIDTH + p], 0 for n <= p < DOT_T_WIDTH. */
+void transpose_keys64(const float *k, int n, int hd, float *kt);
+
+#endif
