@@ -265,9 +265,45 @@ void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4],
 /* ---- attention on cache rows ---- */
 
 void transpose_keys64(const float *k, int n, int hd, float *kt) {
-    if (n < DOT_T_WIDTH) memset(kt, 0, (size_t)hd * DOT_T_WIDTH * sizeof(float));
-    for (int p = 0; p < n; p++)
-        for (int d = 0; d < hd; d++) kt[(size_t)d * DOT_T_WIDTH + p] = k[(size_t)p * hd + d];
+    int d0 = 0;
+#if defined(__AVX512F__)
+    /* 16 positions x 16 dims at a time through a register transpose: a decode step spends
+     * more on this than on its scores when the copy goes one float at a time */
+    for (; d0 + 16 <= hd; d0 += 16)
+        for (int p0 = 0; p0 < DOT_T_WIDTH; p0 += 16) {
+            __m512i r[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = p0 + i < n ? _mm512_loadu_si512((const void *)(k + (size_t)(p0 + i) * hd + d0)) : _mm512_setzero_si512();
+            transpose16_epi32(r);
+            for (int j = 0; j < 16; j++) _mm512_storeu_si512((void *)(kt + (size_t)(d0 + j) * DOT_T_WIDTH + p0), r[j]);
+        }
+#endif
+    for (int d = d0; d < hd; d++)
+        for (int p = 0; p < DOT_T_WIDTH; p++) kt[(size_t)d * DOT_T_WIDTH + p] = p < n ? k[(size_t)p * hd + d] : 0.0f;
+}
+
+void key_pairs64(const float *k, int n, int hd, uint32_t *kt) {
+    int i0 = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+    /* a key row's 32 dims are 16 pairs in one conversion; 16 rows of them, transposed */
+    for (; 2 * i0 + 32 <= hd; i0 += 16)
+        for (int p0 = 0; p0 < DOT_T_WIDTH; p0 += 16) {
+            __m512i r[16];
+            for (int i = 0; i < 16; i++) {
+                const float *row = k + (size_t)(p0 + i) * hd + 2 * i0;
+                r[i] = p0 + i < n ? (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 16), _mm512_loadu_ps(row))
+                                  : _mm512_setzero_si512();
+            }
+            transpose16_epi32(r);
+            for (int j = 0; j < 16; j++) _mm512_storeu_si512((void *)(kt + (size_t)(i0 + j) * DOT_T_WIDTH + p0), r[j]);
+        }
+#endif
+    for (int i = i0; 2 * i < hd; i++)
+        for (int p = 0; p < DOT_T_WIDTH; p++) {
+            const float *row = k + (size_t)p * hd;
+            uint32_t hi = 2 * i + 1 < hd ? f32_to_bf16(row[2 * i + 1]) : 0u;
+            kt[(size_t)i * DOT_T_WIDTH + p] = p < n ? f32_to_bf16(row[2 * i]) | hi << 16 : 0u;
+        }
 }
 
 int int4_rows_supported(const Int4Rows *f) {

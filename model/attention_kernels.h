@@ -56,5 +56,9 @@ void int4_keys_transposed64(const Int4Rows *f, const unsigned char *rows, int n,
 void int4_decode_rows(const Int4Rows *f, const unsigned char *rows, int n, float *out);
 /* Keys [n][hd] (f32 rows) -> kt[d * DOT_T_WIDTH + p], 0 for n <= p < DOT_T_WIDTH. */
 void transpose_keys64(const float *k, int n, int hd, float *kt);
+/* The same as bf16 pairs in one pass: kt[i * DOT_T_WIDTH + p] = (k[p][2i], k[p][2i+1]) for
+ * 2i < hd (an odd hd's last with 0), 0 for n <= p < DOT_T_WIDTH: what bf16_pair_rows makes of
+ * transpose_keys64's block, bit for bit. */
+void key_pairs64(const float *k, int n, int hd, uint32_t *kt);
 
 #endif

@@ -104,14 +104,24 @@ static const float *row_block(const KvScheme *scheme, const unsigned char *first
     return buf;
 }
 
-/* Keys of rows p0..p0+n-1 as kt[d][ATT_POSITIONS] (see dot_transposed64): scores then come
- * out of vertical multiply-adds over positions, with no horizontal sum per query and key.
- * A 4-bit cache is decoded straight into that order; others go through row_block. */
-static void key_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes, int n, int hd,
-                      float *buf, float *kt) {
+/* Keys of rows p0..p0+n-1 as a transposed block (see dot_transposed64): scores then come out
+ * of vertical multiply-adds over positions, with no horizontal sum per query and key. f32:
+ * kt[d][ATT_POSITIONS]; pairs: the same as bf16 pairs of dims (see key_pairs64). A 4-bit
+ * cache is decoded straight into the f32 order; others go through row_block. Returns the
+ * block: kt, or buf for a 4-bit cache's pairs. */
+static const void *key_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes, int n, int hd,
+                             int pairs, float *buf, float *kt) {
     Int4Rows f;
-    if (int4_layout(scheme, row_bytes, hd, &f)) int4_keys_transposed64(&f, first_row, n, kt);
-    else transpose_keys64(row_block(scheme, first_row, row_bytes, n, hd, buf), n, hd, kt);
+    if (int4_layout(scheme, row_bytes, hd, &f)) {
+        int4_keys_transposed64(&f, first_row, n, kt);
+        if (!pairs) return kt;
+        bf16_pair_rows(kt, hd, ATT_POSITIONS, (uint32_t *)buf);
+        return buf;
+    }
+    const float *rows = row_block(scheme, first_row, row_bytes, n, hd, buf);
+    if (pairs) key_pairs64(rows, n, hd, (uint32_t *)kt);
+    else transpose_keys64(rows, n, hd, kt);
+    return kt;
 }
 
 /* Query row i of a work item (see attention_block): its token and head. */
@@ -182,12 +192,8 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        key_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd, kbuf, kt);
-        const void *keys = kt;
-        if (pairs) {   /* kbuf is free again once the keys are in kt */
-            bf16_pair_rows(kt, hd, ATT_POSITIONS, (uint32_t *)kbuf);
-            keys = kbuf;
-        }
+        const void *keys = key_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd,
+                                     pairs, kbuf, kt);
         for (int i = 0; i < rows;) {
             int nq = rows - i >= 4 ? 4 : 1;
             block_scores(s, c, keys, q2, t0, kvh, i, nq, pos, p0, np, n_max, scale, score);

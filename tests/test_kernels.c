@@ -277,6 +277,16 @@ static void check_attention_pairs(void) {
         bad += (uint16_t)(v2[(i / HD / 2) * HD + i % HD] >> (i / HD % 2 ? 16 : 0)) != f32_to_bf16(v[i]);
     for (int d = 0; d < HD; d++) bad += v2[N / 2 * HD + d] >> 16 != 0;
     check(bad == 0, "bf16 pair conversions round to nearest even, odd counts pair with 0, in place too", "%d wrong", bad);
+    for (int n = 37; n <= P; n += P - 37) {   /* key rows straight to pairs == transpose, then pairs */
+        static float rows[P * HD], t[HD * P];
+        static uint32_t direct[HD / 2 * P], two_step[HD / 2 * P];
+        for (int i = 0; i < n * HD; i++) rows[i] = rnd(&seed) * 5.0f;
+        transpose_keys64(rows, n, HD, t);
+        bf16_pair_rows(t, HD, P, two_step);
+        memset(direct, 0xff, sizeof direct);
+        key_pairs64(rows, n, HD, direct);
+        check(memcmp(direct, two_step, sizeof direct) == 0, "key_pairs64 equals transpose_keys64 + bf16_pair_rows", "n %d", n);
+    }
 
     double worst_dot = 0, worst_rows = 0;
     for (int nq = 4; nq >= 1; nq -= 3) {
