@@ -429,7 +429,11 @@ void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
     (void)bf16_act;
     (void)scratch;
 #endif
-    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
+    /* guided: each thread first takes half of what is left in one long run (one sequential
+     * stream for the prefetcher), then ever smaller pieces, so a thread that the memory
+     * system served slower does not keep the other waiting at the end (static: ~6% of a
+     * decode step spent waiting; decode +3% measured, 8 of 12 A/B pairs, 2 ties) */
+    #pragma omp parallel for schedule(guided) if (work >= PARALLEL_MIN_WORK)
     for (int b = 0; b < first[n]; b++) {
         int m = 0;
         while (b >= first[m + 1]) m++;
