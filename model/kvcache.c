@@ -1,5 +1,6 @@
 /* model/kvcache.c: allocation and the single write/read path of the KV cache. */
 #include "model/kvcache.h"
+#include "model/hugepages.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +25,8 @@ int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, const KvScheme *k_
     c->k_row_bytes = k_scheme->packed_bytes(k_scheme, (size_t)cfg->head_dim);
     c->v_row_bytes = v_scheme->packed_bytes(v_scheme, (size_t)cfg->head_dim);
     size_t rows = (size_t)cfg->n_layers * cfg->n_kv_heads * (size_t)max_seq;
-    c->k = calloc(rows, c->k_row_bytes);
-    c->v = calloc(rows, c->v_row_bytes);
+    c->k = huge_calloc(rows, c->k_row_bytes);   /* attention streams it: see model/hugepages.c */
+    c->v = huge_calloc(rows, c->v_row_bytes);
     if (!c->k || !c->v) {
         kv_cache_free(c);
         return error_set(err, "KV cache: out of memory for %d positions", max_seq);

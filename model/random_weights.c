@@ -2,33 +2,17 @@
  * The shape comes from a config.json (TinyLlama's ships in data/), the weights live in
  * one owned buffer in the requested dtype, and the Matrix views are bound exactly as
  * model_load binds a file's tensors, so the forward pass cannot tell the difference. */
-#define _DEFAULT_SOURCE   /* MADV_HUGEPAGE */
 #include "model/model.h"
+#include "model/hugepages.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* Values are cut into chunks with their own seed so OpenMP threads fill them in any
  * order and the result is still a function of the seed alone. */
 #define FILL_CHUNK (1 << 20)
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* The weight buffer, on 2 MiB boundaries and (Linux) asking for transparent huge pages
- * before it is touched: decode streams every weight once per token, and with 4 KiB pages
- * the hardware prefetcher stops at every page boundary; measured +8% decode on TinyLlama's
- * shape (./run bench). Elsewhere, or when the kernel says no, plain pages serve the same. */
-static void *alloc_weights(size_t bytes) {
-    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    void *p = aligned_alloc(HUGE_PAGE, rounded ? rounded : HUGE_PAGE);
-#ifdef MADV_HUGEPAGE
-    if (p && rounded) madvise(p, rounded, MADV_HUGEPAGE);   /* advice only: failure changes nothing */
-#endif
-    return p;
-}
-
 /* Far above any real model, far below size_t overflow even when multiplied by 8. */
 #define MAX_ELEMENTS ((size_t)1 << 40)
 
@@ -133,7 +117,7 @@ int model_init_random(Model *m, const char *config_path, DType dtype, uint64_t s
     if (a.too_big)
         return error_set(err, "%s: model too large for random weights", config_path);
     size_t bytes = a.used * dtype_size(dtype);
-    m->owned_weights = alloc_weights(bytes);
+    m->owned_weights = huge_alloc(bytes);
     m->weights.layers = calloc((size_t)m->config.n_layers, sizeof *m->weights.layers);
     if (!m->owned_weights || !m->weights.layers) {
         model_free(m);
