@@ -67,9 +67,10 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->hb2 = malloc(T * c->hidden_dim * sizeof(float));
     s->att = malloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
     s->logits = malloc(T * c->vocab_size * sizeof(float));
+    s->rope_cs = malloc(T * c->head_dim * sizeof(float));
     size_t scratch = matmul_scratch_bytes(max_batch, c->hidden_dim + c->dim);   /* mlp_swiglu's need, the largest */
     s->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64);
-    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits) {
+    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits || !s->rope_cs) {
         runstate_free(s);
         return error_set(err, "out of memory for a batch of %d tokens", max_batch);
     }
@@ -78,7 +79,7 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
 
 void runstate_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
-    free(s->hb); free(s->hb2); free(s->att); free(s->logits); free(s->mm_scratch);
+    free(s->hb); free(s->hb2); free(s->att); free(s->logits); free(s->mm_scratch); free(s->rope_cs);
     memset(s, 0, sizeof *s);
 }
 
@@ -281,9 +282,10 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
      * batch splits them over the threads */
     #pragma omp parallel for schedule(static) if ((double)T * (c->dim + kv_dim) >= PARALLEL_MIN_WORK / 4)
     for (int t = 0; t < T; t++) {
-        rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, pos + t, m->rope_inv_freq);
+        const float *cs = s->rope_cs + (size_t)t * c->head_dim;
+        rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, cs);
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim);
-        if (t >= r0) rope(s->q + (size_t)(t - r0) * c->dim, c->n_heads, c->head_dim, pos + t, m->rope_inv_freq);
+        if (t >= r0) rope(s->q + (size_t)(t - r0) * c->dim, c->n_heads, c->head_dim, cs);
     }
     if (n == 0) return;
     attention(m, s, cache, l, n, pos + r0);
@@ -300,6 +302,8 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
     for (int t = 0; t < T; t++)
         matrix_row_f32(&m->weights.embed, tokens[t], s->x + (size_t)t * c->dim);
     int skip = logits_from < 0 ? 0 : logits_from > T ? T : logits_from;
+    for (int t = 0; t < T; t++)   /* the rotation of each position, once for all layers */
+        rope_angles(pos + t, c->head_dim, m->rope_inv_freq, s->rope_cs + (size_t)t * c->head_dim);
     for (int l = 0; l < c->n_layers; l++)
         layer_forward(m, s, cache, l, T, pos, l == c->n_layers - 1 ? skip : 0);
     if (pos + T > cache->len) cache->len = pos + T;

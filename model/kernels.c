@@ -165,14 +165,21 @@ void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, flo
     free(w);
 }
 
-void rope(float *vec, int n_heads, int head_dim, int pos, const float *inv_freq) {
+void rope_angles(int pos, int head_dim, const float *inv_freq, float *cos_sin) {
     int half = head_dim / 2;
     for (int i = 0; i < half; i++) {
         float angle = (float)pos * inv_freq[i];
-        float c = cosf(angle), s = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *v = vec + (size_t)h * head_dim;
-            float a = v[i], b = v[i + half];
+        cos_sin[i] = cosf(angle);
+        cos_sin[half + i] = sinf(angle);
+    }
+}
+
+void rope(float *vec, int n_heads, int head_dim, const float *cos_sin) {
+    int half = head_dim / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = vec + (size_t)h * head_dim;
+        for (int i = 0; i < half; i++) {
+            float a = v[i], b = v[i + half], c = cos_sin[i], s = cos_sin[half + i];
             v[i] = a * c - b * s;
             v[i + half] = b * c + a * s;
         }

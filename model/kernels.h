@@ -66,9 +66,12 @@ void matrix_segment_f32(const Matrix *w, int row, int k0, int n, float *out);
 /* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. */
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps);
 
-/* HF rotate-half RoPE on n_heads vectors of head_dim at position pos, in place:
- * pairs (i, i + head_dim/2) rotate by pos * inv_freq[i]. */
-void rope(float *vec, int n_heads, int head_dim, int pos, const float *inv_freq);
+/* cos_sin[i] = cos(pos * inv_freq[i]), cos_sin[head_dim/2 + i] = sin(...) for i < head_dim/2:
+ * one position's rotation, the same for every layer and head. */
+void rope_angles(int pos, int head_dim, const float *inv_freq, float *cos_sin);
+/* HF rotate-half RoPE on n_heads vectors of head_dim, in place: pairs (i, i + head_dim/2)
+ * rotate by the angles of rope_angles. */
+void rope(float *vec, int n_heads, int head_dim, const float *cos_sin);
 
 /* a * b + c, fused where the CPU has FMA (C11 code is compiled without contraction, so
  * plain a * b + c is two roundings and two instructions); exact-enough either way. */

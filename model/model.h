@@ -68,6 +68,7 @@ typedef struct {
     float *hb, *hb2;          /* [T, hidden] */
     float *att;               /* per thread: attention scores and decoded cache rows (forward.c) */
     float *logits;            /* [T, vocab] */
+    float *rope_cs;           /* [T, head_dim]: each token's RoPE cos and sin (rope_angles) */
     void *mm_scratch;         /* matmul_scratch_bytes(max_batch, max(dim, hidden)) */
     int n_threads;
 } RunState;
