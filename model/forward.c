@@ -255,10 +255,6 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     }
 }
 
-static void add_inplace(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
-}
-
 /* One layer for the T tokens at positions pos..pos+T-1. Rows before r0 are needed only as
  * keys and values (the last layer, when their logits are not wanted: nothing reads their
  * outputs), so their queries, attention, o_proj and MLP are skipped. r0 = 0 is the full layer. */
@@ -289,12 +285,10 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     }
     if (n == 0) return;
     attention(m, s, cache, l, n, pos + r0);
-    matmul(s->xb, s->xb2, &w->wo, n, m->precision, s->mm_scratch);
-    add_inplace(x, s->xb, (size_t)n * c->dim);
+    matmul_add(x, s->xb2, &w->wo, n, m->precision, s->xb, s->mm_scratch);
 
     rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps);
-    mlp_swiglu(s->xb, &w->w_gate, &w->w_up, &w->w_down, s->xb, n, m->precision, s->hb, s->hb2, s->mm_scratch);
-    add_inplace(x, s->xb, (size_t)n * c->dim);
+    mlp_swiglu_add(x, &w->w_gate, &w->w_up, &w->w_down, s->xb, n, m->precision, s->hb, s->hb2, s->xb, s->mm_scratch);
 }
 
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from) {

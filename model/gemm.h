@@ -65,14 +65,15 @@ void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void
 /* outs[m] = x . ws[m]^T for m < n <= GEMV_MANY_MAX, T < GEMV_MAX_T, all ws of one width and
  * dtype (bf16_act: the AVX512_BF16 path, BF16 weights): the row blocks of all n matrices in
  * one parallel loop, so one fork/join (and one bf16 rounding of x) serves them all. */
-/* The same for T >= GEMV_MAX_T (same conditions, n <= GEMV_MANY_MAX): activations packed once. */
+/* The same for T >= GEMV_MAX_T (same conditions, n <= GEMV_MANY_MAX): activations packed once.
+ * add: outs[m] += instead of = (K even when bf16_act: the odd column is added separately). */
 void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
-                      void *scratch);
+                      int add, void *scratch);
 void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
                       void *scratch);
-/* out = down(silu(gate(x)) * up(x)) for T >= GEMV_MAX_T (see mlp_swiglu): gate and up of one
- * dtype and shape [hidden, K], down [N, hidden] of the same dtype, K and hidden even. */
+/* out (+)= down(silu(gate(x)) * up(x)) for T >= GEMV_MAX_T (see mlp_swiglu): gate and up of
+ * one dtype and shape [hidden, K], down [N, hidden] of the same dtype, K and hidden even. */
 void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                int bf16_act, void *scratch);
+                int bf16_act, int add, void *scratch);
 
 #endif

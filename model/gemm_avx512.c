@@ -158,9 +158,10 @@ static void strip_tile(BroadcastKernel kern, const unsigned char *as, int units,
     }
 }
 
-/* Weight rows g0..g0+31 (clipped to N) times every strip of the packed activations. */
+/* Weight rows g0..g0+31 (clipped to N) times every strip of the packed activations, stored
+ * into out, or added to it (add: a residual connection, one pass over out fewer). */
 static void gemm_group(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, int g0,
-                       float *out) {
+                       float *out, int add) {
     int N = w->rows, n_strips = (T + BW_TOK - 1) / BW_TOK;
     _Alignas(64) float ct[BW_GROUP * BW_TOK];
     const unsigned char *wrow[BW_GROUP];
@@ -171,7 +172,10 @@ static void gemm_group(BroadcastKernel kern, const void *apack, int units, const
                    (t_end + 15) / 16, ct);
         for (int t = 0; t < t_end; t++) {
             float *o = out + (size_t)(s * BW_TOK + t) * N + g0;
-            for (int r = 0; r < rows; r++) o[r] = ct[r * BW_TOK + t];
+            if (add)
+                for (int r = 0; r < rows; r++) o[r] += ct[r * BW_TOK + t];
+            else
+                for (int r = 0; r < rows; r++) o[r] = ct[r * BW_TOK + t];
         }
     }
 }
@@ -329,7 +333,7 @@ static int pack_for(const Matrix *w, const float *x, int T, int bf16_act, void *
 /* The weight-row groups of all n matrices against packed activations, in one parallel loop
  * (one fork/join instead of n). */
 static void run_groups(BroadcastKernel kern, const void *apack, int units, int n, float *const *outs,
-                       const Matrix *const *ws, int T) {
+                       const Matrix *const *ws, int T, int add) {
     int first[GEMV_MANY_MAX + 1];   /* matrix m owns groups first[m] .. first[m+1]-1 */
     double work = 0;
     first[0] = 0;
@@ -342,16 +346,16 @@ static void run_groups(BroadcastKernel kern, const void *apack, int units, int n
     for (int g = 0; g < first[n]; g++) {
         int m = 0;
         while (g >= first[m + 1]) m++;
-        gemm_group(kern, apack, units, ws[m], T, (g - first[m]) * BW_GROUP, outs[m]);
+        gemm_group(kern, apack, units, ws[m], T, (g - first[m]) * BW_GROUP, outs[m], add);
     }
 }
 
 /* GEMM: the activations packed once for all n matrices. */
 void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
-                      void *scratch) {
+                      int add, void *scratch) {
     BroadcastKernel kern;
     int units = pack_for(ws[0], x, T, bf16_act, scratch, &kern);
-    run_groups(kern, scratch, units, n, outs, ws, T);
+    run_groups(kern, scratch, units, n, outs, ws, T, add);
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     if (bf16_act && ws[0]->cols % 2)
         for (int m = 0; m < n; m++) add_last_column(outs[m], x, ws[m], T);
@@ -398,7 +402,7 @@ static void mlp_group(BroadcastKernel kern, const void *apack, int units, const 
 }
 
 void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                int bf16_act, void *scratch) {
+                int bf16_act, int add, void *scratch) {
     int hidden = gate->rows, n_strips = (T + BW_TOK - 1) / BW_TOK, groups = (hidden + BW_GROUP - 1) / BW_GROUP;
     void *hpack = scratch;   /* down's packed input first, then x packed */
     void *apack = (unsigned char *)scratch + ((size_t)n_strips * BW_TOK * hidden * 4 + 63) / 64 * 64;
@@ -408,7 +412,7 @@ void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
     for (int grp = 0; grp < groups; grp++) mlp_group(kern, apack, units, gate, up, T, grp * BW_GROUP, bf16_act, hpack);
-    run_groups(kern, hpack, bf16_act ? hidden / 2 : hidden, 1, &out, &down, T);
+    run_groups(kern, hpack, bf16_act ? hidden / 2 : hidden, 1, &out, &down, T, add);
 }
 
 /* GEMV (decode): */
@@ -451,13 +455,13 @@ void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
 
 void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch) {
     if (T < GEMV_MAX_T) gemv_many_avx512(1, &out, &w, x, T, 0, scratch);
-    else gemm_many_avx512(1, &out, &w, x, T, 0, scratch);
+    else gemm_many_avx512(1, &out, &w, x, T, 0, 0, scratch);
 }
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch) {
     if (T < GEMV_MAX_T) gemv_many_avx512(1, &out, &w, x, T, 1, scratch);
-    else gemm_many_avx512(1, &out, &w, x, T, 1, scratch);
+    else gemm_many_avx512(1, &out, &w, x, T, 1, 0, scratch);
 }
 #endif
 #endif

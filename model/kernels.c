@@ -118,7 +118,7 @@ void matmul_many(int n, float *const outs[], const Matrix *const ws[], const flo
 #if defined(__AVX512F__)
     if (alike && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16)) {
         if (T < GEMV_MAX_T) gemv_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
-        else gemm_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
+        else gemm_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, 0, scratch);
         return;
     }
 #else
@@ -127,23 +127,35 @@ void matmul_many(int n, float *const outs[], const Matrix *const ws[], const flo
     for (int m = 0; m < n; m++) matmul_with(path, outs[m], x, ws[m], T, scratch);
 }
 
-void mlp_swiglu(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                MatmulPrecision precision, float *hb, float *hb2, void *scratch) {
+void matmul_add(float *out, const float *x, const Matrix *w, int T, MatmulPrecision precision, float *tmp,
+                void *scratch) {
+    KernelPath path = kernel_choose(precision, w->dtype);
+#if defined(__AVX512F__)
+    if (T >= GEMV_MAX_T && (path == KERNEL_AVX512 || (path == KERNEL_AVX512_BF16 && w->cols % 2 == 0))) {
+        gemm_many_avx512(1, &out, &w, x, T, path == KERNEL_AVX512_BF16, 1, scratch);
+        return;
+    }
+#endif
+    matmul_with(path, tmp, x, w, T, scratch);
+    size_t n = (size_t)T * w->rows;
+    for (size_t i = 0; i < n; i++) out[i] += tmp[i];
+}
+
+void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
+                    MatmulPrecision precision, float *hb, float *hb2, float *tmp, void *scratch) {
     KernelPath path = kernel_choose(precision, gate->dtype);
 #if defined(__AVX512F__)
     int fusable = T >= GEMV_MAX_T && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16) &&
                   up->dtype == gate->dtype && down->dtype == gate->dtype && up->rows == gate->rows &&
                   up->cols == gate->cols && down->cols == gate->rows && gate->cols % 2 == 0 && gate->rows % 2 == 0;
     if (fusable) {
-        mlp_avx512(out, gate, up, down, x, T, path == KERNEL_AVX512_BF16, scratch);
+        mlp_avx512(out, gate, up, down, x, T, path == KERNEL_AVX512_BF16, 1, scratch);
         return;
     }
-#else
-    (void)path;
 #endif
     matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){gate, up}, x, T, precision, scratch);
     swiglu(hb, hb2, (size_t)T * gate->rows);
-    matmul(out, hb, down, T, precision, scratch);
+    matmul_add(out, hb, down, T, precision, tmp, scratch);
 }
 
 void axpy_f32(float *y, float a, const float *x, int n) {

@@ -50,13 +50,20 @@ void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, i
 void matmul_many(int n, float *const outs[], const Matrix *const ws[], const float *x, int T,
                  MatmulPrecision precision, void *scratch);
 
-/* out = down(silu(gate(x)) * up(x)), the SwiGLU MLP over T tokens; out may be x. hb and hb2
- * hold T x hidden floats each for the paths that need them. On the AVX-512 GEMM paths gate
- * and up are computed for the same hidden units in one work item and their product goes
- * straight into down's packed input, so the two T x hidden arrays are never written nor
- * read back: the same numbers as matmul_many + swiglu + matmul, bit for bit. */
-void mlp_swiglu(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                MatmulPrecision precision, float *hb, float *hb2, void *scratch);
+/* out += x . W^T: a linear layer added to the residual stream. On the AVX-512 GEMM paths the
+ * sum is made where each output tile is stored, a pass over out fewer; elsewhere through tmp
+ * (T x w->rows floats, not x). Bit for bit the same as matmul into tmp, then out += tmp. */
+void matmul_add(float *out, const float *x, const Matrix *w, int T, MatmulPrecision precision, float *tmp,
+                void *scratch);
+
+/* out += down(silu(gate(x)) * up(x)), the SwiGLU MLP over T tokens added to the residual
+ * stream. hb and hb2 hold T x hidden floats each, tmp T x dim (may be x), for the paths that
+ * need them. On the AVX-512 GEMM paths gate and up are computed for the same hidden units in
+ * one work item and their product goes straight into down's packed input, so the two
+ * T x hidden arrays are never written nor read back: the same numbers as matmul_many +
+ * swiglu + matmul_add, bit for bit. */
+void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
+                    MatmulPrecision precision, float *hb, float *hb2, float *tmp, void *scratch);
 
 /* Row `row` of w widened to f32 into out[0..cols). */
 void matrix_row_f32(const Matrix *w, int row, float *out);

@@ -354,11 +354,11 @@ static void check_matmul_many(DType dt, MatmulPrecision precision, int K) {
     for (int m = 0; m < 3; m++) free_matrix(&w[m]);
 }
 
-/* mlp_swiglu against its definition, matmul_many(gate, up) + swiglu + matmul(down), bit for
- * bit: GEMV-sized T, one strip, a last strip of one and of two vectors, several strips;
- * hidden 70 (a last group of 6 units) and 33 (odd: not fused, the definition itself), and
- * an output that overwrites the input, as the forward pass calls it. */
-static void check_mlp_swiglu(DType dt, MatmulPrecision precision, int hidden) {
+/* mlp_swiglu_add against its definition, matmul_many(gate, up) + swiglu + matmul(down) added
+ * to the residual, bit for bit: GEMV-sized T, one strip, a last strip of one and of two
+ * vectors, several strips; hidden 70 (a last group of 6 units) and 33 (odd: not fused, the
+ * definition itself); tmp the input itself, as the forward pass calls it. */
+static void check_mlp_swiglu_add(DType dt, MatmulPrecision precision, int hidden) {
     enum { DIM = 96 };
     static const int Ts[] = {3, 5, 48, 64, 80, 100};
     TestMatrix gate, up, down;
@@ -368,22 +368,51 @@ static void check_mlp_swiglu(DType dt, MatmulPrecision precision, int hidden) {
     for (int i = 0; i < 6; i++) {
         int T = Ts[i], bad = 0;
         uint64_t seed = 9 + (uint64_t)T;
-        float *x = malloc((size_t)T * DIM * sizeof(float)), *ref = malloc((size_t)T * DIM * sizeof(float));
+        size_t n = (size_t)T * DIM;
+        float *x = malloc(n * sizeof(float)), *res = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
         float *hb = malloc((size_t)T * hidden * sizeof(float)), *hb2 = malloc((size_t)T * hidden * sizeof(float));
-        for (int j = 0; j < T * DIM; j++) x[j] = rnd(&seed) * 2.0f;
+        for (size_t j = 0; j < n; j++) x[j] = rnd(&seed) * 2.0f;
+        for (size_t j = 0; j < n; j++) res[j] = rnd(&seed);
         void *scratch = aligned_alloc(64, (matmul_scratch_bytes(T, DIM + hidden) + 63) / 64 * 64);
         matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){&gate.m, &up.m}, x, T, precision, scratch);
         swiglu(hb, hb2, (size_t)T * hidden);
         matmul(ref, hb, &down.m, T, precision, scratch);
+        for (size_t j = 0; j < n; j++) ref[j] = res[j] + ref[j];
         memset(hb, 0xff, (size_t)T * hidden * sizeof(float));   /* NaN: the fused path must not need them */
         memset(hb2, 0xff, (size_t)T * hidden * sizeof(float));
-        mlp_swiglu(x, &gate.m, &up.m, &down.m, x, T, precision, hb, hb2, scratch);
-        for (int j = 0; j < T * DIM; j++) bad += !(x[j] == ref[j]);
-        check(bad == 0, "mlp_swiglu equals matmul_many + swiglu + matmul", "%s weights, %s, hidden %d, T %d: %d differ",
+        mlp_swiglu_add(res, &gate.m, &up.m, &down.m, x, T, precision, hb, hb2, x, scratch);
+        for (size_t j = 0; j < n; j++) bad += !(res[j] == ref[j]);
+        check(bad == 0, "mlp_swiglu_add equals matmul_many + swiglu + matmul, added", "%s weights, %s, hidden %d, T %d: %d differ",
               dtype_name(dt), precision == MATMUL_EXACT ? "exact" : "bf16", hidden, T, bad);
-        free(x); free(ref); free(hb); free(hb2); free(scratch);
+        free(x); free(res); free(ref); free(hb); free(hb2); free(scratch);
     }
     free_matrix(&gate); free_matrix(&up); free_matrix(&down);
+}
+
+/* matmul_add against matmul then +=, bit for bit: GEMV and GEMM sizes, K even and odd (the
+ * bf16 path's odd column: not fused). */
+static void check_matmul_add(DType dt, MatmulPrecision precision, int K) {
+    enum { N = 70 };
+    static const int Ts[] = {3, 50, 100};
+    TestMatrix w;
+    make_matrix(&w, dt, N, K, 21);
+    for (int i = 0; i < 3; i++) {
+        int T = Ts[i], bad = 0;
+        uint64_t seed = 3 + (uint64_t)T;
+        float *x = malloc((size_t)T * K * sizeof(float)), *out = malloc((size_t)T * N * sizeof(float));
+        float *ref = malloc((size_t)T * N * sizeof(float)), *tmp = malloc((size_t)T * N * sizeof(float));
+        for (int j = 0; j < T * K; j++) x[j] = rnd(&seed);
+        for (int j = 0; j < T * N; j++) out[j] = rnd(&seed);
+        void *scratch = aligned_alloc(64, (matmul_scratch_bytes(T, K) + 63) / 64 * 64);
+        matmul(ref, x, &w.m, T, precision, scratch);
+        for (int j = 0; j < T * N; j++) ref[j] = out[j] + ref[j];
+        matmul_add(out, x, &w.m, T, precision, tmp, scratch);
+        for (int j = 0; j < T * N; j++) bad += !(out[j] == ref[j]);
+        check(bad == 0, "matmul_add equals matmul, then +=", "%s weights, %s, K %d, T %d: %d differ", dtype_name(dt),
+              precision == MATMUL_EXACT ? "exact" : "bf16", K, T, bad);
+        free(x); free(out); free(ref); free(tmp); free(scratch);
+    }
+    free_matrix(&w);
 }
 
 /* The int4 cache kernels against the scheme's own dequantize (bit-identical values, see
@@ -485,11 +514,14 @@ int main(void) {
         check_matmul_many(DT_BF16, MATMUL_BF16_ACT, K);
         check_matmul_many(DT_BF16, MATMUL_EXACT, K);
         check_matmul_many(DT_F32, MATMUL_EXACT, K);
+        check_matmul_add(DT_BF16, MATMUL_BF16_ACT, K);
+        check_matmul_add(DT_BF16, MATMUL_EXACT, K);
+        check_matmul_add(DT_F32, MATMUL_EXACT, K);
     }
     for (int hidden = 70; hidden >= 33; hidden -= 37) {
-        check_mlp_swiglu(DT_BF16, MATMUL_BF16_ACT, hidden);
-        check_mlp_swiglu(DT_BF16, MATMUL_EXACT, hidden);
-        check_mlp_swiglu(DT_F16, MATMUL_EXACT, hidden);
+        check_mlp_swiglu_add(DT_BF16, MATMUL_BF16_ACT, hidden);
+        check_mlp_swiglu_add(DT_BF16, MATMUL_EXACT, hidden);
+        check_mlp_swiglu_add(DT_F16, MATMUL_EXACT, hidden);
     }
     check_int4_rows("int4-g64", 64);
     check_int4_rows("int4-g32", 64);
