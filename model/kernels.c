@@ -152,6 +152,8 @@ void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matr
         mlp_avx512(out, gate, up, down, x, T, path == KERNEL_AVX512_BF16, 1, scratch);
         return;
     }
+#else
+    (void)path;
 #endif
     matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){gate, up}, x, T, precision, scratch);
     swiglu(hb, hb2, (size_t)T * gate->rows);
