@@ -165,25 +165,26 @@ void bf16_pairs_along(const float *x, int n, uint32_t *out) {
     }
 }
 
+/* The four vectors of pairs in row[0..64), kept in registers (see keep_in_registers). */
+static inline void load_pairs64(const uint32_t *row, __m512 v[4]) {
+    for (int u = 0; u < 4; u++) v[u] = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 16 * u)));
+    keep_in_registers(&v[0], &v[1], &v[2], &v[3]);
+}
+
+/* acc[u] += v[u] . (pair p in every lane): vdpbf16ps on one row of four vectors. */
+static inline void dot_pair_row64(__m512 acc[4], uint32_t p, const __m512 v[4]) {
+    __m512bh b = (__m512bh)_mm512_set1_epi32((int)p);
+    for (int u = 0; u < 4; u++) acc[u] = _mm512_dpbf16_ps(acc[u], (__m512bh)v[u], b);
+}
+
 /* dot_pairs64 for a constant nq, so that the sums stay in registers. */
 static inline void dot_pairs64_of(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]) {
-    __m512 a[4][4];
+    __m512 a[4][4], k[4];
     for (int j = 0; j < nq; j++)
         for (int u = 0; u < 4; u++) a[j][u] = _mm512_setzero_ps();
     for (int i = 0; i < units; i++) {
-        const uint32_t *row = kt + (size_t)i * DOT_T_WIDTH;
-        __m512 k0 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)row));
-        __m512 k1 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 16)));
-        __m512 k2 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 32)));
-        __m512 k3 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(row + 48)));
-        keep_in_registers(&k0, &k1, &k2, &k3);
-        for (int j = 0; j < nq; j++) {
-            __m512bh qp = (__m512bh)_mm512_set1_epi32((int)q[j][i]);
-            a[j][0] = _mm512_dpbf16_ps(a[j][0], (__m512bh)k0, qp);
-            a[j][1] = _mm512_dpbf16_ps(a[j][1], (__m512bh)k1, qp);
-            a[j][2] = _mm512_dpbf16_ps(a[j][2], (__m512bh)k2, qp);
-            a[j][3] = _mm512_dpbf16_ps(a[j][3], (__m512bh)k3, qp);
-        }
+        load_pairs64(kt + (size_t)i * DOT_T_WIDTH, k);
+        for (int j = 0; j < nq; j++) dot_pair_row64(a[j], q[j][i], k);
     }
     for (int j = 0; j < nq; j++)
         for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
@@ -198,23 +199,12 @@ void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int uni
 static inline void add_weighted_pairs_of(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v,
                                          int n_pairs, int hd) {
     for (int d0 = 0; d0 + 64 <= hd; d0 += 64) {
-        __m512 a[4][4];
+        __m512 a[4][4], vk[4];
         for (int j = 0; j < nq; j++)
             for (int u = 0; u < 4; u++) a[j][u] = _mm512_loadu_ps(out[j] + d0 + 16 * u);
         for (int k = 0; k < n_pairs; k++) {
-            const uint32_t *vk = v + (size_t)k * hd + d0;
-            __m512 v0 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)vk));
-            __m512 v1 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 16)));
-            __m512 v2 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 32)));
-            __m512 v3 = _mm512_castsi512_ps(_mm512_loadu_si512((const void *)(vk + 48)));
-            keep_in_registers(&v0, &v1, &v2, &v3);
-            for (int j = 0; j < nq; j++) {
-                __m512bh wp = (__m512bh)_mm512_set1_epi32((int)w[j][k]);
-                a[j][0] = _mm512_dpbf16_ps(a[j][0], (__m512bh)v0, wp);
-                a[j][1] = _mm512_dpbf16_ps(a[j][1], (__m512bh)v1, wp);
-                a[j][2] = _mm512_dpbf16_ps(a[j][2], (__m512bh)v2, wp);
-                a[j][3] = _mm512_dpbf16_ps(a[j][3], (__m512bh)v3, wp);
-            }
+            load_pairs64(v + (size_t)k * hd + d0, vk);
+            for (int j = 0; j < nq; j++) dot_pair_row64(a[j], w[j][k], vk);
         }
         for (int j = 0; j < nq; j++)
             for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);
