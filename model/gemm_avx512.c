@@ -167,6 +167,10 @@ static void gemm_group(BroadcastKernel kern, const void *apack, int units, const
     int rows = group_rows(w, g0, wrow);
     for (int s = 0; s < n_strips; s++) {
         int t_end = min_int(T - s * BW_TOK, BW_TOK);
+        /* the strip's output lines, asked for now so that they are in cache when the tile is
+         * stored: the stores otherwise wait on a miss per line */
+        for (int t = 0; t < t_end; t++)
+            for (int r = 0; r < rows; r += 16) _mm_prefetch((const char *)(out + (size_t)(s * BW_TOK + t) * N + g0 + r), _MM_HINT_T1);
         strip_tile(kern, (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4, units, wrow, rows,
                    (t_end + 15) / 16, ct);
         for (int t = 0; t < t_end; t++) {
