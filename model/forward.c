@@ -68,7 +68,8 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->att = malloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
     s->logits = malloc(T * c->vocab_size * sizeof(float));
     s->rope_cs = malloc(T * c->head_dim * sizeof(float));
-    size_t scratch = matmul_scratch_bytes(max_batch, c->hidden_dim + c->dim);   /* mlp_swiglu's need, the largest */
+    /* mlp_swiglu_add's need, the largest; in size_t: each size may be up to 2^30 */
+    size_t scratch = matmul_scratch_bytes(max_batch, (size_t)c->hidden_dim + (size_t)c->dim);
     s->mm_scratch = aligned_alloc(64, (scratch + 63) / 64 * 64);
     if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits || !s->rope_cs) {
         runstate_free(s);

@@ -82,10 +82,10 @@ KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype) {
     return KERNEL_C;
 }
 
-size_t matmul_scratch_bytes(int T, int cols) {
+size_t matmul_scratch_bytes(int T, size_t cols) {
     /* AVX-512 paths: activations packed in strips (T padded to a whole strip of < 64 tokens),
      * as floats or bf16 pairs (at most as big); alignment slack. */
-    size_t K = cols > 0 ? (size_t)cols : 1, T_pad = (size_t)T + 64;
+    size_t K = cols > 0 ? cols : 1, T_pad = (size_t)T + 64;
     return T_pad * K * sizeof(float) + 256;
 }
 

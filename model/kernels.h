@@ -33,8 +33,8 @@ const char *kernel_name(KernelPath p);
 KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype);
 
 /* Bytes of scratch matmul needs for T tokens of cols inputs (x packed for the GEMM);
- * mlp_swiglu needs matmul_scratch_bytes(T, dim + hidden). */
-size_t matmul_scratch_bytes(int T, int cols);
+ * mlp_swiglu_add needs matmul_scratch_bytes(T, dim + hidden). */
+size_t matmul_scratch_bytes(int T, size_t cols);
 
 /* out[t, r] = sum_c x[t, c] * w[r, c] for t < T: a linear layer over T tokens.
  * scratch: matmul_scratch_bytes(T, w->cols) bytes, 64-byte aligned (unused on exact paths).
