@@ -139,14 +139,6 @@ void add_weighted_rows_x4(float *const out[4], const float *const w[4], const fl
 
 /* ---- attention in bf16 pairs (vdpbf16ps) ---- */
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
-/* Lanes of a and b rounded to bf16 (nearest even) as pairs: a's in the low half of each
- * 32-bit lane, b's in the high half. */
-static inline __m512i bf16_pairs_of(__m512 a, __m512 b) {
-    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
-    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
-    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-}
-
 void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
     for (int k = 0; 2 * k < n; k++) {
         const float *a = x + (size_t)2 * k * width, *b = a + width;
@@ -158,10 +150,8 @@ void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
 
 void bf16_pairs_along(const float *x, int n, uint32_t *out) {
     for (int i = 0; i < n; i += 32) {
-        int left = n - i, lo = left < 16 ? left : 16, hi = left < 32 ? left - lo : 16;
-        __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), x + i);
-        __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), x + i + 16);
-        _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << (lo + hi + 1) / 2) - 1), (__m512i)_mm512_cvtne2ps_pbh(b, a));
+        int left = n - i < 32 ? n - i : 32;
+        _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << (left + 1) / 2) - 1), load_bf16_pairs(x + i, left));
     }
 }
 

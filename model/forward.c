@@ -37,6 +37,7 @@ static int thread_index(void) {
  * the group, so a packed cache is decoded once per row per block, never expanded whole. */
 #define ATT_TOKENS 16
 #define ATT_POSITIONS DOT_T_WIDTH
+_Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a block");
 
 /* Floats of per-thread attention scratch: scores of one work item, two row blocks and the
  * work item's queries as bf16 pairs. */
@@ -243,7 +244,7 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     /* bf16 precision on a CPU with bf16 dot products: attention in bf16 pairs too, as the
      * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. */
     int pairs = kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AVX512_BF16 &&
-                c->head_dim % 64 == 0 && ATT_POSITIONS % 2 == 0;
+                c->head_dim % 64 == 0;
     double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)

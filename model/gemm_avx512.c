@@ -239,15 +239,6 @@ static void gemv_bf16_block(float *out, const uint32_t *xb, const Matrix *w, int
     }
 }
 
-/* n <= 16 bf16 pairs (2n floats from src) rounded to nearest even, as one vector; lanes past
- * n are zero, and the masked loads never touch memory past the 2n floats. */
-static inline __m512i load_bf16_pairs(const float *src, int n) {
-    int lo = 2 * n < 16 ? 2 * n : 16, hi = 2 * n - lo;
-    __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), src);
-    __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), src + 16);
-    return (__m512i)_mm512_cvtne2ps_pbh(b, a);
-}
-
 /* x [T, K] -> strips [ceil(T/48)][K/2][48] of bf16 pairs (k, k+1), in one pass: sixteen
  * tokens' rows of sixteen pairs are read as sixteen vectors, and a transpose turns them into
  * the strip's sixteen pair rows. Padding tokens are zero; an odd K's last column is left to
@@ -264,7 +255,7 @@ static void pack_activations_bf16(const float *x, int T, int K, uint32_t *apack)
             __m512i r[16];
             for (int i = 0; i < 16; i++) {
                 int tok = s * BW_TOK + t0 + i;
-                r[i] = tok < T ? load_bf16_pairs(x + (size_t)tok * K + 2 * (size_t)u0, nu) : _mm512_setzero_si512();
+                r[i] = tok < T ? load_bf16_pairs(x + (size_t)tok * K + 2 * (size_t)u0, 2 * nu) : _mm512_setzero_si512();
             }
             transpose16_epi32(r);
             for (int u = 0; u < nu; u++) _mm512_storeu_si512((void *)(dst + (size_t)(u0 + u) * BW_TOK + t0), r[u]);
@@ -390,11 +381,10 @@ static void mlp_group(BroadcastKernel kern, const void *apack, int units, const 
         if (bf16_act) {   /* rows r, r + 1 -> one row of pairs, rounded as pack_activations_bf16 does */
             uint32_t *dst = (uint32_t *)hpack + ((size_t)s * (hidden / 2) + h0 / 2) * BW_TOK;
             for (int r = 0; r < rows; r += 2)
-                for (int j = 0; j < nv; j++) {
-                    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(g + r * BW_TOK + 16 * j)));
-                    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_load_ps(g + (r + 1) * BW_TOK + 16 * j)));
-                    _mm512_storeu_si512((void *)(dst + (size_t)r / 2 * BW_TOK + 16 * j), _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-                }
+                for (int j = 0; j < nv; j++)
+                    _mm512_storeu_si512((void *)(dst + (size_t)r / 2 * BW_TOK + 16 * j),
+                                        bf16_pairs_of(_mm512_load_ps(g + r * BW_TOK + 16 * j),
+                                                      _mm512_load_ps(g + (r + 1) * BW_TOK + 16 * j)));
             continue;
         }
 #else

@@ -41,4 +41,23 @@ static inline void transpose16_epi32(__m512i r[16]) {
     }
 }
 
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+/* Lanes of a and b rounded to bf16 (nearest even) as pairs: a's in the low half of each
+ * 32-bit lane, b's in the high half. */
+static inline __m512i bf16_pairs_of(__m512 a, __m512 b) {
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+    __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* n <= 32 consecutive floats from src as 16 bf16 pairs (src[2i], src[2i+1]), rounded to
+ * nearest even; floats past n are 0, and the masked loads never touch memory past them. */
+static inline __m512i load_bf16_pairs(const float *src, int n) {
+    int lo = n < 16 ? n : 16, hi = n - lo;
+    __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1), src);
+    __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1), src + 16);
+    return (__m512i)_mm512_cvtne2ps_pbh(b, a);
+}
+#endif
+
 #endif
