@@ -1,0 +1,69 @@
+/* tests/test_worksplit.c: model/worksplit hands out every item exactly once, in runs that
+ * start where the split says, whatever the team size and chunk. */
+#include "model/worksplit.h"
+#include "tests/test.h"
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Every item claimed by some thread of a real parallel region of `team` threads (which may
+ * differ from the n_runs the split was planned for); counts[i] = times item i was given. */
+static void claim_all(WorkSplit *w, int team, int *counts) {
+    (void)team;   /* unused without OpenMP */
+    #pragma omp parallel num_threads(team)
+    {
+        int a, b;
+        while (work_split_next(w, work_split_thread_index(), &a, &b))
+            for (int i = a; i < b; i++) {
+                #pragma omp atomic
+                counts[i]++;
+            }
+    }
+}
+
+static void check_once(int n_items, int n_runs, int team, int chunk) {
+    char name[96];
+    snprintf(name, sizeof name, "worksplit: %d items, %d runs, team %d, chunk %d", n_items, n_runs, team, chunk);
+    int *counts = calloc((size_t)n_items + 1, sizeof(int));
+    WorkSplit w;
+    work_split_init(&w, n_items, n_runs, chunk);
+    claim_all(&w, team, counts);
+    int bad = -1;
+    for (int i = 0; i < n_items && bad < 0; i++)
+        if (counts[i] != 1) bad = i;
+    check(bad < 0, name, "item %d handed out %d times", bad, bad < 0 ? 0 : counts[bad]);
+    free(counts);
+}
+
+/* One thread alone, run by run: thread t's first claim is the start of its own run, and a
+ * thread whose run is empty goes on to the next run's front. */
+static void check_order(void) {
+    WorkSplit w;
+    work_split_init(&w, 10, 2, 3);   /* runs [0,5) and [5,10) */
+    int a, b, ok = 1;
+    ok &= work_split_next(&w, 1, &a, &b) && a == 5 && b == 8;
+    ok &= work_split_next(&w, 0, &a, &b) && a == 0 && b == 3;
+    ok &= work_split_next(&w, 1, &a, &b) && a == 8 && b == 10;   /* clipped to its run */
+    ok &= work_split_next(&w, 1, &a, &b) && a == 3 && b == 5;    /* helps run 0 */
+    ok &= !work_split_next(&w, 0, &a, &b) && !work_split_next(&w, 1, &a, &b);
+    check(ok, "worksplit: own run first, clipped chunks, then help at the other run's front", "wrong order");
+}
+
+int main(void) {
+    check_order();
+    int sizes[] = {0, 1, 2, 7, 64, 176, 1001};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        check_once(sizes[i], 2, 2, 1);
+        check_once(sizes[i], 2, 1, 1);     /* fewer threads than runs: one does both */
+        check_once(sizes[i], 2, 4, 3);     /* more threads than runs: the extra ones only help */
+        check_once(sizes[i], 3, 3, 4);
+        check_once(sizes[i], 64, 8, 2);
+    }
+    check(work_split_threads(1.0, 2.0) == 1, "worksplit: small work runs on one thread", "got %d",
+          work_split_threads(1.0, 2.0));
+    int nt = work_split_threads(4.0, 2.0);
+    check(nt >= 1 && nt <= WORK_SPLIT_MAX_THREADS, "worksplit: thread count within 1..max", "got %d", nt);
+    return test_exit_code();
+}
