@@ -24,28 +24,33 @@ int work_split_thread_index(void) {
 #endif
 }
 
-void work_split_init(WorkSplit *w, int n_items, int n_runs, int chunk) {
+void work_split_init(WorkSplit *w, long long n_items, int n_runs, long long chunk) {
     if (n_runs < 1) n_runs = 1;
     if (n_runs > WORK_SPLIT_MAX_THREADS) n_runs = WORK_SPLIT_MAX_THREADS;
     w->n_runs = n_runs;
     w->chunk = chunk < 1 ? 1 : chunk;
     for (int r = 0; r < n_runs; r++) {
-        atomic_init(&w->run[r].next, (int)((long long)n_items * r / n_runs));
-        w->run[r].end = (int)((long long)n_items * (r + 1) / n_runs);
+        /* n_items / n_runs first: n_items * r could overflow */
+        atomic_init(&w->run[r].next, n_items / n_runs * r + n_items % n_runs * r / n_runs);
+        w->run[r].end = n_items / n_runs * (r + 1) + n_items % n_runs * (r + 1) / n_runs;
     }
 }
 
-int work_split_next(WorkSplit *w, int thread, int *first, int *end) {
+int work_split_next(WorkSplit *w, int thread, long long *first, long long *end) {
     /* own run first, then the others' in turn; a thread past n_runs (a larger team than
-     * planned) only helps */
+     * planned) only helps. Near a run's end a claim takes half of what is left (at least
+     * one item), so the threads finish close together. */
     for (int i = 0; i < w->n_runs; i++) {
         int r = (thread + i) % w->n_runs;
-        if (atomic_load_explicit(&w->run[r].next, memory_order_relaxed) >= w->run[r].end) continue;
-        int item = atomic_fetch_add_explicit(&w->run[r].next, w->chunk, memory_order_relaxed);
-        if (item < w->run[r].end) {
-            *first = item;
-            *end = item + w->chunk < w->run[r].end ? item + w->chunk : w->run[r].end;
-            return 1;
+        long long run_end = w->run[r].end, item = atomic_load_explicit(&w->run[r].next, memory_order_relaxed);
+        while (item < run_end) {
+            long long left = run_end - item, take = left / 2 >= w->chunk ? w->chunk : (left + 1) / 2;
+            if (atomic_compare_exchange_weak_explicit(&w->run[r].next, &item, item + take, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                *first = item;
+                *end = item + take;
+                return 1;
+            }
         }
     }
     return 0;

@@ -14,9 +14,9 @@ static void claim_all(WorkSplit *w, int team, int *counts) {
     (void)team;   /* unused without OpenMP */
     #pragma omp parallel num_threads(team)
     {
-        int a, b;
+        long long a, b;
         while (work_split_next(w, work_split_thread_index(), &a, &b))
-            for (int i = a; i < b; i++) {
+            for (long long i = a; i < b; i++) {
                 #pragma omp atomic
                 counts[i]++;
             }
@@ -37,18 +37,26 @@ static void check_once(int n_items, int n_runs, int team, int chunk) {
     free(counts);
 }
 
-/* One thread alone, run by run: thread t's first claim is the start of its own run, and a
- * thread whose run is empty goes on to the next run's front. */
+/* Claims in a known order: thread t's first claim is the start of its own run, chunks shrink
+ * to half of what is left near a run's end, and a thread whose run is empty goes on to the
+ * front of the next run. */
+static int claim_is(WorkSplit *w, int thread, int first, int end) {
+    long long a = -1, b = -1;
+    return work_split_next(w, thread, &a, &b) && a == first && b == end;
+}
+
 static void check_order(void) {
     WorkSplit w;
-    work_split_init(&w, 10, 2, 3);   /* runs [0,5) and [5,10) */
-    int a, b, ok = 1;
-    ok &= work_split_next(&w, 1, &a, &b) && a == 5 && b == 8;
-    ok &= work_split_next(&w, 0, &a, &b) && a == 0 && b == 3;
-    ok &= work_split_next(&w, 1, &a, &b) && a == 8 && b == 10;   /* clipped to its run */
-    ok &= work_split_next(&w, 1, &a, &b) && a == 3 && b == 5;    /* helps run 0 */
-    ok &= !work_split_next(&w, 0, &a, &b) && !work_split_next(&w, 1, &a, &b);
-    check(ok, "worksplit: own run first, clipped chunks, then help at the other run's front", "wrong order");
+    work_split_init(&w, 20, 2, 3);   /* runs [0,10) and [10,20) */
+    int ok = claim_is(&w, 1, 10, 13) && claim_is(&w, 0, 0, 3) && claim_is(&w, 1, 13, 16) &&
+             claim_is(&w, 1, 16, 18) &&   /* 4 left: half */
+             claim_is(&w, 1, 18, 19) && claim_is(&w, 1, 19, 20) &&
+             claim_is(&w, 1, 3, 6) &&     /* run 1 empty: helps at run 0's front */
+             claim_is(&w, 0, 6, 8) && claim_is(&w, 0, 8, 9) && claim_is(&w, 1, 9, 10);
+    long long a, b;
+    ok = ok && !work_split_next(&w, 0, &a, &b) && !work_split_next(&w, 1, &a, &b);
+    check(ok, "worksplit: own run first, chunks halve near the end, then help at the other run's front",
+          "claims out of order");
 }
 
 int main(void) {
@@ -61,6 +69,13 @@ int main(void) {
         check_once(sizes[i], 3, 3, 4);
         check_once(sizes[i], 64, 8, 2);
     }
+    /* counts past INT_MAX: the runs still start where the split says */
+    WorkSplit big;
+    work_split_init(&big, 3000000000LL, 2, 1000);
+    long long a, b;
+    int ok = work_split_next(&big, 1, &a, &b) && a == 1500000000LL && b == 1500001000LL &&
+             work_split_next(&big, 0, &a, &b) && a == 0 && b == 1000;
+    check(ok, "worksplit: item counts past INT_MAX", "run starts wrong");
     check(work_split_threads(1.0, 2.0) == 1, "worksplit: small work runs on one thread", "got %d",
           work_split_threads(1.0, 2.0));
     int nt = work_split_threads(4.0, 2.0);
