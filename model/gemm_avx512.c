@@ -158,6 +158,16 @@ static void strip_tile(BroadcastKernel kern, const unsigned char *as, int units,
     }
 }
 
+/* GEMM work items are (group, strip) pairs: item i = strip i % n_strips of row group
+ * i / n_strips. Of the claimed items [i, i_end), the ones in item i's group: group *g, strips
+ * [*s0, *s1). Returns how many items that is. */
+static int group_strips(long long i, long long i_end, int n_strips, int *g, int *s0, int *s1) {
+    *g = (int)(i / n_strips);
+    *s0 = (int)(i % n_strips);
+    *s1 = i_end - i < n_strips - *s0 ? *s0 + (int)(i_end - i) : n_strips;
+    return *s1 - *s0;
+}
+
 /* Weight rows g0..g0+31 (clipped to N) times strips s0..s1-1 of the packed activations,
  * stored into out, or added to it (add: a residual connection, one pass over out fewer). */
 static void gemm_group(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, int g0, int s0,
@@ -336,12 +346,11 @@ static void run_groups(BroadcastKernel kern, const void *apack, int units, int n
         first[m + 1] = first[m] + (ws[m]->rows + BW_GROUP - 1) / BW_GROUP;
         work += (double)ws[m]->rows * units * T;
     }
-    /* Work items are (group, strip) pairs, item i = strip i % n_strips of group i / n_strips.
-     * Each thread takes a contiguous run of them, a group's worth at a time, and helps at the
-     * other's front when done (model/worksplit.h). A static split of whole groups left one
-     * core idle whenever the other ran slower, and for up to a group at the end of each call:
-     * prefill +1.2% (15 of 20 alternating rounds), then +0.75% with claims down to one strip
-     * (15 of 20). */
+    /* Work items are (group, strip) pairs (see group_strips). Each thread takes a contiguous
+     * run of them, a group's worth at a time, and helps at the other's front when done
+     * (model/worksplit.h). A static split of whole groups left one core idle whenever the
+     * other ran slower, and for up to a group at the end of each call: prefill +1.2% (15 of
+     * 20 alternating rounds), then +0.75% with claims down to one strip (15 of 20). */
     WorkSplit split;
     int n_strips = (T + BW_TOK - 1) / BW_TOK;
     work_split_init(&split, (long long)first[n] * n_strips, work_split_threads(work, PARALLEL_MIN_WORK), n_strips);
@@ -350,12 +359,10 @@ static void run_groups(BroadcastKernel kern, const void *apack, int units, int n
         long long i0, i1;
         while (work_split_next(&split, work_split_thread_index(), &i0, &i1))
             for (long long i = i0; i < i1;) {
-                int g = (int)(i / n_strips), s0 = (int)(i % n_strips);
-                int s1 = i1 - i < n_strips - s0 ? s0 + (int)(i1 - i) : n_strips;   /* within group g */
-                int m = 0;
+                int g, s0, s1, m = 0;
+                i += group_strips(i, i1, n_strips, &g, &s0, &s1);
                 while (g >= first[m + 1]) m++;
                 gemm_group(kern, apack, units, ws[m], T, (g - first[m]) * BW_GROUP, s0, s1, outs[m], add);
-                i += s1 - s0;
             }
     }
 }
@@ -425,10 +432,9 @@ void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *
         long long i0, i1;
         while (work_split_next(&split, work_split_thread_index(), &i0, &i1))
             for (long long i = i0; i < i1;) {
-                int g = (int)(i / n_strips), s0 = (int)(i % n_strips);
-                int s1 = i1 - i < n_strips - s0 ? s0 + (int)(i1 - i) : n_strips;   /* within group g */
+                int g, s0, s1;
+                i += group_strips(i, i1, n_strips, &g, &s0, &s1);
                 mlp_group(kern, apack, units, gate, up, T, g * BW_GROUP, s0, s1, bf16_act, hpack);
-                i += s1 - s0;
             }
     }
     run_groups(kern, hpack, bf16_act ? hidden / 2 : hidden, 1, &out, &down, T, add);

@@ -1,12 +1,12 @@
 /* model/worksplit.h: n work items shared by the threads of a parallel region, each thread on
  * a contiguous run of its own, and a thread that is done early helping the others.
  *
- * Thread t owns items [t*n/nt, (t+1)*n/nt) and takes them from the front, `chunk` at a time
- * and half of what is left once less than two chunks are; when its run is empty it takes
- * from the front of the other runs. The shrinking claims make the threads finish together. If both cores ran
- * at the same speed, a static split (each thread its run, no helping) would be as good. On a
- * shared machine one core is often slower for a while (another tenant, an interrupt), and
- * a static split then leaves the other idle at the end of every matmul.
+ * Thread t owns items [t*n/nt, (t+1)*n/nt) and takes them from its front, `chunk` at a time,
+ * or half of what is left once less than two chunks are; when its run is empty it takes from
+ * the front of the other runs. If both cores ran at the same speed, a static split (each
+ * thread its run, no helping) would be as good. On a shared machine one core is often slower
+ * for a while (another tenant, an interrupt), and a static split then leaves the other idle
+ * at the end of every matmul; the shrinking claims make the threads finish together.
  *
  * The result never depends on which thread computes an item, and every item is handed out
  * exactly once however many threads the region really has. */
