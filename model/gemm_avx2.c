@@ -4,6 +4,7 @@
  * time) and the shared blocked driver with a 6 tokens x 16 rows microkernel (12 ymm sums). */
 #include "model/gemm.h"
 #include "model/kernels.h"
+#include "model/worksplit.h"
 #include "quant/half.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -57,13 +58,18 @@ static inline void gemv8_block(DType dt, float *out, const float *x, const Matri
 static void gemv_avx2(float *out, const float *x, const Matrix *w, int T) {
     int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
     double work = (double)w->rows * w->cols * T;
-    (void)work;   /* unused without OpenMP */
-    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
-    for (int b = 0; b < n_blocks; b++) {
-        int r0 = b * GEMV_BLOCK, nr = w->rows - r0 < GEMV_BLOCK ? w->rows - r0 : GEMV_BLOCK;
-        if (w->dtype == DT_BF16) gemv8_block(DT_BF16, out, x, w, T, r0, nr);
-        else if (w->dtype == DT_F16) gemv8_block(DT_F16, out, x, w, T, r0, nr);
-        else gemv8_block(DT_F32, out, x, w, T, r0, nr);
+    WorkSplit split;   /* each thread its own run of row blocks, as in gemm_avx512.c's GEMV */
+    work_split_init(&split, n_blocks, work_split_threads(work, PARALLEL_MIN_WORK), 8);
+    #pragma omp parallel num_threads(split.n_runs)
+    {
+        long long b0, b1;
+        while (work_split_next(&split, work_split_thread_index(), &b0, &b1))
+            for (int b = (int)b0; b < b1; b++) {
+                int r0 = b * GEMV_BLOCK, nr = w->rows - r0 < GEMV_BLOCK ? w->rows - r0 : GEMV_BLOCK;
+                if (w->dtype == DT_BF16) gemv8_block(DT_BF16, out, x, w, T, r0, nr);
+                else if (w->dtype == DT_F16) gemv8_block(DT_F16, out, x, w, T, r0, nr);
+                else gemv8_block(DT_F32, out, x, w, T, r0, nr);
+            }
     }
 }
 

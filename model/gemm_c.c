@@ -4,6 +4,7 @@
  *   matmul_plain_c: the same blocking as the fast paths, in loops the compiler vectorizes. */
 #include "model/gemm.h"
 #include "model/kernels.h"
+#include "model/worksplit.h"
 #include "quant/half.h"
 #include <stdlib.h>
 #include <string.h>
@@ -45,27 +46,37 @@ static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, 
         for (int n = 0; n < nr_valid; n++) c[(size_t)m * ldc + n] = ct[m * g->nr + n];
 }
 
-void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T) {
+/* Panel p (weight rows p*NR .. p*NR+NR-1) against all T tokens: packed one k block at a time,
+ * then multiplied tile by tile. */
+static void gemm_panel(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T, int p) {
     int N = w->rows, mr = g->mr, nr = g->nr;
-    int n_panels = (N + nr - 1) / nr;
-    double work = (double)N * w->cols * T;
-    (void)work;   /* unused without OpenMP */
-    /* Static schedule: each thread owns a contiguous run of weight rows and reads it once. */
-    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK)
-    for (int p = 0; p < n_panels; p++) {
-        _Alignas(64) uint32_t panel[GEMM_KC * GEMM_MAX_NR];
-        int r0 = p * nr, nr_valid = min_int(nr, N - r0);
-        for (int k0 = 0; k0 < units; k0 += GEMM_KC) {
-            int kc = min_int(GEMM_KC, units - k0);
-            g->pack(w, r0, nr_valid, nr, k0, kc, panel);
-            for (int m0 = 0; m0 < T; m0 += mr) {
-                const uint32_t *am = (const uint32_t *)a + (size_t)m0 * units + k0;
-                float *cm = out + (size_t)m0 * N + r0;
-                int mr_valid = min_int(mr, T - m0);
-                if (mr_valid == mr && nr_valid == nr) g->kernel(kc, am, (size_t)units, panel, cm, (size_t)N, k0 > 0);
-                else edge_tile(g, kc, am, (size_t)units, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
-            }
+    _Alignas(64) uint32_t panel[GEMM_KC * GEMM_MAX_NR];
+    int r0 = p * nr, nr_valid = min_int(nr, N - r0);
+    for (int k0 = 0; k0 < units; k0 += GEMM_KC) {
+        int kc = min_int(GEMM_KC, units - k0);
+        g->pack(w, r0, nr_valid, nr, k0, kc, panel);
+        for (int m0 = 0; m0 < T; m0 += mr) {
+            const uint32_t *am = (const uint32_t *)a + (size_t)m0 * units + k0;
+            float *cm = out + (size_t)m0 * N + r0;
+            int mr_valid = min_int(mr, T - m0);
+            if (mr_valid == mr && nr_valid == nr) g->kernel(kc, am, (size_t)units, panel, cm, (size_t)N, k0 > 0);
+            else edge_tile(g, kc, am, (size_t)units, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
         }
+    }
+}
+
+void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T) {
+    int n_panels = (w->rows + g->nr - 1) / g->nr;
+    double work = (double)w->rows * w->cols * T;
+    /* Each thread owns a contiguous run of panels and reads their weights once; one done early
+     * helps the other (model/worksplit.h). */
+    WorkSplit split;
+    work_split_init(&split, n_panels, work_split_threads(work, PARALLEL_MIN_WORK), 1);
+    #pragma omp parallel num_threads(split.n_runs)
+    {
+        long long p0, p1;
+        while (work_split_next(&split, work_split_thread_index(), &p0, &p1))
+            for (long long p = p0; p < p1; p++) gemm_panel(g, out, a, units, w, T, (int)p);
     }
 }
 
@@ -104,24 +115,28 @@ static void kernel_c(int kc, const void *a_, size_t lda, const void *panel, floa
             c[(size_t)m * ldc + n] = (accumulate ? c[(size_t)m * ldc + n] : 0.0f) + acc[m][n];
 }
 
-/* Weight rows widened GEMV_ROWS at a time, then dotted with each of the T inputs. */
+/* Weight rows r0..r0+GEMV_ROWS-1 (clipped) widened into wbuf, then dotted with each of the
+ * T inputs. */
+static void gemv_c_block(float *out, const float *x, const Matrix *w, int T, int r0, float *wbuf) {
+    int rows = w->rows, cols = w->cols, nr = min_int(GEMV_ROWS, rows - r0);
+    for (int r = 0; r < nr; r++) matrix_segment_f32(w, r0 + r, 0, cols, wbuf + (size_t)r * cols);
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + (size_t)t * cols;
+        for (int r = 0; r < nr; r++) out[(size_t)t * rows + r0 + r] = dot_f32(xt, wbuf + (size_t)r * cols, cols);
+    }
+}
+
 static void gemv_c(float *out, const float *x, const Matrix *w, int T) {
-    int rows = w->rows, cols = w->cols;
-    double work = (double)rows * cols * T;
-    (void)work;   /* unused without OpenMP */
-    #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
+    double work = (double)w->rows * w->cols * T;
+    WorkSplit split;   /* blocks of GEMV_ROWS rows, each thread its own run (see gemm_drive) */
+    work_split_init(&split, (w->rows + GEMV_ROWS - 1) / GEMV_ROWS, work_split_threads(work, PARALLEL_MIN_WORK), 8);
+    #pragma omp parallel num_threads(split.n_runs)
     {
-        float *wbuf = malloc((size_t)GEMV_ROWS * cols * sizeof(float));
-        #pragma omp for schedule(static)
-        for (int r0 = 0; r0 < rows; r0 += GEMV_ROWS) {
-            int nr = min_int(GEMV_ROWS, rows - r0);
-            for (int r = 0; r < nr && wbuf; r++) matrix_segment_f32(w, r0 + r, 0, cols, wbuf + (size_t)r * cols);
-            for (int t = 0; t < T && wbuf; t++) {
-                const float *xt = x + (size_t)t * cols;
-                for (int r = 0; r < nr; r++)
-                    out[(size_t)t * rows + r0 + r] = dot_f32(xt, wbuf + (size_t)r * cols, cols);
-            }
-        }
+        float *wbuf = malloc((size_t)GEMV_ROWS * w->cols * sizeof(float));
+        long long b0, b1;
+        /* a thread without its buffer claims nothing: the others do its share */
+        while (wbuf && work_split_next(&split, work_split_thread_index(), &b0, &b1))
+            for (long long b = b0; b < b1; b++) gemv_c_block(out, x, w, T, (int)b * GEMV_ROWS, wbuf);
         free(wbuf);
     }
 }
