@@ -130,15 +130,23 @@ static void gemv_c(float *out, const float *x, const Matrix *w, int T) {
     double work = (double)w->rows * w->cols * T;
     WorkSplit split;   /* blocks of GEMV_ROWS rows, each thread its own run (see gemm_drive) */
     work_split_init(&split, (w->rows + GEMV_ROWS - 1) / GEMV_ROWS, work_split_threads(work, PARALLEL_MIN_WORK), 8);
+    int no_buffer = 0;
     #pragma omp parallel num_threads(split.n_runs)
     {
         float *wbuf = malloc((size_t)GEMV_ROWS * w->cols * sizeof(float));
         long long b0, b1;
+        if (!wbuf) {
+            #pragma omp atomic write
+            no_buffer = 1;
+        }
         /* a thread without its buffer claims nothing: the others do its share */
         while (wbuf && work_split_next(&split, work_split_thread_index(), &b0, &b1))
             for (long long b = b0; b < b1; b++) gemv_c_block(out, x, w, T, (int)b * GEMV_ROWS, wbuf);
         free(wbuf);
     }
+    /* out of memory for a few rows' buffer: rather than leave rows unwritten when no thread
+     * had one, the scalar path (no buffer) computes them all */
+    if (no_buffer) matmul_scalar(out, x, w, T);
 }
 
 void matmul_plain_c(float *out, const float *x, const Matrix *w, int T) {
