@@ -160,17 +160,53 @@ static double prefill_macs(const Config *c, double P) {
            attention_macs(c, P) / L + (double)c->vocab_size * c->dim;
 }
 
-/* Bytes a decode step reads: every layer matrix and lm_head, plus the cache up to ctx. */
+/* The matrices a decode step reads, i < 7 * n_layers + 1: every layer's seven, then lm_head
+ * (the embedding's one row is nothing). */
+static int decode_matrix_count(const Model *m) { return 7 * m->config.n_layers + 1; }
+
+static const Matrix *decode_matrix(const Model *m, int i) {
+    if (i == 7 * m->config.n_layers) return &m->weights.lm_head;
+    const LayerWeights *w = &m->weights.layers[i / 7];
+    const Matrix *mats[7] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+    return mats[i % 7];
+}
+
+static double weight_bytes(const Model *m) {
+    double b = 0;
+    for (int i = 0; i < decode_matrix_count(m); i++) b += matrix_bytes(decode_matrix(m, i));
+    return b;
+}
+
+/* Bytes a decode step at context ctx reads: the weights and ctx cached rows per layer and KV head. */
 static double decode_bytes(const Model *m, const KvCache *kv, double ctx) {
     const Config *c = &m->config;
-    double b = matrix_bytes(&m->weights.lm_head);
-    for (int l = 0; l < c->n_layers; l++) {
-        const LayerWeights *w = &m->weights.layers[l];
-        b += matrix_bytes(&w->wq) + matrix_bytes(&w->wk) + matrix_bytes(&w->wv) + matrix_bytes(&w->wo) +
-             matrix_bytes(&w->w_gate) + matrix_bytes(&w->w_up) + matrix_bytes(&w->w_down);
+    return weight_bytes(m) + ctx * (double)(kv->k_row_bytes + kv->v_row_bytes) * c->n_kv_heads * c->n_layers;
+}
+
+/* One plain read pass over w's bytes (8 at a time, unaligned loads): a checksum, so that the
+ * reads cannot be optimized away. */
+static uint64_t read_matrix(const Matrix *w) {
+    const unsigned char *p = w->data;
+    long long n = (long long)(matrix_bytes(w) / 8);
+    uint64_t sum = 0;
+    #pragma omp parallel for schedule(static) reduction(^ : sum)
+    for (long long i = 0; i < n; i++) {
+        uint64_t v;
+        memcpy(&v, p + 8 * i, sizeof v);
+        sum ^= v;
     }
-    b += ctx * (double)(kv->k_row_bytes + kv->v_row_bytes) * c->n_kv_heads * c->n_layers;
-    return b;
+    return sum;
+}
+
+/* GB/s of one read pass over the weights a decode step reads, matrix by matrix as decode reads
+ * them: the machine's read rate over the same pages. Measured right after each decode run, so
+ * that both see the same memory phase (this VM's bandwidth changes within a minute). */
+static double read_weights_gbytes(const Model *m) {
+    uint64_t sum = 0;
+    double t0 = now();
+    for (int i = 0; i < decode_matrix_count(m); i++) sum ^= read_matrix(decode_matrix(m, i));
+    double dt = now() - t0;
+    return sum == 12345u ? 0 : weight_bytes(m) / dt * 1e-9;
 }
 
 static int by_value(const void *a, const void *b) {
@@ -178,10 +214,15 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Median of n values (sorts them). */
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Median, min and max of n rates. */
 static void summarize(double *rates, int n, BenchPhase *p) {
-    qsort(rates, (size_t)n, sizeof *rates, by_value);
-    p->tok_s = n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+    p->tok_s = median(rates, n);
     p->tok_s_min = rates[0];
     p->tok_s_max = rates[n - 1];
 }
@@ -232,6 +273,7 @@ static double time_long(const Model *m, RunState *s, const KvScheme *scheme, int
 static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, const int *tokens, Error *err) {
     const Config *c = &m->config;
     double pre[MAX_REPEATS], dec[MAX_REPEATS], lf[MAX_REPEATS], lq[MAX_REPEATS];
+    double dec_read[MAX_REPEATS], lf_read[MAX_REPEATS], lq_read[MAX_REPEATS];   /* see BenchPhase.read_frac */
     int reps = o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
     RunState s;
     KvCache kv;
@@ -241,6 +283,13 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         return -1;
     }
     forward(m, &s, &kv, tokens, o->prompt < 16 ? o->prompt : 16, 0, 0);   /* warm-up: page in, wake threads */
+    /* Decode: average context of the measured steps; the long runs' caches differ from kv
+     * only in their row sizes. */
+    double dec_ctx = o->prompt + o->gen / 2.0, long_ctx = r->long_ctx - o->gen / 2.0;
+    KvCache f32_shape = kv, quant_shape = kv;
+    f32_shape.k_row_bytes = f32_shape.v_row_bytes = (size_t)c->head_dim * sizeof(float);
+    if (r->long_ctx > 0)   /* else the long scheme may not fit this head size */
+        quant_shape.k_row_bytes = quant_shape.v_row_bytes = o->long_scheme->packed_bytes(o->long_scheme, (size_t)c->head_dim);
     int rc = 0;
     for (int i = 0; i < reps && !rc; i++) {
         kv.len = 0;
@@ -248,38 +297,39 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         forward(m, &s, &kv, tokens, o->prompt, 0, o->prompt - 1);
         pre[i] = o->prompt / (now() - t0);
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
+        if (o->probe_machine) dec_read[i] = decode_bytes(m, &kv, dec_ctx) * dec[i] * 1e-9 / read_weights_gbytes(m);
         if (r->long_ctx > 0) {
             lf[i] = time_long(m, &s, kv_scheme_find("fp32"), r->long_ctx, o->gen, tokens, err);
+            if (o->probe_machine) lf_read[i] = decode_bytes(m, &f32_shape, long_ctx) * lf[i] * 1e-9 / read_weights_gbytes(m);
             lq[i] = time_long(m, &s, o->long_scheme, r->long_ctx, o->gen, tokens, err);
+            if (o->probe_machine) lq_read[i] = decode_bytes(m, &quant_shape, long_ctx) * lq[i] * 1e-9 / read_weights_gbytes(m);
             if (lf[i] < 0 || lq[i] < 0) rc = -1;
         }
     }
     if (!rc) {
         summarize(pre, reps, &r->prefill);
         summarize(dec, reps, &r->decode);
+        if (o->probe_machine) r->decode.read_frac = median(dec_read, reps);
         if (r->long_ctx > 0) {
             summarize(lf, reps, &r->long_f32);
             summarize(lq, reps, &r->long_quant);
+            if (o->probe_machine) r->long_f32.read_frac = median(lf_read, reps);
+            if (o->probe_machine) r->long_quant.read_frac = median(lq_read, reps);
         }
-        /* Achieved rates: the arithmetic actually done. Decode: average context of the
-         * measured steps. */
+        /* Achieved rates: the arithmetic actually done. */
         double P = o->prompt;
         double pre_flops = 2.0 * prefill_macs(c, P);
         r->prefill.gflops = pre_flops / (P / r->prefill.tok_s) * 1e-9;
-        double dec_ctx = P + o->gen / 2.0, long_ctx = r->long_ctx - o->gen / 2.0;
         double tok_flops = 2.0 * (layer_macs_per_token(c) + (double)c->vocab_size * c->dim);
         r->decode.gflops = (tok_flops + 2.0 * attention_macs(c, dec_ctx)) * r->decode.tok_s * 1e-9;
         r->decode.gbytes = decode_bytes(m, &kv, dec_ctx) * r->decode.tok_s * 1e-9;
         if (r->long_ctx > 0) {
-            KvCache shape = kv;   /* only the row sizes differ between the two caches */
-            shape.k_row_bytes = shape.v_row_bytes = (size_t)c->head_dim * sizeof(float);
             r->long_f32.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_f32.tok_s * 1e-9;
-            r->long_f32.gbytes = decode_bytes(m, &shape, long_ctx) * r->long_f32.tok_s * 1e-9;
-            shape.k_row_bytes = shape.v_row_bytes = o->long_scheme->packed_bytes(o->long_scheme, (size_t)c->head_dim);
+            r->long_f32.gbytes = decode_bytes(m, &f32_shape, long_ctx) * r->long_f32.tok_s * 1e-9;
             r->long_quant.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_quant.tok_s * 1e-9;
-            r->long_quant.gbytes = decode_bytes(m, &shape, long_ctx) * r->long_quant.tok_s * 1e-9;
+            r->long_quant.gbytes = decode_bytes(m, &quant_shape, long_ctx) * r->long_quant.tok_s * 1e-9;
         }
-        r->weight_bytes = decode_bytes(m, &kv, 0);
+        r->weight_bytes = weight_bytes(m);
     }
     kv_cache_free(&kv);
     runstate_free(&s);
@@ -351,6 +401,7 @@ static void print_phase(FILE *f, const char *name, const BenchPhase *p, const Be
     if (p->gbytes > 0) {
         fprintf(f, "  %5.1f GB/s", p->gbytes);
         print_share(f, p->gbytes, r->peak_read_gbytes);
+        if (p->read_frac > 0) fprintf(f, " [%3.0f%% alongside]", 100 * p->read_frac);
     }
     fprintf(f, "\n");
 }
@@ -375,15 +426,16 @@ void bench_print_text(FILE *f, const BenchResult *r) {
         fprintf(f, "machine:   f32 FMA %.0f GFLOP/s", r->peak_f32_gflops);
         if (r->peak_bf16_gflops > 0) fprintf(f, ", bf16 dot %.0f GFLOP/s", r->peak_bf16_gflops);
         fprintf(f, ", memory read %.1f GB/s (percentages are of these)\n", r->peak_read_gbytes);
+        fprintf(f, "           [alongside]: of a read pass over the same weights right after each decode run\n");
     }
     fprintf(f, "peak RSS:  %.0f MiB\n", r->peak_rss_mib);
 }
 
 static void json_phase(FILE *f, const char *name, const BenchPhase *p, const BenchResult *r, int last) {
     fprintf(f, "  \"%s\": {\"tok_s\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f, \"gflops\": %.2f, "
-               "\"gflops_frac\": %.4f, \"gbytes\": %.2f, \"gbytes_frac\": %.4f}%s\n",
+               "\"gflops_frac\": %.4f, \"gbytes\": %.2f, \"gbytes_frac\": %.4f, \"gbytes_alongside_frac\": %.4f}%s\n",
             name, p->tok_s, p->tok_s_min, p->tok_s_max, p->gflops, fraction(p->gflops, compute_peak(r)), p->gbytes,
-            fraction(p->gbytes, r->peak_read_gbytes), last ? "" : ",");
+            fraction(p->gbytes, r->peak_read_gbytes), p->read_frac, last ? "" : ",");
 }
 
 void bench_print_json(FILE *f, const BenchResult *r) {

@@ -25,6 +25,8 @@ typedef struct {
     double tok_s, tok_s_min, tok_s_max;
     double gflops;               /* arithmetic per second at the median */
     double gbytes;               /* weight + KV-cache bytes read per second at the median */
+    double read_frac;            /* decode: that rate over a read pass of the same weights run right
+                                    after each repeat (same memory phase), median; 0 if not probed */
 } BenchPhase;
 
 typedef struct {

@@ -1,0 +1,71 @@
+#!/bin/sh
+# tests/test_cli_bench.sh: `./run bench` end to end on the bundled mini-llama-brown (tiny sizes,
+# one repeat: this checks what the bench reports, not how fast anything is) and its bad-input
+# paths: exit 2 with one line on stderr.
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+M=data/models/mini-llama-brown
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+
+# expect_exit NAME CODE CMD...: exit code CODE, and for 2 a one-line message on stderr
+expect_exit() {
+    name=$1; want=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    got=$?
+    if [ "$got" -ne "$want" ]; then fail "$name" "exit $got, expected $want: $(head -c 300 "$T/err")"; return; fi
+    if [ "$want" -eq 2 ] && [ "$(grep -c . "$T/err")" -ne 1 ]; then fail "$name" "expected one line on stderr, got: $(cat "$T/err")"; return; fi
+    pass "$name"
+}
+
+SMALL="-p 32 -n 4 --ctx 64 --repeat 1"
+
+# --- JSON, with the machine probes: every figure present and sane, the weight bytes as the
+# config says (counted here from config.json, independently of the C code)
+expect_exit "bench --json" 0 ./run bench $M $SMALL --json
+cp "$T/out" "$T/probed.json"
+expect_exit "bench --json --no-probe" 0 ./run bench $M $SMALL --json --no-probe
+cp "$T/out" "$T/unprobed.json"
+python3 - "$T/probed.json" "$T/unprobed.json" "$M/config.json" <<'PY'
+import json, math, sys
+probed, unprobed, cfg = (json.load(open(p)) for p in sys.argv[1:4])
+
+def check(ok, name, why=""):
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
+
+phases = ["prefill", "decode", "decode_long_fp32", "decode_long_quant"]
+for name, r in (("probed", probed), ("--no-probe", unprobed)):
+    ok = all(p in r and math.isfinite(r[p]["tok_s"]) and 0 < r[p]["tok_s_min"] <= r[p]["tok_s"] <= r[p]["tok_s_max"]
+             for p in phases)
+    check(ok, f"bench {name}: every phase has tokens/s with min <= median <= max", json.dumps(r)[:300])
+    check(r["prompt"] == 32 and r["gen"] == 4 and r["long_ctx"] == 64, f"bench {name}: the sizes asked for")
+    check(r["peak_rss_mib"] > 0, f"bench {name}: peak RSS reported")
+
+d, h, L, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+kv = d // cfg["num_attention_heads"] * cfg["num_key_value_heads"]
+want = (L * (2 * d * d + 2 * d * kv + 3 * d * h) + V * d) * 2   # BF16: 2 bytes per weight
+check(probed["weight_bytes"] == want, "bench: weight bytes = every layer matrix + lm_head",
+      f"{probed['weight_bytes']} vs {want}")
+
+check(probed["peak_f32_gflops"] > 0 and probed["peak_read_gbytes"] > 0, "bench: machine probes measured")
+ok = all(probed[p]["gbytes_alongside_frac"] > 0 and math.isfinite(probed[p]["gbytes_alongside_frac"])
+         for p in phases[1:])
+check(ok, "bench: every decode phase has its rate next to a read pass of the same weights")
+check(probed["prefill"]["gbytes_alongside_frac"] == 0, "bench: prefill has no paired read rate (compute-bound)")
+ok = unprobed["peak_f32_gflops"] == 0 and unprobed["peak_read_gbytes"] == 0 and \
+     all(unprobed[p]["gbytes_alongside_frac"] == 0 for p in phases)
+check(ok, "bench --no-probe: no probe figures")
+PY
+
+# --- text output: the paired figure and its legend
+expect_exit "bench text" 0 ./run bench $M $SMALL
+grep -q "alongside\]" "$T/out" && grep -q "^           \[alongside\]: " "$T/out" && pass "bench text: paired read figure and its legend" \
+    || fail "bench text: paired read figure" "$(cat "$T/out")"
+
+# --- bad input
+expect_exit "bench -p 0" 2 ./run bench $M -p 0
+expect_exit "bench: prompt + gen past the model's positions" 2 ./run bench $M -p 1000 -n 100
+expect_exit "bench: unknown flag" 2 ./run bench $M --bogus
+expect_exit "bench: missing model directory" 2 ./run bench "$T/nowhere"
+expect_exit "bench: --random with an unknown name" 2 ./run bench --random gpt5
