@@ -2,22 +2,8 @@
 # tests/test_cli_bench.sh: `./run bench` end to end on the bundled mini-llama-brown (tiny sizes,
 # one repeat: this checks what the bench reports, not how fast anything is) and its bad-input
 # paths: exit 2 with one line on stderr.
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. tests/cli_helpers.sh
 M=data/models/mini-llama-brown
-
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
-
-# expect_exit NAME CODE CMD...: exit code CODE, and for 2 a one-line message on stderr
-expect_exit() {
-    name=$1; want=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then fail "$name" "exit $got, expected $want: $(head -c 300 "$T/err")"; return; fi
-    if [ "$want" -eq 2 ] && [ "$(grep -c . "$T/err")" -ne 1 ]; then fail "$name" "expected one line on stderr, got: $(cat "$T/err")"; return; fi
-    pass "$name"
-}
 
 SMALL="-p 32 -n 4 --ctx 64 --repeat 1"
 

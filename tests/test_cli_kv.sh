@@ -2,25 +2,9 @@
 # tests/test_cli_kv.sh: the KV-cache commands end to end through ./run — compress /
 # decompress / kv-extract / kv-info / --quick-test / ppl-merge / --validate — and their
 # bad-input paths: exit 2, a one-line message, no output file left behind.
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. tests/cli_helpers.sh
 REF=tests/fixtures/reference
 M=data/models/mini-llama-brown
-
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; }
-
-# expect_exit NAME CODE CMD...: exit code CODE, and for 2 a one-line message on stderr
-expect_exit() {
-    name=$1; want=$2; shift 2
-    "$@" >"$T/out" 2>"$T/err"
-    got=$?
-    if [ "$got" -ne "$want" ]; then fail "$name" "exit $got, expected $want: $(head -c 300 "$T/err")"; return; fi
-    if [ "$want" -eq 2 ] && [ "$(grep -c . "$T/err")" -ne 1 ]; then fail "$name" "expected one line on stderr, got: $(cat "$T/err")"; return; fi
-    pass "$name"
-}
-
-no_file() { if [ -e "$2" ] || ls "$2".tmp.* >/dev/null 2>&1; then fail "$1" "left $2 behind"; else pass "$1"; fi; }
 
 # --- compress / decompress happy paths
 expect_exit "compress int4-g64 passes the thresholds" 0 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/c.st"
