@@ -209,6 +209,12 @@ static double read_weights_gbytes(const Model *m) {
     return sum == 12345u ? 0 : weight_bytes(m) / dt * 1e-9;
 }
 
+/* A decode run's bytes per second (tok_s steps at context ctx of a cache shaped like shape) as
+ * a fraction of a read pass over the same weights made now, right after it. */
+static double read_fraction(const Model *m, const KvCache *shape, double ctx, double tok_s) {
+    return decode_bytes(m, shape, ctx) * tok_s * 1e-9 / read_weights_gbytes(m);
+}
+
 static int by_value(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -297,12 +303,12 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         forward(m, &s, &kv, tokens, o->prompt, 0, o->prompt - 1);
         pre[i] = o->prompt / (now() - t0);
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
-        if (o->probe_machine) dec_read[i] = decode_bytes(m, &kv, dec_ctx) * dec[i] * 1e-9 / read_weights_gbytes(m);
+        if (o->probe_machine) dec_read[i] = read_fraction(m, &kv, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
             lf[i] = time_long(m, &s, kv_scheme_find("fp32"), r->long_ctx, o->gen, tokens, err);
-            if (o->probe_machine) lf_read[i] = decode_bytes(m, &f32_shape, long_ctx) * lf[i] * 1e-9 / read_weights_gbytes(m);
+            if (o->probe_machine) lf_read[i] = read_fraction(m, &f32_shape, long_ctx, lf[i]);
             lq[i] = time_long(m, &s, o->long_scheme, r->long_ctx, o->gen, tokens, err);
-            if (o->probe_machine) lq_read[i] = decode_bytes(m, &quant_shape, long_ctx) * lq[i] * 1e-9 / read_weights_gbytes(m);
+            if (o->probe_machine) lq_read[i] = read_fraction(m, &quant_shape, long_ctx, lq[i]);
             if (lf[i] < 0 || lq[i] < 0) rc = -1;
         }
     }
@@ -313,8 +319,10 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         if (r->long_ctx > 0) {
             summarize(lf, reps, &r->long_f32);
             summarize(lq, reps, &r->long_quant);
-            if (o->probe_machine) r->long_f32.read_frac = median(lf_read, reps);
-            if (o->probe_machine) r->long_quant.read_frac = median(lq_read, reps);
+            if (o->probe_machine) {
+                r->long_f32.read_frac = median(lf_read, reps);
+                r->long_quant.read_frac = median(lq_read, reps);
+            }
         }
         /* Achieved rates: the arithmetic actually done. */
         double P = o->prompt;
