@@ -66,7 +66,7 @@ static void print_usage(FILE *f) {
         "           [--long-scheme S] [--threads N] [--repeat R] [--precision bf16|exact]\n"
         "           [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
         "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine\n"
-        "  --help                          this text\n"
+        "  --help                          this text (also after any command: ./run ppl --help)\n"
         "\n"
         "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%%] [--kv-scheme int4-g64]\n"
         "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
@@ -855,10 +855,17 @@ static int cmd_schemes(void) {
 
 /* ------------------------------------------------------------------------- */
 
+/* "./run COMMAND --help" prints the usage too. (A prompt or path spelled "--help" cannot be given.) */
+static int asks_for_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-help") || !strcmp(argv[i], "-h")) return 1;
+    return !strcmp(argv[1], "help");
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { print_usage(stdout); return EXIT_OK; }
+    if (asks_for_help(argc, argv)) { print_usage(stdout); return EXIT_OK; }
     if (!strcmp(cmd, "generate")) return cmd_generate(argc, argv);
     if (!strcmp(cmd, "logits")) return cmd_logits(argc, argv);
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
