@@ -9,7 +9,7 @@
  *     MR tokens by the panel into an MR x NR tile of accumulators held in registers.
  *     Threads split the panels, so each weight is read from memory once per call.
  *
- * The driver (plain C and AVX2) packs weight panels. The AVX-512 paths (model/gemm_avx512.c)
+ * The driver (plain C, AVX2 and NEON) packs weight panels. The AVX-512 paths (model/gemm_avx512.c)
  * turn it around: they pack the activations and broadcast the weights in place. */
 #ifndef KVQ_GEMM_H
 #define KVQ_GEMM_H
@@ -57,9 +57,10 @@ void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int k
 void matmul_scalar(float *out, const float *x, const Matrix *w, int T);
 void matmul_plain_c(float *out, const float *x, const Matrix *w, int T);
 
-/* Intrinsics (model/gemm_avx2.c, model/gemm_avx512.c); each exists only when its feature
+/* Intrinsics (model/gemm_avx2.c, gemm_neon.c, gemm_avx512.c); each exists only when its feature
  * macros are defined. scratch: matmul_scratch_bytes(T, K) (model/kernels.h). */
 void matmul_avx2(float *out, const float *x, const Matrix *w, int T);
+void matmul_neon(float *out, const float *x, const Matrix *w, int T);
 void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch);
 void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch);
 /* outs[m] = x . ws[m]^T for m < n <= GEMV_MANY_MAX, T < GEMV_MAX_T, all ws of one width and

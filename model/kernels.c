@@ -1,4 +1,4 @@
-/* model/kernels.c: matmul dispatch (paths: model/gemm_c.c, gemm_avx2.c, gemm_avx512.c), the
+/* model/kernels.c: matmul dispatch (paths: model/gemm_c.c, gemm_avx2.c, gemm_avx512.c, gemm_neon.c), the
  * SwiGLU MLP, RMSNorm, RoPE and softmax for the forward pass. Plain C loops the compiler
  * vectorizes; AVX-512 where it does not. Attention's inner loops: model/attention_kernels.c. */
 #include "model/kernels.h"
@@ -64,13 +64,19 @@ int kernel_available(KernelPath p, DType weight_dtype) {
         (void)weight_dtype;
         return 0;
 #endif
+    case KERNEL_NEON:
+#if defined(__aarch64__) && defined(__ARM_NEON)
+        return 1;
+#else
+        return 0;
+#endif
     default:
         return 0;
     }
 }
 
 const char *kernel_name(KernelPath p) {
-    static const char *const names[KERNEL_COUNT] = {"scalar", "plain-c", "avx2", "avx512", "avx512-bf16"};
+    static const char *const names[KERNEL_COUNT] = {"scalar", "plain-c", "avx2", "avx512", "avx512-bf16", "neon"};
     return p >= 0 && p < KERNEL_COUNT ? names[p] : "?";
 }
 
@@ -79,6 +85,7 @@ KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype) {
         return KERNEL_AVX512_BF16;
     if (kernel_available(KERNEL_AVX512, weight_dtype)) return KERNEL_AVX512;
     if (kernel_available(KERNEL_AVX2, weight_dtype)) return KERNEL_AVX2;
+    if (kernel_available(KERNEL_NEON, weight_dtype)) return KERNEL_NEON;
     return KERNEL_C;
 }
 
@@ -100,6 +107,9 @@ void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, i
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
     case KERNEL_AVX2: matmul_avx2(out, x, w, T); return;
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+    case KERNEL_NEON: matmul_neon(out, x, w, T); return;
 #endif
     case KERNEL_SCALAR: matmul_scalar(out, x, w, T); return;
     default: matmul_plain_c(out, x, w, T); return;

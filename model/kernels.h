@@ -23,6 +23,7 @@ typedef enum {
     KERNEL_AVX2,         /* AVX2 + FMA intrinsics (__AVX2__ && __FMA__) */
     KERNEL_AVX512,       /* AVX-512F intrinsics (__AVX512F__) */
     KERNEL_AVX512_BF16,  /* vdpbf16ps (__AVX512BF16__): BF16 weights, activations rounded to bf16 */
+    KERNEL_NEON,         /* NEON intrinsics on 64-bit Arm (__aarch64__ && __ARM_NEON) */
     KERNEL_COUNT
 } KernelPath;
 

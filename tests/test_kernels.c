@@ -74,6 +74,7 @@ static double worst_error(const float *out, const float *ref, const float *x, co
 static void check_path(KernelPath p, DType dt) {
     static const int sizes[][3] = {   /* N, K, T */
         {1, 1, 1}, {5, 3, 1}, {37, 19, 1}, {37, 19, 2}, {64, 64, 3}, {33, 130, 4}, {67, 301, 17},
+        {21, 45, 2},     /* GEMV: 45 = 32 + 13, so the 8- and 4-wide remainder loops run */
         {100, 64, 48}, {129, 257, 50}, {256, 512, 64}, {40, 1000, 97},
         {70, 200, 80},   /* a last strip of 32 tokens: the two-vector kernel (50, 64: one vector) */
         {9, 2051, 49},   /* several k blocks on every path (bf16 pairs: 1025 units), odd K */
