@@ -244,6 +244,7 @@ static int cmd_generate(int argc, char **argv) {
     double t2 = now_seconds();
     int generated = pos - n_prompt;
     printf("\n");
+    fflush(stdout);   /* the text ends before the statistics, on a pipe too */
     fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n",
             n_prompt, n_prompt / (t1 - t0), generated, generated > 0 ? generated / (t2 - t1) : 0.0);
     rc = EXIT_OK;
