@@ -29,6 +29,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hub  # noqa: E402
 import torch_bin  # noqa: E402
+from atomic import atomic_output  # noqa: E402
 
 DTYPE_SIZES = {"F32": 4, "F16": 2, "BF16": 2}
 ST_MAX_HEADER = 100 * 1024 * 1024
@@ -342,29 +343,22 @@ def write_model(path, names, tensors, out_dtype):
     """Writes tensors[names] to path via a temp file, one tensor at a time; returns bytes written."""
     dtypes = {n: out_dtype or tensors[n].dtype for n in names}
     head = safetensors_header([(n, dtypes[n], tensors[n].shape) for n in names])
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    try:
-        with open(tmp, "wb") as out:
-            out.write(head)
-            for n in names:
-                t = tensors[n]
-                data = t.read()
-                if len(data) != t.numel * DTYPE_SIZES[t.dtype]:
-                    raise ExportError("tensor %s: short read" % n)
-                step = CONVERT_CHUNK * DTYPE_SIZES[t.dtype]   # bounded memory: Python floats are big
-                for i in range(0, len(data), step):
-                    out.write(convert(data[i:i + step], t.dtype, dtypes[n]))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_output(path) as out:
+        out.write(head)
+        for n in names:
+            t = tensors[n]
+            data = t.read()
+            if len(data) != t.numel * DTYPE_SIZES[t.dtype]:
+                raise ExportError("tensor %s: short read" % n)
+            step = CONVERT_CHUNK * DTYPE_SIZES[t.dtype]   # bounded memory: Python floats are big
+            for i in range(0, len(data), step):
+                out.write(convert(data[i:i + step], t.dtype, dtypes[n]))
     return os.path.getsize(path)
 
 
 def copy_file(src, dst):
-    tmp = "%s.tmp.%d" % (dst, os.getpid())
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+    with open(src, "rb") as f, atomic_output(dst) as out:
+        shutil.copyfileobj(f, out)
 
 
 # ---------------------------------------------------------------- tokenizer

@@ -20,11 +20,11 @@ import os
 import random
 import struct
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export  # noqa: E402  (config checks and the tensor list, shared with the exporter)
 import tokenizer_export  # noqa: E402
+from atomic import atomic_output  # noqa: E402
 
 ALIGNMENT = 64
 POOL_VALUES = 1 << 21
@@ -167,25 +167,14 @@ def write_gguf(folder, out_path, seed):
         raise GgufError("%s: the tokenizer has %d pieces, config.json says vocab_size %d"
                         % (folder, len(tok["pieces"]), dims["vocab_size"]))
     meta, plan = metadata(cfg, dims, tok), tensor_plan(dims)
-    out_dir = os.path.dirname(os.path.abspath(out_path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(out_path) + ".tmp.", dir=out_dir)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)
-            f.write(b"GGUF" + struct.pack("<IQQ", 3, len(plan), len(meta)))
-            for item in meta:
-                f.write(item)
-            for name, ggml_dims, ggml_type, _, offset in plan:
-                f.write(tensor_info(name, ggml_dims, ggml_type, offset))
-            f.write(b"\0" * (-f.tell() % ALIGNMENT))
-            write_data(f, plan, bf16_pool(seed))
-        os.replace(tmp, out_path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_output(out_path) as f:
+        f.write(b"GGUF" + struct.pack("<IQQ", 3, len(plan), len(meta)))
+        for item in meta:
+            f.write(item)
+        for name, ggml_dims, ggml_type, _, offset in plan:
+            f.write(tensor_info(name, ggml_dims, ggml_type, offset))
+        f.write(b"\0" * (-f.tell() % ALIGNMENT))
+        write_data(f, plan, bf16_pool(seed))
     return sum(p[3] for p in plan)
 
 

@@ -15,7 +15,9 @@ import os
 import re
 import struct
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from atomic import atomic_output  # noqa: E402
 
 MAGIC = b"KVQTOK01"
 MAX_PIECE_BYTES = 64          # the C reader's limit (tokenizer_piece_bytes writes into 64 bytes)
@@ -403,19 +405,8 @@ def read_tokenizer_bin(path):
 def write_tokenizer_bin(path, tok):
     """Writes tok to path through a temp file in the same folder and a rename."""
     data = tokenizer_bin_bytes(tok)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o644)      # mkstemp makes it 0600
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_output(path) as f:
+        f.write(data)
 
 
 def read_tokenizer(src):
