@@ -50,6 +50,13 @@ static inline float weight_at(DType dt, const void *row, int i) {
 /* The blocked loop around a microkernel. a: T rows of `units` 4-byte units (lda = units). */
 void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T);
 
+/* One path's GEMV on a block: out[t, r] for rows r0..r0+nr-1 of w and every t < T. */
+typedef void (*GemvRowsFn)(float *out, const float *x, const Matrix *w, int T, int r0, int nr);
+#define GEMV_BLOCK_ROWS 16
+/* The streaming GEMV loop around it (AVX2 and NEON): blocks of GEMV_BLOCK_ROWS rows, each
+ * thread its own contiguous run of them (model/worksplit.h), 8 blocks a claim. */
+void gemv_drive(GemvRowsFn rows, float *out, const float *x, const Matrix *w, int T);
+
 /* Panel packing for f32 paths: weights widened to float. */
 void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel);
 

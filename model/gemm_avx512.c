@@ -18,8 +18,6 @@
 #include "model/simd_avx512.h"
 #include "model/worksplit.h"
 
-/* Rows per GEMV work item. */
-#define GEMV_BLOCK 16
 #define BW_ROWS 8        /* weight rows per microkernel */
 #define BW_TOK 48        /* tokens per strip: three vectors of 16 */
 #define BW_KC 512        /* k units per block: a 96 KiB activation block, in L2 (256: 1.5% slower) */
@@ -447,7 +445,7 @@ static void gemv_one_block(float *const *outs, const Matrix *const *ws, const fl
                            void *scratch, const int *first, int b) {
     int m = 0;
     while (b >= first[m + 1]) m++;
-    int r0 = (b - first[m]) * GEMV_BLOCK, nr = min_int(ws[m]->rows - r0, GEMV_BLOCK);
+    int r0 = (b - first[m]) * GEMV_BLOCK_ROWS, nr = min_int(ws[m]->rows - r0, GEMV_BLOCK_ROWS);
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     if (bf16_act) {
         gemv_bf16_block(outs[m], scratch, ws[m], T, r0, nr);
@@ -465,7 +463,7 @@ void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
     double work = 0;
     first[0] = 0;
     for (int m = 0; m < n; m++) {
-        first[m + 1] = first[m] + (ws[m]->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
+        first[m + 1] = first[m] + (ws[m]->rows + GEMV_BLOCK_ROWS - 1) / GEMV_BLOCK_ROWS;
         work += (double)ws[m]->rows * ws[m]->cols * T;
     }
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)

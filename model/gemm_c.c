@@ -1,5 +1,6 @@
-/* model/gemm_c.c: the portable matmul paths and the blocked GEMM driver they share with
- * the AVX2 path (model/gemm_avx2.c). See model/gemm.h for the loop structure.
+/* model/gemm_c.c: the portable matmul paths, and the blocked GEMM and streaming GEMV drivers
+ * they share with the AVX2 and NEON paths (model/gemm_avx2.c, gemm_neon.c). See model/gemm.h
+ * for the loop structure.
  *   matmul_scalar:  the definition — one in-order f32 dot product per output.
  *   matmul_plain_c: the same blocking as the fast paths, in loops the compiler vectorizes. */
 #include "model/gemm.h"
@@ -77,6 +78,22 @@ void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const M
         long long p0, p1;
         while (work_split_next(&split, work_split_thread_index(), &p0, &p1))
             for (long long p = p0; p < p1; p++) gemm_panel(g, out, a, units, w, T, (int)p);
+    }
+}
+
+void gemv_drive(GemvRowsFn rows, float *out, const float *x, const Matrix *w, int T) {
+    int n_blocks = (w->rows + GEMV_BLOCK_ROWS - 1) / GEMV_BLOCK_ROWS;
+    double work = (double)w->rows * w->cols * T;
+    WorkSplit split;   /* as gemm_drive: one sequential stream of weight rows per thread */
+    work_split_init(&split, n_blocks, work_split_threads(work, PARALLEL_MIN_WORK), 8);
+    #pragma omp parallel num_threads(split.n_runs)
+    {
+        long long b0, b1;
+        while (work_split_next(&split, work_split_thread_index(), &b0, &b1))
+            for (long long b = b0; b < b1; b++) {
+                int r0 = (int)b * GEMV_BLOCK_ROWS;
+                rows(out, x, w, T, r0, min_int(GEMV_BLOCK_ROWS, w->rows - r0));
+            }
     }
 }
 

@@ -5,14 +5,10 @@
  * the shared blocked driver with a 6 tokens x 16 rows microkernel (24 of the 32 q registers). */
 #include "model/gemm.h"
 #include "model/kernels.h"
-#include "model/worksplit.h"
 #include "quant/half.h"
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #endif
-
-/* Rows per GEMV work item (each row is still read on its own, front to back). */
-#define GEMV_BLOCK 16
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
 
@@ -45,22 +41,11 @@ static inline void gemv4_block(DType dt, float *out, const float *x, const Matri
     }
 }
 
-static void gemv_neon(float *out, const float *x, const Matrix *w, int T) {
-    int n_blocks = (w->rows + GEMV_BLOCK - 1) / GEMV_BLOCK;
-    double work = (double)w->rows * w->cols * T;
-    WorkSplit split;   /* each thread its own run of row blocks, as in the other GEMVs */
-    work_split_init(&split, n_blocks, work_split_threads(work, PARALLEL_MIN_WORK), 8);
-    #pragma omp parallel num_threads(split.n_runs)
-    {
-        long long b0, b1;
-        while (work_split_next(&split, work_split_thread_index(), &b0, &b1))
-            for (int b = (int)b0; b < b1; b++) {
-                int r0 = b * GEMV_BLOCK, nr = w->rows - r0 < GEMV_BLOCK ? w->rows - r0 : GEMV_BLOCK;
-                if (w->dtype == DT_BF16) gemv4_block(DT_BF16, out, x, w, T, r0, nr);
-                else if (w->dtype == DT_F16) gemv4_block(DT_F16, out, x, w, T, r0, nr);
-                else gemv4_block(DT_F32, out, x, w, T, r0, nr);
-            }
-    }
+/* A block of rows for gemv_drive (model/gemm_c.c); the dtype is a constant in each inlined loop. */
+static void gemv_rows_neon(float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
+    if (w->dtype == DT_BF16) gemv4_block(DT_BF16, out, x, w, T, r0, nr);
+    else if (w->dtype == DT_F16) gemv4_block(DT_F16, out, x, w, T, r0, nr);
+    else gemv4_block(DT_F32, out, x, w, T, r0, nr);
 }
 
 #define NEON_MR 6
@@ -93,7 +78,7 @@ static void kernel_neon(int kc, const void *a_, size_t lda, const void *panel, f
 
 void matmul_neon(float *out, const float *x, const Matrix *w, int T) {
     if (T < GEMV_MAX_T) {
-        gemv_neon(out, x, w, T);
+        gemv_drive(gemv_rows_neon, out, x, w, T);
         return;
     }
     static const GemmSpec spec = {NEON_MR, NEON_NR, pack_panel_f32, kernel_neon};
