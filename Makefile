@@ -1,9 +1,13 @@
 # kvq build. `make` builds ./run; `make test` builds and runs the test suite;
 # `make OMP=0` builds without OpenMP; `make SANITIZE=1 test` adds ASan/UBSan.
 CC      ?= cc
-OMP     ?= 1
 SANITIZE ?= 0
-CFLAGS  ?= -O3 -march=native
+# OpenMP and -march=native are used when the compiler takes them, so that a plain `make`
+# builds everywhere: Apple's clang has no OpenMP (the build is then single-threaded; with
+# Homebrew's libomp or gcc it is not) and older versions refuse -march=native on Arm.
+compiles = $(shell printf 'int main(void) { return 0; }\n' | $(CC) $(1) -x c - -o /dev/null 2>/dev/null && echo 1)
+OMP     ?= $(if $(call compiles,-fopenmp),1,0)
+CFLAGS  ?= -O3 $(if $(call compiles,-march=native),-march=native)
 # `make KVQ_PORTABLE=1`: no -march=native, so only the plain-C kernels (runs on any CPU).
 ifeq ($(KVQ_PORTABLE),1)
 CFLAGS  := $(filter-out -march=native,$(CFLAGS))
