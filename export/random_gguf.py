@@ -16,6 +16,7 @@ model without one). Written through a temp file and a rename; exit status 0 on s
 "random_gguf: <what>" on any error. GGUF version 3 as in ggml's docs/gguf.md. Python 3 standard library only.
 """
 import argparse
+import math
 import os
 import random
 import struct
@@ -121,10 +122,7 @@ def tensor_plan(dims):
     plan, offset = [], 0
     for hf_name, shape in export.expected_shapes(dims).items():
         ggml_type = GGML_F32 if len(shape) == 1 else GGML_BF16
-        n = 1
-        for d in shape:
-            n *= d
-        size = n * (4 if ggml_type == GGML_F32 else 2)
+        size = math.prod(shape) * (4 if ggml_type == GGML_F32 else 2)
         plan.append((gguf_name(hf_name), tuple(reversed(shape)), ggml_type, size, offset))
         offset += -(-size // ALIGNMENT) * ALIGNMENT
     return plan
