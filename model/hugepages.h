@@ -9,5 +9,8 @@
 void *huge_alloc(size_t bytes);
 /* n * size bytes of zeros; NULL when out of memory or when n * size overflows. */
 void *huge_calloc(size_t n, size_t size);
+/* A working buffer of bytes, 64-byte aligned: on huge pages from 2 MiB up, from malloc below
+ * (a small buffer would otherwise hold a whole 2 MiB page). NULL when out of memory. */
+void *buffer_alloc(size_t bytes);
 
 #endif
