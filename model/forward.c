@@ -59,20 +59,20 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     double att = s->n_threads * (ATT_TOKENS * group * (c->max_seq_len + c->head_dim / 2.0 + 1) + 2.0 * ATT_POSITIONS * c->head_dim);
     if (att * sizeof(float) > 1e15 || (double)max_batch * widest * sizeof(float) > 1e15)
         return error_set(err, "a batch of %d tokens with this config needs more memory than exists", max_batch);
-    s->x = buffer_alloc(T * c->dim * sizeof(float));
-    s->xb = buffer_alloc(T * c->dim * sizeof(float));
-    s->xb2 = buffer_alloc(T * c->dim * sizeof(float));
-    s->q = buffer_alloc(T * c->dim * sizeof(float));
-    s->k = buffer_alloc(T * kv_dim * sizeof(float));
-    s->v = buffer_alloc(T * kv_dim * sizeof(float));
-    s->hb = buffer_alloc(T * c->hidden_dim * sizeof(float));
-    s->hb2 = buffer_alloc(T * c->hidden_dim * sizeof(float));
-    s->att = buffer_alloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
+    s->x = huge_alloc(T * c->dim * sizeof(float));
+    s->xb = huge_alloc(T * c->dim * sizeof(float));
+    s->xb2 = huge_alloc(T * c->dim * sizeof(float));
+    s->q = huge_alloc(T * c->dim * sizeof(float));
+    s->k = huge_alloc(T * kv_dim * sizeof(float));
+    s->v = huge_alloc(T * kv_dim * sizeof(float));
+    s->hb = huge_alloc(T * c->hidden_dim * sizeof(float));
+    s->hb2 = huge_alloc(T * c->hidden_dim * sizeof(float));
+    s->att = huge_alloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
     s->logits = malloc(T * c->vocab_size * sizeof(float));
     s->rope_cs = malloc(T * c->head_dim * sizeof(float));
     /* mlp_swiglu_add's need, the largest; in size_t: each size may be up to 2^30 */
     size_t scratch = matmul_scratch_bytes(max_batch, (size_t)c->hidden_dim + (size_t)c->dim);
-    s->mm_scratch = buffer_alloc(scratch);
+    s->mm_scratch = huge_alloc(scratch);
     if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits || !s->rope_cs) {
         runstate_free(s);
         return error_set(err, "out of memory for a batch of %d tokens", max_batch);

@@ -16,9 +16,12 @@
 #define HUGE_PAGE ((size_t)2 << 20)
 
 void *huge_alloc(size_t bytes) {
+    if (bytes < HUGE_PAGE) {   /* a small buffer would otherwise hold a whole 2 MiB page */
+        size_t lines = bytes == 0 ? 1 : (bytes + 63) / 64;   /* aligned_alloc wants a multiple */
+        return aligned_alloc(64, lines * 64);
+    }
     if (bytes > SIZE_MAX - HUGE_PAGE) return NULL;
     size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    if (rounded == 0) rounded = HUGE_PAGE;
     void *p = aligned_alloc(HUGE_PAGE, rounded);
 #ifdef MADV_HUGEPAGE
     if (p) madvise(p, rounded, MADV_HUGEPAGE);   /* advice only: failure changes nothing */
@@ -31,10 +34,4 @@ void *huge_calloc(size_t n, size_t size) {
     void *p = huge_alloc(n * size);
     if (p) memset(p, 0, n * size);
     return p;
-}
-
-void *buffer_alloc(size_t bytes) {
-    if (bytes >= HUGE_PAGE) return huge_alloc(bytes);
-    size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;   /* aligned_alloc wants a multiple */
-    return aligned_alloc(64, rounded);
 }
