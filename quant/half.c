@@ -2,6 +2,9 @@
  * manipulation so the results do not depend on compiler support for _Float16
  * or on the FPU's rounding mode. Every rounding is to nearest, ties to even. */
 #include "quant/half.h"
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 static uint32_t float_bits(float f) {
     uint32_t u;
@@ -90,4 +93,21 @@ uint16_t f32_to_bf16(float f) {
      * propagates into the exponent and, at the top, to infinity. */
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
+}
+
+void f32_to_f16_bytes(const float *x, size_t n, unsigned char *p) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = f32_to_f16(x[i]);
+        p[2 * i] = (unsigned char)(h & 0xffu);
+        p[2 * i + 1] = (unsigned char)(h >> 8);
+    }
+}
+
+void f16_bytes_to_f32(const unsigned char *p, size_t n, float *out) {
+    size_t i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16)   /* F16C widening: exact, so the same values as f16_to_f32 */
+        _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2 * i))));
+#endif
+    for (; i < n; i++) out[i] = f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
 }

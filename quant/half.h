@@ -4,6 +4,7 @@
 #ifndef KVQ_HALF_H
 #define KVQ_HALF_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -18,6 +19,11 @@ static inline float bf16_to_f32(uint16_t b) {
     memcpy(&f, &u, sizeof f);
     return f;
 }
+
+/* n values to and from little-endian fp16 bytes (2 per value), as codecs and the KV cache
+ * store them; the widening uses the CPU's F16C conversion where there is one (exact either way). */
+void f32_to_f16_bytes(const float *x, size_t n, unsigned char *p);
+void f16_bytes_to_f32(const unsigned char *p, size_t n, float *out);
 
 /* Rounds f to the nearest representable half and back (what storing in fp16 does). */
 static inline float round_to_f16(float f) { return f16_to_f32(f32_to_f16(f)); }

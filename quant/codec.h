@@ -1,0 +1,93 @@
+/* quant/codec.h: the base quantizers of the scheme language ("codecs") and their table.
+ *
+ * A KV-cache scheme is written as a base and modifiers, "int4-g64+had" (quant/scheme.h). The
+ * base is one codec: one row of the table in quant/codecs.c, like one of ggml's type traits,
+ * whose functions live in one file quant/codec_*.c. A codec only turns values into bytes and
+ * back. Everything else (rotation, outliers, residual window, sinks, pre-RoPE keys) is a
+ * modifier, written once in quant/scheme.c or model/kvcache.c, and composes with every codec.
+ *
+ * Units. A codec stores a *unit*: one row of n values (a channel-axis codec; in the KV cache a
+ * row is one position of one KV head, n = head_dim), or, for a token-axis codec (intB-tG), the
+ * G rows of G consecutive positions, each channel quantized along them. Units are stored back
+ * to back, unit_bytes(n) bytes each, so row r of a run of units is row r % G of unit r / G.
+ *
+ * Inner domain. A codec may rotate a row before it quantizes it (tq: random signs and a
+ * Hadamard transform). Its decode then returns values in that rotated "inner" domain and
+ * `rotate` maps rows between the two, so attention can rotate each query once instead of
+ * rotating every cached row back. Codecs without a rotation leave it NULL.
+ *
+ * Every function is pure arithmetic: no allocation, no I/O, no global state. NaN and infinite
+ * inputs give a defined result (each codec's file says which), never a crash. */
+#ifndef KVQ_CODEC_H
+#define KVQ_CODEC_H
+
+#include <stddef.h>
+
+typedef enum { KV_AXIS_CHANNELS = 0, KV_AXIS_TOKENS = 1 } KvAxis;
+typedef enum { KV_TO_INNER = 0, KV_FROM_INNER = 1 } KvRotation;
+
+typedef struct KvCodec KvCodec;
+
+/* A base with its parameters, as parsed from its name ("int4-g64-asym", "tq3", "q4_0"). */
+typedef struct {
+    const KvCodec *codec;
+    int bits;          /* bits of one stored code (fp32: 32, fp16 and bf16: 16, fp8: 8, q4_0: 4, tq3: 3) */
+    int group;         /* values that share parameters: G along the row (intB-gG, nf4-gG; 32 for q*),
+                          G positions (intB-tG), 0 for codecs without groups */
+    int asym;          /* intB: 1 for "-asym" (a scale and a minimum per group) */
+    KvAxis axis;       /* KV_AXIS_TOKENS for intB-tG */
+    int rows;          /* rows per unit: G for a token-axis codec, else 1 */
+    int llama_order;   /* key rows are quantized in llama.cpp's channel order (q8_0 ... q5_1) */
+    char name[32];     /* canonical spelling, as written in a scheme */
+} KvBase;
+
+struct KvCodec {
+    const char *syntax;    /* how the base is written: "intB-gG[-asym]" */
+    const char *summary;   /* one line for ./run schemes */
+    const char *examples;  /* space-separated names listed with their bits by ./run schemes */
+    /* Fills b from a base name: 1 when the name is this codec's and its parameters are valid,
+     * 0 when the name is not this codec's, -1 when it is but a parameter is not (why says which). */
+    int (*parse)(const char *name, KvBase *b, char *why, size_t why_len);
+    /* 1 when b can store rows of n values (divisibility, powers of two), else 0 and why. */
+    int (*check)(const KvBase *b, int n, char *why, size_t why_len);
+    /* Bytes of one unit for rows of n values. */
+    size_t (*unit_bytes)(const KvBase *b, int n);
+    /* Quantizes one unit: x holds b->rows rows of n values. */
+    void (*encode)(const KvBase *b, const float *x, int n, void *unit);
+    /* Rows r0 .. r0+count-1 of the units starting at `units`, dequantized into out[count][n]
+     * (in the inner domain when the codec has a rotation). */
+    void (*decode)(const KvBase *b, const void *units, int n, int r0, int count, float *out);
+    /* Optional: the same rows transposed for attention's key blocks, kt[i * 64 + p] = value i
+     * of row r0 + p for p < count (count <= 64), 0 beyond. Returns 0 when it has no faster way
+     * for these parameters than decode and a transpose, which the caller then does (NULL: never). */
+    int (*decode_t64)(const KvBase *b, const void *units, int n, int r0, int count, float *kt);
+    /* Optional: the codec's rotation of one row of n values, in place (see Inner domain). */
+    void (*rotate)(const KvBase *b, float *x, int n, KvRotation direction);
+};
+
+/* Parses a base name against every row of the table; 0 on success, else -1 with why
+ * ("unknown base 'int4-x64'", or the codec's own complaint about a parameter). */
+int kv_base_parse(const char *name, KvBase *b, char *why, size_t why_len);
+/* b->codec->check with the codec-independent limits (n > 0). */
+int kv_base_check(const KvBase *b, int n, char *why, size_t why_len);
+/* Stored bits per value of b on rows of n values: 8 * unit_bytes / (rows * n). */
+double kv_base_bits(const KvBase *b, int n);
+
+/* The table, for listings and tests. */
+int kv_codec_count(void);
+const KvCodec *kv_codec_at(int i);
+
+/* Helpers for the codecs' parse functions (quant/codecs.c). */
+/* Reads a decimal number at *p in [lo, hi] and advances *p; -1 if there is none or it is out of range. */
+int kv_parse_number(const char **p, int lo, int hi, int *out);
+/* 1 if s starts with prefix; then *rest points after it. */
+int kv_parse_prefix(const char *s, const char *prefix, const char **rest);
+
+/* Little-endian fp16 fields inside packed units. */
+static inline void kv_put_u16(unsigned char *p, unsigned v) {
+    p[0] = (unsigned char)(v & 0xffu);
+    p[1] = (unsigned char)(v >> 8);
+}
+static inline unsigned kv_get_u16(const unsigned char *p) { return (unsigned)(p[0] | p[1] << 8); }
+
+#endif

@@ -1,0 +1,72 @@
+/* quant/codecs.c: the table of base quantizers (quant/codec.h) and base-name parsing.
+ * One row per codec, like ggml's type traits: adding a codec means writing its file
+ * quant/codec_<name>.c, which defines one `const KvCodec`, and adding it here (the extern
+ * and the row). */
+#include <stdio.h>
+#include <string.h>
+#include "quant/codec.h"
+
+extern const KvCodec kv_codec_fp32, kv_codec_fp16, kv_codec_bf16;
+extern const KvCodec kv_codec_int;
+
+static const KvCodec *const CODECS[] = {
+    &kv_codec_fp32,
+    &kv_codec_fp16,
+    &kv_codec_bf16,
+    &kv_codec_int,
+};
+
+#define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
+
+int kv_codec_count(void) { return N_CODECS; }
+
+const KvCodec *kv_codec_at(int i) { return i >= 0 && i < N_CODECS ? CODECS[i] : NULL; }
+
+int kv_base_parse(const char *name, KvBase *b, char *why, size_t why_len) {
+    for (int i = 0; i < N_CODECS; i++) {
+        memset(b, 0, sizeof *b);
+        int got = CODECS[i]->parse(name, b, why, why_len);
+        if (got < 0) return -1;
+        if (got > 0) {
+            b->codec = CODECS[i];
+            if (b->rows < 1) b->rows = 1;
+            return 0;
+        }
+    }
+    memset(b, 0, sizeof *b);
+    snprintf(why, why_len, "unknown base '%.40s' (./run schemes lists them)", name);
+    return -1;
+}
+
+int kv_base_check(const KvBase *b, int n, char *why, size_t why_len) {
+    if (n < 1) {
+        snprintf(why, why_len, "rows of %d values", n);
+        return 0;
+    }
+    return b->codec->check(b, n, why, why_len);
+}
+
+double kv_base_bits(const KvBase *b, int n) {
+    return 8.0 * (double)b->codec->unit_bytes(b, n) / ((double)b->rows * n);
+}
+
+int kv_parse_number(const char **p, int lo, int hi, int *out) {
+    const char *s = *p;
+    long v = 0;
+    if (*s < '0' || *s > '9') return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        v = v * 10 + (*s - '0');
+        if (v > hi) return -1;   /* also stops before a long overflows */
+    }
+    if (v < lo) return -1;
+    *out = (int)v;
+    *p = s;
+    return 0;
+}
+
+int kv_parse_prefix(const char *s, const char *prefix, const char **rest) {
+    size_t n = strlen(prefix);
+    if (strncmp(s, prefix, n) != 0) return 0;
+    *rest = s + n;
+    return 1;
+}
