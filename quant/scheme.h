@@ -1,0 +1,106 @@
+/* quant/scheme.h: the KV-cache scheme language — a base and modifiers, per layer, keys and
+ * values apart — and the arithmetic of one cached row under a scheme.
+ *
+ *   SPEC    := BASE ( "+" MOD )*                 "int4-g64+had", "int2-t32-asym+res128"
+ *   LAYERED := SPEC ( ";" L[-L] ":" SPEC )*      "int2-g64;0:int8-g64;21:int8-g64"
+ *
+ * Bases are the codecs of quant/codec.h. Modifiers, each written once:
+ *   +had      rotate every row by the orthonormal Hadamard H before the base (here)
+ *   +outK     keep the K largest |x| of each row as fp16 + index, beside the base (here)
+ *   +resR     the R most recent positions stay full precision        (cache policy, model/kvcache)
+ *   +sinkS    the first S positions stay full precision               (cache policy)
+ *   +prerope  keys are quantized before RoPE; RoPE after decoding      (cache policy)
+ * plus one rule of the llama.cpp bases: a key row is quantized in llama.cpp's channel order
+ * (0, d/2, 1, d/2+1, ...), where each RoPE pair sits side by side.
+ *
+ * The domain of a row. What the cache stores, and what decoding returns, is a row in the
+ * spec's *domain*: the natural row x reordered (llama.cpp keys), rotated by H (+had), and
+ * rotated by the codec's own inner rotation (tq) when no outliers need the values back in
+ * between. Every step is orthogonal, so a query dotted with a decoded key equals the query
+ * moved into the domain (kv_spec_to_domain) dotted with the stored row, and a weighted sum of
+ * decoded values moved back once (kv_spec_from_domain) equals the sum of the natural values:
+ * attention pays O(d log d) per query and head, not per cached row.
+ *
+ * All functions are pure arithmetic: no allocation, no I/O, no global state. */
+#ifndef KVQ_SCHEME_H
+#define KVQ_SCHEME_H
+
+#include <stddef.h>
+#include "quant/codec.h"
+
+#define KV_MAX_OUTLIERS 64       /* +outK: K <= 64, and rows of at most 256 values (u8 indices) */
+#define KV_MAX_LAYER_ITEMS 16    /* ";L:SPEC" overrides in one LAYERED value */
+#define KV_MAX_WINDOW 1000000    /* +resR, +sinkS: positions */
+
+typedef enum { KV_SIDE_UNBOUND = 0, KV_SIDE_KEYS = 1, KV_SIDE_VALUES = 2 } KvSide;
+
+typedef struct {
+    KvBase base;
+    int hadamard;      /* +had */
+    int prerope;       /* +prerope */
+    int residual;      /* +resR: R, else 0 */
+    int sinks;         /* +sinkS: S, else 0 */
+    int outliers;      /* +outK: K, else 0 */
+    KvSide side;       /* set by kv_layered_bind: keys are reordered for llama.cpp bases */
+    char text[96];     /* canonical spelling: base, then had, prerope, out, res, sink */
+} KvSpec;
+
+typedef struct {
+    int first, last;   /* layers, 0-based, inclusive */
+    KvSpec spec;
+} KvLayerItem;
+
+typedef struct {
+    KvSpec all;                               /* every layer not named by an item */
+    int n_items;
+    KvLayerItem items[KV_MAX_LAYER_ITEMS];    /* later items win */
+    char text[512];                           /* canonical spelling of the whole value */
+} KvLayered;
+
+/* ---- parsing and checking ---- */
+
+/* One SPEC. 0, or -1 with why naming the offending part ("unknown modifier '+foo'"). */
+int kv_spec_parse(const char *text, KvSpec *spec, char *why, size_t why_len);
+/* A LAYERED value; syntax only (layer numbers are checked by kv_layered_bind). */
+int kv_layered_parse(const char *text, KvLayered *l, char *why, size_t why_len);
+/* Checks l against a model (layer range, head_dim divisibility and powers of two, +prerope only
+ * on keys, +out only on channel-axis bases) and records which side it is for. 0 or -1 + why. */
+int kv_layered_bind(KvLayered *l, int n_layers, int head_dim, KvSide side, char *why, size_t why_len);
+/* The spec of one layer. */
+const KvSpec *kv_layered_at(const KvLayered *l, int layer);
+/* 1 when every layer is plain fp32 with no modifiers: the cache is the computed values. */
+int kv_layered_is_fp32(const KvLayered *l);
+
+/* 1 when spec is plain fp32 (no modifier changes a value). */
+int kv_spec_is_fp32(const KvSpec *spec);
+
+/* ---- sizes and bits ---- */
+
+/* Rows per stored unit: G for a token-axis base, else 1. */
+static inline int kv_spec_rows_per_unit(const KvSpec *spec) { return spec->base.rows; }
+/* Bytes of one unit for rows of n values: the codec's bytes, then per row K outliers (fp16 value
+ * and u8 index each). */
+size_t kv_spec_unit_bytes(const KvSpec *spec, int n);
+/* Stored bits per value of the quantized part (SCHEMES.md §6). */
+double kv_spec_stored_bits(const KvSpec *spec, int n);
+/* Effective bits per value over a cache of ctx positions, full-precision positions at 16 bits. */
+double kv_spec_effective_bits(const KvSpec *spec, int n, int ctx);
+/* With n positions written, positions [sinks, end) hold quantized values, the rest full
+ * precision (SCHEMES.md §4, +res): end = max(S, n - R), or for a token-axis base
+ * S + G * floor(max(0, n - S - R) / G). */
+int kv_spec_quantized_end(const KvSpec *spec, int n);
+
+/* ---- one row's arithmetic ---- */
+
+/* x (n values) from the natural order into the spec's domain, in place, and back. */
+void kv_spec_to_domain(const KvSpec *spec, float *x, int n);
+void kv_spec_from_domain(const KvSpec *spec, float *x, int n);
+/* Quantizes one unit: x holds rows_per_unit natural rows of n values; scratch holds as many. */
+void kv_spec_encode(const KvSpec *spec, const float *x, int n, void *unit, float *scratch);
+/* Rows r0 .. r0+count-1 of a run of units, in the spec's domain, into out[count][n]. */
+void kv_spec_decode(const KvSpec *spec, const void *units, int n, int r0, int count, float *out);
+/* The same rows transposed, kt[i * 64 + p] (count <= 64, zeros beyond), when the codec has a
+ * faster way than decode + transpose; else 0 and kt untouched. */
+int kv_spec_decode_t64(const KvSpec *spec, const void *units, int n, int r0, int count, float *kt);
+
+#endif
