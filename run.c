@@ -156,6 +156,15 @@ static const KvScheme *scheme_or_error(const char *name, char *bad, size_t n) {
     return s;
 }
 
+/* A LAYERED scheme value of a flag (quant/scheme.h); syntax errors go to bad. Checks against the
+ * model (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
+static int layered_or_error(const char *text, KvLayered *out, char *bad, size_t n) {
+    char why[160];
+    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
+    snprintf(bad, n, "KV scheme '%.60s': %.160s", text, why);
+    return -1;
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -192,7 +201,8 @@ static int cmd_generate(int argc, char **argv) {
         else unknown_arg(&a);
     }
     if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    const KvScheme *scheme = a.bad[0] ? NULL : scheme_or_error(scheme_name, a.bad, sizeof a.bad);
+    KvLayered scheme;
+    if (!a.bad[0]) layered_or_error(scheme_name, &scheme, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("generate", a.bad);
     if (!seed_set) seed = (unsigned long long)time(NULL);
 
@@ -217,7 +227,7 @@ static int cmd_generate(int argc, char **argv) {
         goto done;
     }
     if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, &err) ||
-        kv_cache_init(&kv, c, steps, scheme, scheme, &err) ||
+        kv_cache_init(&kv, c, steps, s.max_batch, &scheme, &scheme, L.model.rope_inv_freq, &err) ||
         sampler_init(&sampler, c->vocab_size, temperature, top_p, seed, &err)) {
         fprintf(stderr, "generate: %s\n", err.msg);
         goto done;
@@ -308,7 +318,8 @@ static int cmd_logits(int argc, char **argv) {
         else unknown_arg(&a);
     }
     if (!a.bad[0] && (!dir || !list)) snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and --tokens");
-    const KvScheme *scheme = a.bad[0] ? NULL : scheme_or_error(scheme_name, a.bad, sizeof a.bad);
+    KvLayered scheme;
+    if (!a.bad[0]) layered_or_error(scheme_name, &scheme, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("logits", a.bad);
 
     Error err;
@@ -321,7 +332,7 @@ static int cmd_logits(int argc, char **argv) {
     if (n > c->max_seq_len) { fprintf(stderr, "logits: %d tokens exceed the context of %d\n", n, c->max_seq_len); goto done; }
     RunState s;
     KvCache kv;
-    if (runstate_init(&s, c, n, &err) || kv_cache_init(&kv, c, n, scheme, scheme, &err)) {
+    if (runstate_init(&s, c, n, &err) || kv_cache_init(&kv, c, n, n, &scheme, &scheme, L.model.rope_inv_freq, &err)) {
         fprintf(stderr, "logits: %s\n", err.msg);
         goto done;
     }
@@ -428,9 +439,12 @@ static int cmd_ppl(int argc, char **argv) {
     if (!a.bad[0] && strcmp(precision, "exact") && strcmp(precision, "bf16"))
         snprintf(a.bad, sizeof a.bad, "--precision must be exact or bf16");
     PplOptions o = {0};
-    o.k_scheme = a.bad[0] ? NULL : scheme_or_error(ks ? ks : kv ? kv : "fp32", a.bad, sizeof a.bad);
-    o.v_scheme = a.bad[0] ? NULL : scheme_or_error(vs ? vs : kv ? kv : "fp32", a.bad, sizeof a.bad);
+    KvLayered k_scheme, v_scheme;
+    if (!a.bad[0]) layered_or_error(ks ? ks : kv ? kv : "fp32", &k_scheme, a.bad, sizeof a.bad);
+    if (!a.bad[0]) layered_or_error(vs ? vs : kv ? kv : "fp32", &v_scheme, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("ppl", a.bad);
+    o.k_scheme = &k_scheme;
+    o.v_scheme = &v_scheme;
 
     Error err;
     ModelDir L;
@@ -445,7 +459,7 @@ static int cmd_ppl(int argc, char **argv) {
     o.shard_index = shard_i;
     o.shard_count = shard_n;
     o.batch = batch < o.ctx ? batch : o.ctx;
-    o.compare = !no_compare && (strcmp(o.k_scheme->name, "fp32") || strcmp(o.v_scheme->name, "fp32"));
+    o.compare = !no_compare && !(kv_layered_is_fp32(&k_scheme) && kv_layered_is_fp32(&v_scheme));
     Progress progress;
     progress_init(&progress, "ppl", quiet);
     o.progress = progress_update;
@@ -463,8 +477,8 @@ static int cmd_ppl(int argc, char **argv) {
     progress_finish(&progress);
     snprintf(report.model, sizeof report.model, "%s", dir);
     snprintf(report.text_file, sizeof report.text_file, "%s", text_file);
-    snprintf(report.k_scheme, sizeof report.k_scheme, "%s", o.k_scheme->name);
-    snprintf(report.v_scheme, sizeof report.v_scheme, "%s", o.v_scheme->name);
+    snprintf(report.k_scheme, sizeof report.k_scheme, "%s", k_scheme.text);
+    snprintf(report.v_scheme, sizeof report.v_scheme, "%s", v_scheme.text);
     snprintf(report.precision, sizeof report.precision, "%s", precision);
     report.protocol_llamacpp = o.protocol == PPL_LLAMACPP;
     report.ctx = o.ctx;
@@ -753,9 +767,12 @@ static int cmd_validate(int argc, char **argv) {
         else if (flag(&a, "json", 0)) json = 1;
         else unknown_arg(&a);
     }
-    o.k_scheme = a.bad[0] ? NULL : scheme_or_error(ks ? ks : kv, a.bad, sizeof a.bad);
-    o.v_scheme = a.bad[0] ? NULL : scheme_or_error(vs ? vs : kv, a.bad, sizeof a.bad);
+    KvLayered k_scheme, v_scheme;
+    if (!a.bad[0]) layered_or_error(ks ? ks : kv, &k_scheme, a.bad, sizeof a.bad);
+    if (!a.bad[0]) layered_or_error(vs ? vs : kv, &v_scheme, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("validate", a.bad);
+    o.k_scheme = &k_scheme;
+    o.v_scheme = &v_scheme;
     if (o.model_dir) o.model_note = "--model";
     else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o.model_dir = TINYLLAMA_DIR; o.model_note = "exported TinyLlama"; }
     else { o.model_dir = BUNDLED_MODEL; o.model_note = "bundled"; }
@@ -800,8 +817,8 @@ static int cmd_bench(int argc, char **argv) {
         else if (flag(&a, "p", 1)) parse_int(&a, "p", 1, 1 << 16, &o.prompt);
         else if (flag(&a, "n", 1)) parse_int(&a, "n", 1, 1 << 16, &o.gen);
         else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 0, 1 << 20, &o.long_ctx);
-        else if (flag(&a, "kv-scheme", 1)) o.scheme = scheme_or_error(a.value, a.bad, sizeof a.bad);
-        else if (flag(&a, "long-scheme", 1)) o.long_scheme = scheme_or_error(a.value, a.bad, sizeof a.bad);
+        else if (flag(&a, "kv-scheme", 1)) layered_or_error(a.value, &o.scheme, a.bad, sizeof a.bad);
+        else if (flag(&a, "long-scheme", 1)) layered_or_error(a.value, &o.long_scheme, a.bad, sizeof a.bad);
         else if (flag(&a, "threads", 1)) parse_int(&a, "threads", 1, 1024, &o.threads);
         else if (flag(&a, "repeat", 1)) parse_int(&a, "repeat", 1, 64, &o.repeats);
         else if (flag(&a, "dtype", 1)) dtype = a.value;

@@ -47,8 +47,9 @@ void bench_default_options(BenchOptions *o) {
     o->prompt = 512;
     o->gen = 64;
     o->long_ctx = 2048;
-    o->scheme = kv_scheme_find("fp32");
-    o->long_scheme = kv_scheme_find("int4-g64");
+    char why[128];
+    kv_layered_parse("fp32", &o->scheme, why, sizeof why);
+    kv_layered_parse("int4-g64", &o->long_scheme, why, sizeof why);
     o->repeats = 3;
     o->probe_machine = 1;
 }
@@ -177,10 +178,10 @@ static double weight_bytes(const Model *m) {
     return b;
 }
 
-/* Bytes a decode step at context ctx reads: the weights and ctx cached rows per layer and KV head. */
-static double decode_bytes(const Model *m, const KvCache *kv, double ctx) {
-    const Config *c = &m->config;
-    return weight_bytes(m) + ctx * (double)(kv->k_row_bytes + kv->v_row_bytes) * c->n_kv_heads * c->n_layers;
+/* Bytes a decode step at context ctx reads: the weights and ctx cached positions (position_bytes
+ * each: every layer's keys and values of every KV head, in their stored form). */
+static double decode_bytes(const Model *m, double position_bytes, double ctx) {
+    return weight_bytes(m) + ctx * position_bytes;
 }
 
 /* One plain read pass over w's bytes (8 at a time, unaligned loads): a checksum, so that the
@@ -211,8 +212,8 @@ static double read_weights_gbytes(const Model *m) {
 
 /* A decode run's bytes per second (tok_s steps at context ctx of a cache shaped like shape) as
  * a fraction of a read pass over the same weights made now, right after it. */
-static double read_fraction(const Model *m, const KvCache *shape, double ctx, double tok_s) {
-    return decode_bytes(m, shape, ctx) * tok_s * 1e-9 / read_weights_gbytes(m);
+static double read_fraction(const Model *m, double position_bytes, double ctx, double tok_s) {
+    return decode_bytes(m, position_bytes, ctx) * tok_s * 1e-9 / read_weights_gbytes(m);
 }
 
 static int by_value(const void *a, const void *b) {
@@ -243,7 +244,10 @@ static void fill_cache(KvCache *kv, const Config *c, int from, int to, float *k,
             k[i] = (float)((int)(state >> 40) - (1 << 23)) / (float)(1 << 23);
             v[i] = -0.5f * k[i];
         }
-        for (int l = 0; l < c->n_layers; l++) kv_cache_write(kv, l, p, k, v);
+        for (int l = 0; l < c->n_layers; l++) {
+            kv_cache_write(kv, l, p, k, v, NULL);
+            kv_cache_commit(kv, l, p, p + 1);
+        }
     }
     if (to > kv->len) kv->len = to;
 }
@@ -255,12 +259,14 @@ static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *t
     return gen / (now() - t0);
 }
 
-/* One long-context decode measurement with scheme: cache filled to ctx - gen, then gen steps. */
-static double time_long(const Model *m, RunState *s, const KvScheme *scheme, int ctx, int gen, const int *tokens,
-                        Error *err) {
+/* One long-context decode measurement with scheme (NULL: fp32): cache filled to ctx - gen, then
+ * gen steps. position_bytes: the cache's bytes per position. */
+static double time_long(const Model *m, RunState *s, const KvLayered *scheme, int ctx, int gen, const int *tokens,
+                        double *position_bytes, Error *err) {
     const Config *c = &m->config;
     KvCache kv;
-    if (kv_cache_init(&kv, c, ctx, scheme, scheme, err)) return -1;
+    if (kv_cache_init(&kv, c, ctx, 1, scheme, scheme, m->rope_inv_freq, err)) return -1;
+    *position_bytes = kv_cache_position_bytes(&kv);
     float *k = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
     float *v = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
     double rate = -1;
@@ -284,7 +290,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     RunState s;
     KvCache kv;
     if (runstate_init(&s, c, o->prompt, err)) return -1;
-    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->scheme, o->scheme, err)) {
+    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, &o->scheme, &o->scheme, m->rope_inv_freq, err)) {
         runstate_free(&s);
         return -1;
     }
@@ -292,10 +298,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     /* Decode: average context of the measured steps; the long runs' caches differ from kv
      * only in their row sizes. */
     double dec_ctx = o->prompt + o->gen / 2.0, long_ctx = r->long_ctx - o->gen / 2.0;
-    KvCache f32_shape = kv, quant_shape = kv;
-    f32_shape.k_row_bytes = f32_shape.v_row_bytes = (size_t)c->head_dim * sizeof(float);
-    if (r->long_ctx > 0)   /* else the long scheme may not fit this head size */
-        quant_shape.k_row_bytes = quant_shape.v_row_bytes = o->long_scheme->packed_bytes(o->long_scheme, (size_t)c->head_dim);
+    double kv_bytes = kv_cache_position_bytes(&kv), f32_bytes = 0, quant_bytes = 0;
     int rc = 0;
     for (int i = 0; i < reps && !rc; i++) {
         kv.len = 0;
@@ -303,12 +306,12 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         forward(m, &s, &kv, tokens, o->prompt, 0, o->prompt - 1);
         pre[i] = o->prompt / (now() - t0);
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
-        if (o->probe_machine) dec_read[i] = read_fraction(m, &kv, dec_ctx, dec[i]);
+        if (o->probe_machine) dec_read[i] = read_fraction(m, kv_bytes, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
-            lf[i] = time_long(m, &s, kv_scheme_find("fp32"), r->long_ctx, o->gen, tokens, err);
-            if (o->probe_machine) lf_read[i] = read_fraction(m, &f32_shape, long_ctx, lf[i]);
-            lq[i] = time_long(m, &s, o->long_scheme, r->long_ctx, o->gen, tokens, err);
-            if (o->probe_machine) lq_read[i] = read_fraction(m, &quant_shape, long_ctx, lq[i]);
+            lf[i] = time_long(m, &s, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, err);
+            if (o->probe_machine) lf_read[i] = read_fraction(m, f32_bytes, long_ctx, lf[i]);
+            lq[i] = time_long(m, &s, &o->long_scheme, r->long_ctx, o->gen, tokens, &quant_bytes, err);
+            if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes, long_ctx, lq[i]);
             if (lf[i] < 0 || lq[i] < 0) rc = -1;
         }
     }
@@ -330,12 +333,12 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         r->prefill.gflops = pre_flops / (P / r->prefill.tok_s) * 1e-9;
         double tok_flops = 2.0 * (layer_macs_per_token(c) + (double)c->vocab_size * c->dim);
         r->decode.gflops = (tok_flops + 2.0 * attention_macs(c, dec_ctx)) * r->decode.tok_s * 1e-9;
-        r->decode.gbytes = decode_bytes(m, &kv, dec_ctx) * r->decode.tok_s * 1e-9;
+        r->decode.gbytes = decode_bytes(m, kv_bytes, dec_ctx) * r->decode.tok_s * 1e-9;
         if (r->long_ctx > 0) {
             r->long_f32.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_f32.tok_s * 1e-9;
-            r->long_f32.gbytes = decode_bytes(m, &f32_shape, long_ctx) * r->long_f32.tok_s * 1e-9;
+            r->long_f32.gbytes = decode_bytes(m, f32_bytes, long_ctx) * r->long_f32.tok_s * 1e-9;
             r->long_quant.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_quant.tok_s * 1e-9;
-            r->long_quant.gbytes = decode_bytes(m, &quant_shape, long_ctx) * r->long_quant.tok_s * 1e-9;
+            r->long_quant.gbytes = decode_bytes(m, quant_bytes, long_ctx) * r->long_quant.tok_s * 1e-9;
         }
         r->weight_bytes = weight_bytes(m);
     }
@@ -364,12 +367,15 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     r->gen = o->gen;
     r->long_ctx = o->long_ctx > c->max_seq_len ? c->max_seq_len : o->long_ctx;
     if (r->long_ctx > 0 && r->long_ctx < o->gen + 1) r->long_ctx = 0;
-    if (r->long_ctx > 0 && !kv_scheme_accepts(o->long_scheme, (size_t)c->head_dim)) {
+    KvLayered fits_k = o->long_scheme, fits_v = o->long_scheme;
+    char why[256];
+    if (r->long_ctx > 0 && (kv_layered_bind(&fits_k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
+                            kv_layered_bind(&fits_v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))) {
         r->long_ctx = 0;   /* e.g. int4-g64 on a model with 8-wide heads: nothing to compare */
         r->long_skipped = 1;
     }
-    snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme->name);
-    snprintf(r->long_scheme, sizeof r->long_scheme, "%s", o->long_scheme->name);
+    snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme.text);
+    snprintf(r->long_scheme, sizeof r->long_scheme, "%s", o->long_scheme.text);
 
     int n_tok = o->prompt + o->gen > r->long_ctx ? o->prompt + o->gen : r->long_ctx;
     int *tokens = malloc((size_t)n_tok * sizeof *tokens);
@@ -420,12 +426,12 @@ void bench_print_text(FILE *f, const BenchResult *r) {
     fprintf(f, "kernel:    %s, %s, %d threads\n", r->kernel, r->precision, r->threads);
     snprintf(label, sizeof label, "prefill %d", r->prompt);
     print_phase(f, label, &r->prefill, r);
-    snprintf(label, sizeof label, "decode %d @ctx %d (%s)", r->gen, r->prompt, r->scheme);
+    snprintf(label, sizeof label, "decode %d @ctx %d (%.40s)", r->gen, r->prompt, r->scheme);
     print_phase(f, label, &r->decode, r);
     if (r->long_ctx > 0) {
         snprintf(label, sizeof label, "decode @ctx %d (fp32)", r->long_ctx);
         print_phase(f, label, &r->long_f32, r);
-        snprintf(label, sizeof label, "decode @ctx %d (%s)", r->long_ctx, r->long_scheme);
+        snprintf(label, sizeof label, "decode @ctx %d (%.40s)", r->long_ctx, r->long_scheme);
         print_phase(f, label, &r->long_quant, r);
     } else if (r->long_skipped) {
         fprintf(f, "(long-context decode skipped: %s does not fit head size)\n", r->long_scheme);

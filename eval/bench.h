@@ -13,8 +13,8 @@ typedef struct {
     int prompt;                  /* tokens in the prefill batch (-p, 512) */
     int gen;                     /* decode steps measured (-n, 64) */
     int long_ctx;                /* decode measured ending at this context (0: skip) */
-    const KvScheme *scheme;      /* cache of the prefill/decode runs (fp32 by default) */
-    const KvScheme *long_scheme; /* compared with fp32 at long_ctx (int4-g64 by default) */
+    KvLayered scheme;            /* cache of the prefill/decode runs, keys and values (fp32 by default) */
+    KvLayered long_scheme;       /* compared with fp32 at long_ctx (int4-g64 by default) */
     int repeats;                 /* each figure is the median of this many runs */
     int threads;                 /* 0: OpenMP's default */
     int probe_machine;           /* measure the FMA / bf16 / memory peaks */
@@ -36,7 +36,7 @@ typedef struct {
     int threads;
     int prompt, gen, long_ctx;
     int long_skipped;            /* long_scheme cannot pack this model's head size */
-    char scheme[64], long_scheme[64];
+    char scheme[512], long_scheme[512];
     double weight_bytes;         /* bytes of weights a decode step reads */
     BenchPhase prefill, decode, long_f32, long_quant;
     double peak_f32_gflops;      /* probes; 0 when not measured */

@@ -76,15 +76,14 @@ typedef struct {
 static int workspace_init(Workspace *ws, const Model *m, const PplOptions *o, Error *err) {
     memset(ws, 0, sizeof *ws);
     const Config *c = &m->config;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
     if (runstate_init(&ws->s, c, o->batch, err) ||
-        kv_cache_init(&ws->kv, c, o->ctx, o->k_scheme, o->v_scheme, err))
+        kv_cache_init(&ws->kv, c, o->ctx, o->batch, o->k_scheme, o->v_scheme, m->rope_inv_freq, err))
         return -1;
     ws->logp = malloc((size_t)c->vocab_size * sizeof(double));
     ws->base_logp = malloc((size_t)c->vocab_size * sizeof(double));
     if (!ws->logp || !ws->base_logp) return error_set(err, "out of memory");
     if (!o->compare) return 0;
-    if (runstate_init(&ws->base_s, c, o->batch, err) || kv_cache_init(&ws->base_kv, c, o->ctx, fp32, fp32, err))
+    if (runstate_init(&ws->base_s, c, o->batch, err) || kv_cache_init(&ws->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, err))
         return -1;
     return 0;
 }

@@ -9,7 +9,7 @@
 typedef struct {
     char model[1024];
     char text_file[1024];
-    char k_scheme[64], v_scheme[64];
+    char k_scheme[512], v_scheme[512];
     char precision[8];          /* "exact" (f32 activations) or "bf16" */
     int protocol_llamacpp;
     int ctx, stride, n_tokens;

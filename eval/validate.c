@@ -46,7 +46,9 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     char path[512];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/kvq-validate-%ld.safetensors", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    CompressOptions co = {o->k_scheme, 0.0, 0, 0.10, 18.0, 0.99};
+    /* TRANSITIONAL (branch only): the compressed file still takes the old flat schemes */
+    CompressOptions co = {kv_scheme_find(o->k_scheme->text), 0.0, 0, 0.10, 18.0, 0.99};
+    if (!co.scheme) return error_set(err, "compress: %s is not available for files yet", o->k_scheme->text);
     CompressReport cr;
     KvSnapshot recon, loaded;
     step(out, 4, "Compressing that KV cache...");
@@ -67,8 +69,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     if (rc) { kv_snapshot_free(&recon); return -1; }
     r->roundtrip_ok = same_snapshot(&loaded, &recon);
     KvCache kv;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
-    if (kv_cache_init(&kv, &m->config, loaded.seq_len, fp32, fp32, err) == 0) {
+    if (kv_cache_init(&kv, &m->config, loaded.seq_len, 1, NULL, NULL, NULL, err) == 0) {
         rc = kv_snapshot_to_cache(&loaded, &kv, err);
         kv_cache_free(&kv);
     } else {
@@ -152,7 +153,7 @@ int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o,
     if (rc) return -1;
     step(out, 6, "Perplexity with the KV cache quantized as it is written...");
     if (out)
-        fprintf(out, "      keys %s, values %s: perplexity %.4f\n", o->k_scheme->name, o->v_scheme->name, r->compressed_ppl);
+        fprintf(out, "      keys %s, values %s: perplexity %.4f\n", o->k_scheme->text, o->v_scheme->text, r->compressed_ppl);
     r->threshold = fmax(o->threshold_ppl, o->threshold_percent / 100.0 * r->baseline_ppl);
     r->passed = r->roundtrip_ok && r->delta < r->threshold;
     r->seconds = seconds_now() - t0;
@@ -211,8 +212,8 @@ void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResu
     json_out_number(out, "threshold", r->threshold, 0);
     json_out_string(out, "threshold_rule", rule, 0);
     json_out_string(out, "model", o->model_dir, 0);
-    json_out_string(out, "k_scheme", o->k_scheme->name, 0);
-    json_out_string(out, "v_scheme", o->v_scheme->name, 0);
+    json_out_string(out, "k_scheme", o->k_scheme->text, 0);
+    json_out_string(out, "v_scheme", o->v_scheme->text, 0);
     fprintf(out, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"windows\": %d,\n  \"scored_tokens\": %ld,\n", o->ctx, o->stride,
             r->windows, r->scored_tokens);
     json_out_number(out, "max_error", r->max_error, 0);

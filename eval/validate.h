@@ -14,7 +14,7 @@ typedef struct {
     const char *model_dir;
     const char *model_note;        /* why this model: "--model", "models/tinyllama", "bundled" */
     const char *text_file;
-    const KvScheme *k_scheme, *v_scheme;
+    const KvLayered *k_scheme, *v_scheme;
     /* Pass when delta < the larger of threshold_ppl and threshold_percent % of the baseline
      * (0 turns a bar off). The default, 0.5 and 1%, is the seed's Δppl < 0.5 on TinyLlama
      * (ppl ~7-8, where 1% is only ~0.08) and stays meaningful on models whose ppl is ~300. */

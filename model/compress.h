@@ -11,6 +11,7 @@
 
 #include "model/kvfile.h"
 #include "quant/metrics.h"
+#include "quant/quant.h"
 
 typedef struct {
     const KvScheme *scheme;

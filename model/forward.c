@@ -34,18 +34,40 @@ static int thread_index(void) {
 
 /* Attention works on blocks: ATT_TOKENS query tokens x the n_heads / n_kv_heads query heads
  * that share one KV head, against ATT_POSITIONS cache rows at a time. Each block of rows is
- * widened to f32 once (or read in place from an fp32 cache) and then serves every query of
- * the group, so a packed cache is decoded once per row per block, never expanded whole. */
+ * decoded once (or read in place from an fp32 cache) and then serves every query of the
+ * group, so a packed cache is decoded once per row per block, never expanded whole. */
 #define ATT_TOKENS 16
 #define ATT_POSITIONS DOT_T_WIDTH
 _Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a block");
 
-/* Floats of per-thread attention scratch: scores of one work item, two row blocks and the
- * work item's queries as bf16 pairs. */
-static size_t attention_scratch_floats(const Config *c) {
-    size_t group = (size_t)(c->n_heads / c->n_kv_heads);
-    return ATT_TOKENS * group * ((size_t)c->max_seq_len + (size_t)c->head_dim / 2 + 1) +
-           2 * (size_t)ATT_POSITIONS * c->head_dim;
+/* Per-thread attention scratch (floats): scores of one work item; two views of a block of rows
+ * (see attention_block), each as rows and as a transposed block; the second view's scores and
+ * weights; the work item's queries as bf16 pairs. */
+typedef struct {
+    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w;
+    uint32_t *q2;
+} AttentionScratch;
+
+static double attention_scratch_count(const Config *c) {
+    double group = (double)(c->n_heads / c->n_kv_heads), block = (double)ATT_POSITIONS * c->head_dim;
+    return ATT_TOKENS * group * ((double)c->max_seq_len + ATT_POSITIONS + c->head_dim / 2.0 + 1) + 4 * block +
+           2 * ATT_POSITIONS;
+}
+
+static size_t attention_scratch_floats(const Config *c) { return (size_t)attention_scratch_count(c); }
+
+static AttentionScratch attention_scratch(const Config *c, float *base) {
+    size_t rows = (size_t)ATT_TOKENS * (c->n_heads / c->n_kv_heads), block = (size_t)ATT_POSITIONS * c->head_dim;
+    AttentionScratch a;
+    a.score = base;
+    a.rows = a.score + rows * c->max_seq_len;
+    a.kt = a.rows + block;
+    a.rows_b = a.kt + block;
+    a.kt_b = a.rows_b + block;
+    a.score_b = a.kt_b + block;
+    a.w = a.score_b + rows * ATT_POSITIONS;
+    a.q2 = (uint32_t *)(a.w + 2 * ATT_POSITIONS);
+    return a;
 }
 
 int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
@@ -54,9 +76,8 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->max_batch = max_batch;
     s->n_threads = thread_count();
     /* The largest buffers, estimated in double: a config can ask for more than size_t holds. */
-    double group = (double)(c->n_heads / c->n_kv_heads);
     double widest = c->vocab_size > c->hidden_dim ? c->vocab_size : c->hidden_dim;
-    double att = s->n_threads * (ATT_TOKENS * group * (c->max_seq_len + c->head_dim / 2.0 + 1) + 2.0 * ATT_POSITIONS * c->head_dim);
+    double att = s->n_threads * attention_scratch_count(c);
     if (att * sizeof(float) > 1e15 || (double)max_batch * widest * sizeof(float) > 1e15)
         return error_set(err, "a batch of %d tokens with this config needs more memory than exists", max_batch);
     s->x = huge_alloc(T * c->dim * sizeof(float));
@@ -86,45 +107,20 @@ void runstate_free(RunState *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* The cache's rows as Int4Rows when the int4 attention kernels can read them in place. */
-static int int4_layout(const KvScheme *scheme, size_t row_bytes, int hd, Int4Rows *f) {
-    *f = (Int4Rows){hd, scheme->group_size, scheme->symmetric, row_bytes};
-    return scheme->bits == 4 && scheme->axis == KV_AXIS_CHANNELS && !scheme->pre_rope &&
-           scheme->n_params == (scheme->symmetric ? 1 : 2) && int4_rows_supported(f);
-}
-
-/* Rows p0..p0+n-1 of one layer and KV head as f32: a pointer into an fp32 cache (rows of
- * one head are contiguous), else decoded into buf. */
-static const float *row_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes,
-                              int n, int hd, float *buf) {
-    Int4Rows f;
-    if (scheme->bits == 32) return (const float *)first_row;
-    if (int4_layout(scheme, row_bytes, hd, &f)) {
-        int4_decode_rows(&f, first_row, n, buf);
-        return buf;
-    }
-    for (int i = 0; i < n; i++)
-        scheme->dequantize(scheme, first_row + (size_t)i * row_bytes, (size_t)hd, buf + (size_t)i * hd);
-    return buf;
-}
-
-/* Keys of rows p0..p0+n-1 as a transposed block (see dot_transposed64): scores then come out
+/* Keys of rows p0..p0+np-1 as a transposed block (see dot_transposed64): scores then come out
  * of vertical multiply-adds over positions, with no horizontal sum per query and key. f32:
- * kt[d][ATT_POSITIONS]; pairs: the same as bf16 pairs of dims (see key_pairs64). A 4-bit
- * cache is decoded straight into the f32 order; others go through row_block. Returns the
- * block: kt, or buf for a 4-bit cache's pairs. */
-static const void *key_block(const KvScheme *scheme, const unsigned char *first_row, size_t row_bytes, int n, int hd,
+ * kt[d][ATT_POSITIONS]; pairs: the same as bf16 pairs of dims (see key_pairs64). Rows below
+ * q_end are read quantized. Returns the block: kt, or buf for pairs decoded straight into kt. */
+static const void *key_block(const KvCache *cache, const KvStore *st, int kvh, int p0, int np, int q_end, int hd,
                              int pairs, float *buf, float *kt) {
-    Int4Rows f;
-    if (int4_layout(scheme, row_bytes, hd, &f)) {
-        int4_keys_transposed64(&f, first_row, n, kt);
+    if (kv_cache_rows_t64(cache, st, kvh, p0, np, q_end, kt)) {
         if (!pairs) return kt;
         bf16_pair_rows(kt, hd, ATT_POSITIONS, (uint32_t *)buf);
         return buf;
     }
-    const float *rows = row_block(scheme, first_row, row_bytes, n, hd, buf);
-    if (pairs) key_pairs64(rows, n, hd, (uint32_t *)kt);
-    else transpose_keys64(rows, n, hd, kt);
+    const float *rows = kv_cache_rows(cache, st, kvh, p0, np, q_end, buf);
+    if (pairs) key_pairs64(rows, np, hd, (uint32_t *)kt);
+    else transpose_keys64(rows, np, hd, kt);
     return kt;
 }
 
@@ -144,10 +140,11 @@ static int causal_end(int pos, int t, int p0, int np) {
 }
 
 /* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys:
- * score row i gets scale * q . key for the positions it may attend to. q2: the work item's
- * queries as bf16 pairs (rows of hd / 2), with kt then pair rows of keys; NULL: f32 (s->q). */
+ * out[i * stride + p] = scale * q_i . key p for the positions row i may attend to. q2: the
+ * work item's queries as bf16 pairs (rows of hd / 2), with kt then pair rows of keys; NULL: f32
+ * (s->q). */
 static void block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
-                         int i0, int nq, int pos, int p0, int np, int n_max, float scale, float *score) {
+                         int i0, int nq, int pos, int p0, int np, float scale, float *out, size_t stride) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     float acc[4][ATT_POSITIONS];
     float *const sums[4] = {acc[0], acc[1], acc[2], acc[3]};
@@ -167,46 +164,121 @@ static void block_scores(const RunState *s, const Config *c, const void *kt, con
     }
     for (int j = 0; j < nq; j++) {
         int end = causal_end(pos, query_row(t0, kvh, group, i0 + j).t, p0, np);
-        float *out = score + (size_t)(i0 + j) * n_max + p0;
-        for (int p = 0; p < end; p++) out[p] = acc[j][p] * scale;
+        float *row = out + (size_t)(i0 + j) * stride;
+        for (int p = 0; p < end; p++) row[p] = acc[j][p] * scale;
     }
+}
+
+static void all_block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
+                             int rows, int pos, int p0, int np, float scale, float *out, size_t stride) {
+    for (int i = 0; i < rows;) {
+        int nq = rows - i >= 4 ? 4 : 1;
+        block_scores(s, c, kt, q2, t0, kvh, i, nq, pos, p0, np, scale, out, stride);
+        i += nq;
+    }
+}
+
+/* Which cached positions a work item's queries read quantized. The query at position pos + t
+ * sees n = pos + t + 1 positions written and reads [S, Q(n)) quantized (SCHEMES.md 1). Q grows
+ * with t, so over tokens t0..t1-1 it runs from lo = Q(pos + t0 + 1) to hi = Q(pos + t1): a block
+ * outside [lo, hi) reads the same for every query (view "A", positions below hi quantized); a
+ * block that meets [lo, hi) is read twice, also as view "B" (below lo quantized), and each
+ * query takes position p from A when p < its own Q, else from B. For most schemes Q(n) = n,
+ * and no block needs B (positions at or past a query's n are masked anyway). */
+typedef struct {
+    int lo, hi;
+    int lagging;   /* some query reads a position of its own at full precision past its Q */
+} QuantizedSpan;
+
+static QuantizedSpan quantized_span(const KvCache *cache, const KvStore *st, int pos, int t0, int t1) {
+    QuantizedSpan q = {kv_cache_quantized_end(cache, st, pos + t0 + 1), kv_cache_quantized_end(cache, st, pos + t1), 0};
+    for (int t = t0; t < t1 && !q.lagging; t++) q.lagging = kv_cache_quantized_end(cache, st, pos + t + 1) < pos + t + 1;
+    return q;
+}
+
+/* With Q(n) = n for every query, positions at or past a query's Q are masked for it: no B. */
+static int needs_second_view(QuantizedSpan q, int p0, int np) {
+    return q.lagging && q.lo < q.hi && p0 < q.hi && q.lo < p0 + np;
+}
+
+/* Scores for a block that needs both views: view B's scores replace A's at each row's positions
+ * from its own Q on. */
+static void mixed_block_scores(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
+                               const AttentionScratch *a, int t0, int t1, int kvh, int pos, int p0, int np, int pairs,
+                               float scale, int n_max) {
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, rows = (t1 - t0) * group;
+    QuantizedSpan q = quantized_span(cache, st, pos, t0, t1);
+    const void *keys_b = key_block(cache, st, kvh, p0, np, q.lo, hd, pairs, a->rows_b, a->kt_b);
+    all_block_scores(s, c, keys_b, pairs ? a->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a->score_b, ATT_POSITIONS);
+    for (int i = 0; i < rows; i++) {
+        int t = query_row(t0, kvh, group, i).t, own = kv_cache_quantized_end(cache, st, pos + t + 1);
+        int end = causal_end(pos, t, p0, np);
+        float *row = a->score + (size_t)i * n_max + p0;
+        for (int p = own - p0 < 0 ? 0 : own - p0; p < end; p++) row[p] = a->score_b[(size_t)i * ATT_POSITIONS + p];
+    }
+}
+
+/* Values for a block that needs both views, one query row at a time in f32: the row's weights
+ * split at its own Q between the two views' rows. w: the row's softmax weights of the block. */
+static void mixed_block_values(const Config *c, const KvCache *cache, const KvStore *st, const AttentionScratch *a,
+                               const float *rows_a, int t, int pos, int p0, int np, const float *w, float *out) {
+    int hd = c->head_dim, own = kv_cache_quantized_end(cache, st, pos + t + 1), end = causal_end(pos, t, p0, np);
+    float *w_a = a->w, *w_b = a->w + ATT_POSITIONS;
+    for (int p = 0; p < end; p++) {
+        int quantized = p0 + p < own;
+        w_a[p] = quantized ? w[p] : 0.0f;
+        w_b[p] = quantized ? 0.0f : w[p];
+    }
+    if (end > 0) {
+        add_weighted_rows(out, w_a, rows_a, end, hd);
+        add_weighted_rows(out, w_b, a->rows_b, end, hd);
+    }
+}
+
+/* The weights of one score row as f32 for the positions of one block (bf16 pairs unpacked). */
+static const float *block_weights(const float *row, int pairs, int p0, int np, float *buf) {
+    if (!pairs) return row + p0;
+    const uint32_t *pair = (const uint32_t *)row + p0 / 2;
+    for (int p = 0; p < np; p += 2) {
+        uint32_t lo = pair[p / 2] << 16, hi = pair[p / 2] & 0xffff0000u;
+        memcpy(&buf[p], &lo, sizeof lo);
+        if (p + 1 < np) memcpy(&buf[p + 1], &hi, sizeof hi);
+    }
+    return buf;
 }
 
 /* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values.
  * Query rows go four at a time so that each key and value loaded serves four of them; after
  * the softmax a row's weights past its causal end are zero, so four rows can share one
  * range of positions. pairs: queries, keys, weights and values as bf16 pairs (see
- * attention()); positions then pair up too, and blocks start at even positions. */
+ * attention()); positions then pair up too, and blocks start at even positions. Queries are
+ * in the keys' read domain and outputs come out in the values' (model/kvcache.h). */
 static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
                             int pos, int pairs, float *scratch) {
     const Config *c = &m->config;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
     float scale = 1.0f / sqrtf((float)hd);
-    float *score = scratch, *kbuf = scratch + (size_t)ATT_TOKENS * group * c->max_seq_len;
-    float *kt = kbuf + (size_t)ATT_POSITIONS * hd;
-    uint32_t *q2 = NULL;
+    AttentionScratch a = attention_scratch(c, scratch);
+    const KvStore *keys_st = kv_cache_keys(cache, layer), *values_st = kv_cache_values(cache, layer);
+    QuantizedSpan kq = quantized_span(cache, keys_st, pos, t0, t1), vq = quantized_span(cache, values_st, pos, t0, t1);
     /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * n_max] */
     int rows = (t1 - t0) * group;
     if (pairs) {
-        q2 = (uint32_t *)(kt + (size_t)ATT_POSITIONS * hd);
         for (int i = 0; i < rows; i++) {
             QueryRow r = query_row(t0, kvh, group, i);
-            bf16_pairs_along(s->q + (size_t)r.t * c->dim + (size_t)r.h * hd, hd, q2 + (size_t)i * (hd / 2));
+            bf16_pairs_along(s->q + (size_t)r.t * c->dim + (size_t)r.h * hd, hd, a.q2 + (size_t)i * (hd / 2));
         }
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const void *keys = key_block(cache->k_scheme, kv_key_row(cache, layer, kvh, p0), cache->k_row_bytes, np, hd,
-                                     pairs, kbuf, kt);
-        for (int i = 0; i < rows;) {
-            int nq = rows - i >= 4 ? 4 : 1;
-            block_scores(s, c, keys, q2, t0, kvh, i, nq, pos, p0, np, n_max, scale, score);
-            i += nq;
-        }
+        const void *keys = key_block(cache, keys_st, kvh, p0, np, kq.hi, hd, pairs, a.rows, a.kt);
+        all_block_scores(s, c, keys, pairs ? a.q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, (size_t)n_max);
+        if (needs_second_view(kq, p0, np))
+            mixed_block_scores(s, c, cache, keys_st, &a, t0, t1, kvh, pos, p0, np, pairs, scale, n_max);
     }
     for (int i = 0; i < rows; i++) {
         QueryRow r = query_row(t0, kvh, group, i);
-        float *row = score + (size_t)i * n_max;
+        float *row = a.score + (size_t)i * n_max;
         softmax(row, pos + r.t + 1);
         memset(row + pos + r.t + 1, 0, (size_t)(n_max - (pos + r.t + 1)) * sizeof(float));
         if (pairs) bf16_pairs_along(row, n_max, (uint32_t *)row);   /* in place: pair p / 2 at p / 2 */
@@ -214,8 +286,18 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const float *vb = row_block(cache->v_scheme, kv_value_row(cache, layer, kvh, p0), cache->v_row_bytes, np, hd, kbuf);
-        if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)kt);   /* kt is free in this pass */
+        const float *vb = kv_cache_rows(cache, values_st, kvh, p0, np, vq.hi, a.rows);
+        if (needs_second_view(vq, p0, np)) {
+            kv_cache_rows(cache, values_st, kvh, p0, np, vq.lo, a.rows_b);
+            for (int i = 0; i < rows; i++) {
+                QueryRow r = query_row(t0, kvh, group, i);
+                const float *w = block_weights(a.score + (size_t)i * n_max, pairs, p0, np, a.score_b);
+                mixed_block_values(c, cache, values_st, &a, vb, r.t, pos, p0, np, w,
+                                   s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd);
+            }
+            continue;
+        }
+        if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)a.kt);   /* kt is free in this pass */
         for (int i = 0; i < rows;) {
             int nq = rows - i >= 4 ? 4 : 1;
             float *out[4];
@@ -224,11 +306,11 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
             for (int j = 0; j < nq; j++) {
                 QueryRow r = query_row(t0, kvh, group, i + j);
                 out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
-                w[j] = score + (size_t)(i + j) * n_max + p0;
-                w2[j] = (const uint32_t *)(score + (size_t)(i + j) * n_max) + p0 / 2;
+                w[j] = a.score + (size_t)(i + j) * n_max + p0;
+                w2[j] = (const uint32_t *)(a.score + (size_t)(i + j) * n_max) + p0 / 2;
             }
             int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the last row's is the longest */
-            if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, (const uint32_t *)kt, (end + 1) / 2, hd);
+            if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, (const uint32_t *)a.kt, (end + 1) / 2, hd);
             else if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
             else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
             i += nq;
@@ -282,12 +364,19 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     #pragma omp parallel for schedule(static) if ((double)T * (c->dim + kv_dim) >= PARALLEL_MIN_WORK / 4)
     for (int t = 0; t < T; t++) {
         const float *cs = s->rope_cs + (size_t)t * c->head_dim;
-        rope(s->k + t * kv_dim, c->n_kv_heads, c->head_dim, cs);
-        kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim);
-        if (t >= r0) rope(s->q + (size_t)(t - r0) * c->dim, c->n_heads, c->head_dim, cs);
+        kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim, cs);   /* the cache applies RoPE */
+        if (t < r0) continue;
+        float *q = s->q + (size_t)(t - r0) * c->dim;
+        rope(q, c->n_heads, c->head_dim, cs);
+        for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, q + (size_t)h * c->head_dim);
     }
+    kv_cache_commit(cache, l, pos, pos + T);
     if (n == 0) return;
     attention(m, s, cache, l, n, pos + r0);
+    #pragma omp parallel for schedule(static) if ((double)n * c->dim >= PARALLEL_MIN_WORK / 4)
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < c->n_heads; h++)
+            kv_cache_output_from_domain(cache, l, s->xb2 + (size_t)t * c->dim + (size_t)h * c->head_dim);
     matmul_add(x, s->xb2, &w->wo, n, m->precision, s->xb, s->mm_scratch);
 
     rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps);

@@ -1,58 +1,282 @@
-/* model/kvcache.c: allocation and the single write/read path of the KV cache. */
+/* model/kvcache.c: the KV cache's arrays, its one write path (where values are quantized)
+ * and the reads attention makes. The policies of the scheme language that need positions —
+ * residual window, sinks, token-axis groups, pre-RoPE keys — live here; the arithmetic of a
+ * row lives in quant/. See model/kvcache.h. */
 #include "model/kvcache.h"
 #include "model/hugepages.h"
+#include "model/kernels.h"
 #include <stdlib.h>
 #include <string.h>
 
-static int check_scheme(const KvScheme *s, int head_dim, Error *err) {
-    if (s->group_size > 0 && head_dim % s->group_size != 0)
-        return error_set(err, "KV scheme %s: group size %d does not divide head size %d",
-                         s->name, s->group_size, head_dim);
+#define MAX_HEAD_DIM 4096   /* kv_layered_bind refuses more: rows fit in stack buffers */
+
+/* ---- allocation ---- */
+
+static int sinks_of(const KvStore *st) { return st->plain ? 0 : st->spec->sinks; }
+
+static int needs_window(const KvSpec *spec) { return spec->residual > 0 || spec->base.axis == KV_AXIS_TOKENS; }
+
+static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, int is_key) {
+    int d = c->head_dim;
+    memset(st, 0, sizeof *st);
+    st->spec = spec;
+    st->plain = kv_spec_is_fp32(spec);
+    st->natural_reads = is_key && spec->prerope;
+    st->group = spec->base.rows;
+    st->unit_bytes = kv_spec_unit_bytes(spec, d);
+    int s = sinks_of(st), stored = c->max_seq > s ? c->max_seq - s : 0;
+    st->head_units = (size_t)((stored + st->group - 1) / st->group);
+    st->encoded_end = s;
+    size_t heads = (size_t)c->n_kv_heads;
+    st->units = huge_calloc(heads * (st->head_units ? st->head_units : 1), st->unit_bytes);
+    if (!st->units) return -1;
+    if (s > 0 && !(st->sinks = malloc(heads * (size_t)s * d * sizeof(float)))) return -1;
+    if (!st->plain && needs_window(spec)) {
+        long rows = (long)spec->residual + st->group + c->max_batch;
+        st->window_rows = rows < c->max_seq ? (int)rows : c->max_seq;
+        st->window = huge_alloc(heads * (size_t)st->window_rows * d * sizeof(float));
+        if (!st->window) return -1;
+    }
+    if (!st->plain && st->group > 1 && !(st->pack_rows = malloc(2 * (size_t)st->group * d * sizeof(float)))) return -1;
     return 0;
 }
 
-int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, const KvScheme *k_scheme,
-                  const KvScheme *v_scheme, Error *err) {
+static void store_free(KvStore *st) {
+    free(st->units);
+    free(st->sinks);
+    free(st->window);
+    free(st->pack_rows);
+    memset(st, 0, sizeof *st);
+}
+
+/* The cos and sin of every position, for keys that are rotated when they are read. */
+static int init_rope_table(KvCache *c, const float *rope_inv_freq, Error *err) {
+    int any = 0;
+    for (int l = 0; l < c->n_layers; l++) any |= kv_layered_at(&c->k_scheme, l)->prerope;
+    if (!any) return 0;
+    if (!rope_inv_freq) return error_set(err, "KV cache: +prerope keys need the model's RoPE frequencies");
+    c->rope_cos_sin = malloc((size_t)c->max_seq * c->head_dim * sizeof(float));
+    if (!c->rope_cos_sin) return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
+    for (int p = 0; p < c->max_seq; p++) rope_angles(p, c->head_dim, rope_inv_freq, c->rope_cos_sin + (size_t)p * c->head_dim);
+    return 0;
+}
+
+static int bind_scheme(KvLayered *dst, const KvLayered *src, const Config *cfg, KvSide side, Error *err) {
+    char why[256];
+    if (src) *dst = *src;
+    else if (kv_layered_parse("fp32", dst, why, sizeof why)) return error_set(err, "KV cache: %s", why);
+    if (kv_layered_bind(dst, cfg->n_layers, cfg->head_dim, side, why, sizeof why))
+        return error_set(err, "%s scheme %s", side == KV_SIDE_KEYS ? "key" : "value", why);
+    return 0;
+}
+
+int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvLayered *k,
+                  const KvLayered *v, const float *rope_inv_freq, Error *err) {
     memset(c, 0, sizeof *c);
-    if (check_scheme(k_scheme, cfg->head_dim, err) || check_scheme(v_scheme, cfg->head_dim, err))
+    if (bind_scheme(&c->k_scheme, k, cfg, KV_SIDE_KEYS, err) || bind_scheme(&c->v_scheme, v, cfg, KV_SIDE_VALUES, err))
         return -1;
     c->n_layers = cfg->n_layers;
     c->n_kv_heads = cfg->n_kv_heads;
     c->head_dim = cfg->head_dim;
     c->max_seq = max_seq;
-    c->k_scheme = k_scheme;
-    c->v_scheme = v_scheme;
-    c->k_row_bytes = k_scheme->packed_bytes(k_scheme, (size_t)cfg->head_dim);
-    c->v_row_bytes = v_scheme->packed_bytes(v_scheme, (size_t)cfg->head_dim);
-    size_t rows = (size_t)cfg->n_layers * cfg->n_kv_heads * (size_t)max_seq;
-    c->k = huge_calloc(rows, c->k_row_bytes);   /* attention streams it: see model/hugepages.c */
-    c->v = huge_calloc(rows, c->v_row_bytes);
-    if (!c->k || !c->v) {
+    c->max_batch = max_batch < 1 ? 1 : max_batch;
+    c->keys = calloc((size_t)c->n_layers, sizeof *c->keys);
+    c->values = calloc((size_t)c->n_layers, sizeof *c->values);
+    int bad = !c->keys || !c->values;
+    for (int l = 0; l < c->n_layers && !bad; l++)
+        bad = store_init(&c->keys[l], kv_layered_at(&c->k_scheme, l), c, 1) ||
+              store_init(&c->values[l], kv_layered_at(&c->v_scheme, l), c, 0);
+    if (bad) {
         kv_cache_free(c);
         return error_set(err, "KV cache: out of memory for %d positions", max_seq);
+    }
+    if (init_rope_table(c, rope_inv_freq, err)) {
+        kv_cache_free(c);
+        return -1;
     }
     return 0;
 }
 
 void kv_cache_free(KvCache *c) {
-    free(c->k);
-    free(c->v);
-    c->k = c->v = NULL;
+    for (int l = 0; c->keys && l < c->n_layers; l++) store_free(&c->keys[l]);
+    for (int l = 0; c->values && l < c->n_layers; l++) store_free(&c->values[l]);
+    free(c->keys);
+    free(c->values);
+    free(c->rope_cos_sin);
+    c->keys = c->values = NULL;
+    c->rope_cos_sin = NULL;
 }
 
-void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float *v) {
-    for (int h = 0; h < c->n_kv_heads; h++) {
-        const float *kh = k + (size_t)h * c->head_dim;
-        const float *vh = v + (size_t)h * c->head_dim;
-        c->k_scheme->quantize(c->k_scheme, kh, (size_t)c->head_dim, kv_key_row(c, layer, h, pos));
-        c->v_scheme->quantize(c->v_scheme, vh, (size_t)c->head_dim, kv_value_row(c, layer, h, pos));
+size_t kv_cache_bytes(const KvCache *c) {
+    size_t total = 0, heads = (size_t)c->n_kv_heads, d = (size_t)c->head_dim;
+    for (int side = 0; side < 2; side++)
+        for (int l = 0; l < c->n_layers; l++) {
+            const KvStore *st = side ? &c->values[l] : &c->keys[l];
+            total += heads * (st->head_units * st->unit_bytes + ((size_t)sinks_of(st) + st->window_rows) * d * sizeof(float));
+        }
+    return total;
+}
+
+double kv_cache_position_bytes(const KvCache *c) {
+    double total = 0;
+    for (int l = 0; l < c->n_layers; l++)
+        total += (double)c->keys[l].unit_bytes / c->keys[l].group + (double)c->values[l].unit_bytes / c->values[l].group;
+    return total * c->n_kv_heads;
+}
+
+/* ---- addresses ---- */
+
+static unsigned char *head_units(const KvStore *st, int head) {
+    return st->units + (size_t)head * st->head_units * st->unit_bytes;
+}
+
+static float *sink_row(const KvCache *c, const KvStore *st, int head, int pos) {
+    return st->sinks + ((size_t)head * sinks_of(st) + pos) * c->head_dim;
+}
+
+static float *window_row(const KvCache *c, const KvStore *st, int head, int pos) {
+    return st->window + ((size_t)head * st->window_rows + pos % st->window_rows) * c->head_dim;
+}
+
+/* ---- writing ---- */
+
+/* RoPE backwards (a rotation by -angle): an already rotated key, for a +prerope layer. */
+static void unrotate(float *x, int d, const float *cos_sin) {
+    int half = d / 2;
+    for (int i = 0; i < half; i++) {
+        float a = x[i], b = x[i + half], cs = cos_sin[i], sn = cos_sin[half + i];
+        x[i] = a * cs + b * sn;
+        x[i + half] = b * cs - a * sn;
     }
 }
 
+/* One head's row of one store: row is what the scheme quantizes (for +prerope keys, the key
+ * before RoPE). Channel-axis rows are encoded now, from the float32 row; token-axis groups
+ * wait in the window for kv_cache_commit. */
+static void store_put(const KvCache *c, KvStore *st, int head, int pos, const float *row) {
+    int d = c->head_dim, s = sinks_of(st);
+    if (st->plain) {
+        memcpy(head_units(st, head) + (size_t)pos * st->unit_bytes, row, (size_t)d * sizeof(float));
+        return;
+    }
+    if (pos < s) {
+        memcpy(sink_row(c, st, head, pos), row, (size_t)d * sizeof(float));
+        return;
+    }
+    if (st->window) memcpy(window_row(c, st, head, pos), row, (size_t)d * sizeof(float));
+    if (st->group == 1) {
+        float scratch[MAX_HEAD_DIM];
+        kv_spec_encode(st->spec, row, d, head_units(st, head) + (size_t)(pos - s) * st->unit_bytes, scratch);
+    }
+}
+
+void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float *v, const float *cos_sin) {
+    int d = c->head_dim;
+    KvStore *keys = &c->keys[layer];
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        float row[MAX_HEAD_DIM];
+        memcpy(row, k + (size_t)h * d, (size_t)d * sizeof(float));
+        if (cos_sin && !keys->natural_reads) rope(row, 1, d, cos_sin);
+        if (!cos_sin && keys->natural_reads) unrotate(row, d, c->rope_cos_sin + (size_t)pos * d);
+        store_put(c, keys, h, pos, row);
+        store_put(c, &c->values[layer], h, pos, v + (size_t)h * d);
+    }
+}
+
+/* Packs the token-axis groups that positions below end completed. */
+static void store_commit(const KvCache *c, KvStore *st, int first, int end) {
+    int d = c->head_dim, g = st->group, s = sinks_of(st);
+    if (st->plain || g == 1) return;
+    if (st->encoded_end > first) st->encoded_end = first <= s ? s : s + g * ((first - s) / g);
+    for (; st->encoded_end + g <= end; st->encoded_end += g) {
+        int r = (st->encoded_end - s) / g;
+        for (int h = 0; h < c->n_kv_heads; h++) {
+            float *rows = st->pack_rows;
+            for (int i = 0; i < g; i++)
+                memcpy(rows + (size_t)i * d, window_row(c, st, h, st->encoded_end + i), (size_t)d * sizeof(float));
+            kv_spec_encode(st->spec, rows, d, head_units(st, h) + (size_t)r * st->unit_bytes, rows + (size_t)g * d);
+        }
+    }
+}
+
+void kv_cache_commit(KvCache *c, int layer, int first, int end) {
+    store_commit(c, &c->keys[layer], first, end);
+    store_commit(c, &c->values[layer], first, end);
+}
+
+/* ---- reading ---- */
+
+int kv_cache_quantized_end(const KvCache *c, const KvStore *st, int n) {
+    (void)c;
+    return st->plain ? n : kv_spec_quantized_end(st->spec, n);
+}
+
+/* A full-precision row (sink or window) into the read domain. */
+static void full_row(const KvCache *c, const KvStore *st, const float *src, int pos, float *out) {
+    memcpy(out, src, (size_t)c->head_dim * sizeof(float));
+    if (st->natural_reads) rope(out, 1, c->head_dim, c->rope_cos_sin + (size_t)pos * c->head_dim);
+    else kv_spec_to_domain(st->spec, out, c->head_dim);
+}
+
+/* Quantized rows [p0, p0+n) decoded into the read domain. */
+static void quantized_rows(const KvCache *c, const KvStore *st, int head, int p0, int n, float *out) {
+    int d = c->head_dim;
+    kv_spec_decode(st->spec, head_units(st, head), d, p0 - sinks_of(st), n, out);
+    if (!st->natural_reads) return;
+    for (int i = 0; i < n; i++) {
+        float *row = out + (size_t)i * d;
+        kv_spec_from_domain(st->spec, row, d);
+        rope(row, 1, d, c->rope_cos_sin + (size_t)(p0 + i) * d);
+    }
+}
+
+const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *buf) {
+    int d = c->head_dim, s = sinks_of(st);
+    if (st->plain) return (const float *)(head_units(st, head) + (size_t)p0 * st->unit_bytes);
+    for (int j = p0; j < p0 + np;) {
+        float *out = buf + (size_t)(j - p0) * d;
+        if (j < s) {
+            full_row(c, st, sink_row(c, st, head, j), j, out);
+            j++;
+        } else if (j < q_end) {
+            int n = (q_end < p0 + np ? q_end : p0 + np) - j;
+            quantized_rows(c, st, head, j, n, out);
+            j += n;
+        } else {
+            full_row(c, st, window_row(c, st, head, j), j, out);
+            j++;
+        }
+    }
+    return buf;
+}
+
+int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt) {
+    int s = sinks_of(st);
+    if (st->plain || st->natural_reads || p0 < s || p0 + np > q_end) return 0;
+    return kv_spec_decode_t64(st->spec, head_units(st, head), c->head_dim, p0 - s, np, kt);
+}
+
+void kv_cache_query_to_domain(const KvCache *c, int layer, float *q) {
+    const KvStore *st = &c->keys[layer];
+    if (!st->plain && !st->natural_reads) kv_spec_to_domain(st->spec, q, c->head_dim);
+}
+
+void kv_cache_output_from_domain(const KvCache *c, int layer, float *out) {
+    const KvStore *st = &c->values[layer];
+    if (!st->plain) kv_spec_from_domain(st->spec, out, c->head_dim);
+}
+
+static void read_row(const KvCache *c, const KvStore *st, int head, int pos, float *out) {
+    float buf[MAX_HEAD_DIM];
+    const float *row = kv_cache_rows(c, st, head, pos, 1, kv_cache_quantized_end(c, st, c->len), buf);
+    memcpy(out, row, (size_t)c->head_dim * sizeof(float));
+    if (!st->plain && !st->natural_reads) kv_spec_from_domain(st->spec, out, c->head_dim);
+}
+
 void kv_cache_read_key(const KvCache *c, int layer, int head, int pos, float *out) {
-    c->k_scheme->dequantize(c->k_scheme, kv_key_row(c, layer, head, pos), (size_t)c->head_dim, out);
+    read_row(c, &c->keys[layer], head, pos, out);
 }
 
 void kv_cache_read_value(const KvCache *c, int layer, int head, int pos, float *out) {
-    c->v_scheme->dequantize(c->v_scheme, kv_value_row(c, layer, head, pos), (size_t)c->head_dim, out);
+    read_row(c, &c->values[layer], head, pos, out);
 }

@@ -1,46 +1,98 @@
-/* model/kvcache.h: the KV cache as explicit arrays.
+/* model/kvcache.h: the KV cache as explicit arrays, quantized as it is written.
  *
- * Layout: for each layer, keys and values are stored as rows of one token and one
- * KV head: k[layer][kv_head][position] -> a packed row of head_dim values in the
- * key scheme's format (quant/quant.h), likewise v with the value scheme. With the
- * "fp32" scheme a row is just head_dim floats. Every write goes through
- * kv_cache_write (the one place where values are quantized) and attention reads rows
- * only through the scheme's dot/axpy, so what attention sees is what the scheme kept. */
+ * Each layer has a key scheme and a value scheme (quant/scheme.h: a base codec and modifiers).
+ * For one layer and side the cache holds, per KV head:
+ *   units   the stored form: codec units for positions S, S+1, ... (S = sinks; a token-axis
+ *           base packs G positions into one unit), written by the codec, read by attention
+ *           block by block (never expanded whole);
+ *   sinks   positions 0..S-1 (+sinkS), full precision;
+ *   window  the most recent positions (+resR, and a token-axis base's incomplete group), full
+ *           precision, in a ring of R + G + max_batch rows.
+ * Full precision means float32: the values the model computed (a compressed file stores them
+ * as fp16; see model/compress.c). Which positions a query reads quantized follows SCHEMES.md
+ * §1 and §4: with n positions written, [S, kv_cache_quantized_end(n)) from the units, the rest
+ * from sinks and window. A quantized value is made once, from the computed float32 row, and
+ * never changes.
+ *
+ * Reading. Rows come back in the layer's *read domain*: the scheme's domain (quant/scheme.h:
+ * llama.cpp key order, Hadamard rotation, the codec's inner rotation), or the natural order for
+ * +prerope keys, which are decoded and then rotated by RoPE at their position. Attention moves
+ * each query into the key domain and each output back from the value domain once
+ * (kv_cache_query_to_domain, kv_cache_output_from_domain): the same numbers as decoding every
+ * row to the natural order, at O(head_dim log head_dim) per query and head. */
 #ifndef KVQ_KVCACHE_H
 #define KVQ_KVCACHE_H
 
 #include <stddef.h>
-#include "quant/quant.h"
+#include "quant/scheme.h"
 #include "model/config.h"
 
+/* One layer's keys or values. */
 typedef struct {
-    int n_layers, n_kv_heads, head_dim, max_seq;
-    const KvScheme *k_scheme, *v_scheme;
-    size_t k_row_bytes, v_row_bytes;
-    unsigned char *k, *v;  /* [n_layers][n_kv_heads][max_seq][row_bytes] */
-    int len;               /* positions written so far (the caller advances it) */
+    const KvSpec *spec;
+    int plain;                 /* fp32 without modifiers: units are the rows, read in place */
+    int natural_reads;         /* +prerope keys: rows are read in the natural order, RoPE applied */
+    int group;                 /* rows per unit: G for a token-axis base, else 1 */
+    size_t unit_bytes;
+    size_t head_units;         /* units per KV head */
+    unsigned char *units;      /* [n_kv_heads][head_units][unit_bytes]; row r is position S + r */
+    float *sinks;              /* [n_kv_heads][S][head_dim], or NULL */
+    float *window;             /* [n_kv_heads][window_rows][head_dim], position p at p % window_rows, or NULL */
+    int window_rows;
+    int encoded_end;           /* token axis: positions [S, encoded_end) are in units */
+    float *pack_rows;          /* token axis: 2 * G * head_dim floats, one group and the encoder's scratch */
+} KvStore;
+
+typedef struct {
+    int n_layers, n_kv_heads, head_dim, max_seq, max_batch;
+    KvLayered k_scheme, v_scheme;   /* bound to this model: kv_layered_bind */
+    KvStore *keys, *values;         /* [n_layers] */
+    float *rope_cos_sin;            /* [max_seq][head_dim] when a key layer is +prerope, else NULL */
+    int len;                        /* positions written so far (the caller advances it) */
 } KvCache;
 
-/* Allocates a cache for max_seq positions. Schemes must have group sizes dividing head_dim. */
-int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, const KvScheme *k_scheme,
-                  const KvScheme *v_scheme, Error *err);
+/* A cache for max_seq positions, written in batches of at most max_batch positions. k and v
+ * are LAYERED schemes (NULL: fp32), checked against cfg here; rope_inv_freq (the model's,
+ * [head_dim / 2]) is needed when a key layer is +prerope. */
+int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvLayered *k,
+                  const KvLayered *v, const float *rope_inv_freq, Error *err);
 void kv_cache_free(KvCache *c);
 
-/* The packed row of one layer, KV head and position. */
-static inline unsigned char *kv_key_row(const KvCache *c, int layer, int head, int pos) {
-    size_t i = ((size_t)layer * c->n_kv_heads + head) * c->max_seq + pos;
-    return c->k + i * c->k_row_bytes;
-}
-static inline unsigned char *kv_value_row(const KvCache *c, int layer, int head, int pos) {
-    size_t i = ((size_t)layer * c->n_kv_heads + head) * c->max_seq + pos;
-    return c->v + i * c->v_row_bytes;
-}
+/* Stores position pos of one layer: k and v are [n_kv_heads * head_dim]. k is before RoPE
+ * when cos_sin (the position's rope_angles) is given — the cache applies RoPE, or for +prerope
+ * keeps the key as it is — and already rotated when cos_sin is NULL. Positions of one batch
+ * may be written in parallel; then kv_cache_commit. */
+void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float *v, const float *cos_sin);
+/* After the writes of positions [first, end) of a layer: packs the token-axis groups they
+ * completed. Writing again from an earlier position (a new window) starts over from there. */
+void kv_cache_commit(KvCache *c, int layer, int first, int end);
 
-/* Stores one token's keys and values (each [n_kv_heads * head_dim], keys after RoPE). */
-void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float *v);
+/* Positions [S, end) that a query reads quantized when n positions are written. */
+int kv_cache_quantized_end(const KvCache *c, const KvStore *st, int n);
+/* The store of one layer's keys or values. */
+static inline const KvStore *kv_cache_keys(const KvCache *c, int layer) { return &c->keys[layer]; }
+static inline const KvStore *kv_cache_values(const KvCache *c, int layer) { return &c->values[layer]; }
 
-/* Reads one row back as floats (what attention sees). */
+/* Rows p0 .. p0+np-1 of one KV head in the read domain, as a query would see them that reads
+ * positions below q_end quantized: a pointer into the cache (plain fp32), else decoded into
+ * buf [np][head_dim]. */
+const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *buf);
+/* The same rows as a transposed block kt[i * 64 + p] (np <= 64, zeros beyond) when the codec
+ * has a direct way and every row is quantized; else 0. */
+int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt);
+
+/* One query head's row into the key read domain of a layer, one output row back from the value
+ * read domain, in place. */
+void kv_cache_query_to_domain(const KvCache *c, int layer, float *q);
+void kv_cache_output_from_domain(const KvCache *c, int layer, float *out);
+
+/* One row as attention sees it with c->len positions written, in the natural order. */
 void kv_cache_read_key(const KvCache *c, int layer, int head, int pos, float *out);
 void kv_cache_read_value(const KvCache *c, int layer, int head, int pos, float *out);
+
+/* Bytes of one position's stored form over every layer, side and KV head (units / group). */
+double kv_cache_position_bytes(const KvCache *c);
+/* Bytes the cache holds (units, sinks, windows). */
+size_t kv_cache_bytes(const KvCache *c);
 
 #endif

@@ -68,7 +68,8 @@ int kv_snapshot_to_cache(const KvSnapshot *s, KvCache *c, Error *err) {
                 memcpy(k + h * d, s->k + at, d * sizeof(float));
                 memcpy(v + h * d, s->v + at, d * sizeof(float));
             }
-            kv_cache_write(c, l, p, k, v);
+            kv_cache_write(c, l, p, k, v, NULL);   /* a snapshot's keys are after RoPE */
+            kv_cache_commit(c, l, p, p + 1);
         }
     c->len = s->seq_len;
     free(k);

@@ -60,10 +60,9 @@ int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *mod
         return error_set(err, "%d tokens: a prompt needs 1 to %d (the model's context)", n, c->max_seq_len);
     RunState s;
     KvCache kv;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
     int rc = -1;
     if (runstate_init(&s, c, n < SNAPSHOT_BATCH ? n : SNAPSHOT_BATCH, err) == 0) {
-        if (kv_cache_init(&kv, c, n, fp32, fp32, err) == 0) {
+        if (kv_cache_init(&kv, c, n, s.max_batch, NULL, NULL, NULL, err) == 0) {
             prefill(m, &s, &kv, ids, n);
             rc = kv_snapshot_from_cache(snap, &kv, n, model_name, err);
             if (rc == 0) tokens_to_text(ids, n, snap->tokens, sizeof snap->tokens);

@@ -28,7 +28,7 @@
 /* Which values share a group. Every scheme so far groups along channels
  * (head_dim) within one token and head; KIVI-style key quantization groups one
  * channel across tokens, which the KV cache must then buffer (see README). */
-typedef enum { KV_AXIS_CHANNELS = 0, KV_AXIS_TOKENS = 1 } KvAxis;
+#include "quant/codec.h"   /* KvAxis */
 
 typedef struct KvScheme KvScheme;
 struct KvScheme {

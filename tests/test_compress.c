@@ -129,9 +129,8 @@ static void check_extract(void) {
     for (char *p = ref.tokens, *end; *p && n < 64; p = end) ids[n++] = (int)strtol(p, &end, 10);
     RunState s;
     KvCache kv;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
     runstate_init(&s, &m.config, n, &err);
-    kv_cache_init(&kv, &m.config, n, fp32, fp32, &err);
+    kv_cache_init(&kv, &m.config, n, n, NULL, NULL, NULL, &err);
     forward(&m, &s, &kv, ids, n, 0, n);
     kv_snapshot_from_cache(&got, &kv, n, "mini-llama-brown", &err);
     double d = 0;

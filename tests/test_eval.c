@@ -58,7 +58,13 @@ static void check_wikitext_tokens(const Setup *s) {
     json_free(ref);
 }
 
-static PplOptions hf_options(const KvScheme *scheme, int windows) {
+/* A scheme by its text, in buf; NULL when it does not parse. */
+static const KvLayered *scheme_named(const char *text, KvLayered *buf) {
+    char why[160];
+    return kv_layered_parse(text, buf, why, sizeof why) == 0 ? buf : NULL;
+}
+
+static PplOptions hf_options(const KvLayered *scheme, int windows) {
     PplOptions o = {0};
     o.protocol = PPL_HF;
     o.ctx = 1024;
@@ -79,7 +85,8 @@ static void check_hf_rows(const Setup *s) {
         long want_scored = (long)json_get(&rows->items[i], "scored_tokens")->number;
         char name[128];
         snprintf(name, sizeof name, "mini-llama-brown ppl, KV %s, 4 windows of 1024", kv);
-        const KvScheme *scheme = kv_scheme_find(kv);
+        KvLayered buf;
+        const KvLayered *scheme = scheme_named(kv, &buf);
         if (!scheme) { check(0, name, "no such scheme"); continue; }
         PplOptions o = hf_options(scheme, 4);
         PplResult r;
@@ -96,8 +103,8 @@ static void check_hf_rows(const Setup *s) {
 
 /* Shards 0/3, 1/3, 2/3 add up to the single run's sums. */
 static void check_shards(const Setup *s) {
-    const KvScheme *scheme = kv_scheme_find("int4-g64");
-    PplOptions o = hf_options(scheme, 3);
+    KvLayered buf;
+    PplOptions o = hf_options(scheme_named("int4-g64", &buf), 3);
     o.ctx = 256;
     o.stride = 128;
     o.compare = 1;
@@ -133,7 +140,7 @@ static void check_llamacpp(void) {
     o.max_windows = 16;
     o.shard_count = 1;
     o.batch = 128;
-    o.k_scheme = o.v_scheme = kv_scheme_find("fp32");
+    o.k_scheme = o.v_scheme = NULL;   /* fp32 */
     PplResult r;
     Error err;
     if (check(ppl_evaluate(&s.model, s.tokens, s.n_tokens, &o, &r, &err) == 0, "llama.cpp protocol runs", "%s", err.msg)) {

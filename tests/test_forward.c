@@ -83,8 +83,7 @@ static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_tim
     RunState s;
     KvCache kv;
     Error err;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
-    if (runstate_init(&s, c, one_at_a_time ? 1 : T, &err) || kv_cache_init(&kv, c, T, fp32, fp32, &err)) return NULL;
+    if (runstate_init(&s, c, one_at_a_time ? 1 : T, &err) || kv_cache_init(&kv, c, T, T, NULL, NULL, NULL, &err)) return NULL;
     float *out = malloc((size_t)T * c->vocab_size * sizeof(float));
     if (one_at_a_time) {
         for (int t = 0; t < T; t++) {
@@ -178,9 +177,8 @@ static void check_greedy(void) {
     if (!prompt || !expect) { check(0, "stories260K greedy", "no tokenizer or reference"); return; }
     RunState s;
     KvCache kv;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
     runstate_init(&s, &m.config, n_prompt, &err);
-    kv_cache_init(&kv, &m.config, n_ref, fp32, fp32, &err);
+    kv_cache_init(&kv, &m.config, n_ref, n_ref, NULL, NULL, NULL, &err);
     int *seq = malloc((size_t)n_ref * sizeof *seq);
     memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
     forward(&m, &s, &kv, seq, n_prompt, 0, n_prompt - 1);

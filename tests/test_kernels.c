@@ -463,9 +463,8 @@ static float *forward_logits(const Model *m, const int *tokens, int T) {
     RunState s;
     KvCache kv;
     Error err;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
     if (runstate_init(&s, &m->config, T, &err)) return NULL;
-    if (kv_cache_init(&kv, &m->config, T, fp32, fp32, &err)) {
+    if (kv_cache_init(&kv, &m->config, T, T, NULL, NULL, NULL, &err)) {
         runstate_free(&s);
         return NULL;
     }
