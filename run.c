@@ -862,12 +862,30 @@ static int cmd_bench(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* schemes */
 
+/* The bases (one codec each) with the stored bits per value of some examples at head_dim 64,
+ * then the modifiers: what --kv-scheme, --k-scheme and --v-scheme take. */
 static int cmd_schemes(void) {
-    printf("%-16s %5s %6s  %s\n", "name", "bits", "group", "what");
-    for (int i = 0; i < kv_scheme_count(); i++) {
-        const KvScheme *s = kv_scheme_at(i);
-        printf("%-16s %5d %6d  %s\n", s->name, s->bits, s->group_size, s->summary);
+    printf("KV cache schemes: BASE(+MODIFIER)*, per layer as SPEC;L:SPEC;L1-L2:SPEC, keys and values apart\n");
+    printf("(--k-scheme, --v-scheme, --kv-scheme). Stored bits per value at head_dim 64.\n\nbases:\n");
+    for (int i = 0; i < kv_codec_count(); i++) {
+        const KvCodec *codec = kv_codec_at(i);
+        printf("  %s\n      %s\n", codec->syntax, codec->summary);
+        char examples[256], line[512] = "";
+        snprintf(examples, sizeof examples, "%s", codec->examples);
+        for (char *name = strtok(examples, " "); name; name = strtok(NULL, " ")) {
+            KvSpec spec;
+            char why[160];
+            if (kv_spec_parse(name, &spec, why, sizeof why)) continue;
+            size_t used = strlen(line);
+            snprintf(line + used, sizeof line - used, "%s%s %.4g", used ? ", " : "", spec.text, kv_spec_stored_bits(&spec, 64));
+        }
+        printf("      %s\n", line);
     }
+    printf("\nmodifiers:\n");
+    for (int i = 0; i < kv_modifier_count(); i++)
+        printf("  %-22s %s\n", kv_modifier_at(i)->syntax, kv_modifier_at(i)->summary);
+    printf("\n+outK adds (16 + 8) K / head_dim bits; full-precision positions (+res, +sink) are float32 in\n"
+           "memory and fp16 in a compressed file.\n");
     return EXIT_OK;
 }
 

@@ -13,6 +13,18 @@
 /* ------------------------------------------------------------------------- */
 /* Parsing one SPEC */
 
+static const KvModifierInfo MODIFIERS[] = {
+    {"+had", "rotate each row by the orthonormal Hadamard H first (QuaRot; llama.cpp's default); head_dim 2^k"},
+    {"+prerope", "keys only: quantize keys before RoPE, rotate them when read (KVQuant)"},
+    {"+resR", "the R most recent positions stay full precision (KIVI's residual)"},
+    {"+sinkS", "the first S positions stay full precision (attention sinks)"},
+    {"+outK", "per row, the K largest |x| kept as fp16 + index (KVQuant dense-and-sparse); row bases only"},
+};
+
+int kv_modifier_count(void) { return (int)(sizeof MODIFIERS / sizeof MODIFIERS[0]); }
+
+const KvModifierInfo *kv_modifier_at(int i) { return i >= 0 && i < kv_modifier_count() ? &MODIFIERS[i] : NULL; }
+
 /* A modifier with a number: "res128" -> 128. 1 when name starts with prefix. */
 static int numbered_modifier(const char *mod, const char *prefix, int hi, int *value, int *bad) {
     const char *p;

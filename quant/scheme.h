@@ -74,6 +74,13 @@ int kv_layered_is_fp32(const KvLayered *l);
 /* 1 when spec is plain fp32 (no modifier changes a value). */
 int kv_spec_is_fp32(const KvSpec *spec);
 
+/* The modifiers, for listings: how each is written and what it does. */
+typedef struct {
+    const char *syntax, *summary;
+} KvModifierInfo;
+int kv_modifier_count(void);
+const KvModifierInfo *kv_modifier_at(int i);
+
 /* ---- sizes and bits ---- */
 
 /* Rows per stored unit: G for a token-axis base, else 1. */
