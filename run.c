@@ -55,7 +55,7 @@ static void print_usage(FILE *f) {
         "  kv-info FILE [--model MODEL_DIR] [--json]\n"
         "                                  shape, size and statistics of a KV cache file\n"
         "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-        "           [--kv-scheme NAME] [--lz4] [--metrics-only] [-verbose]\n"
+        "           [--kv-scheme S | --k-scheme S --v-scheme S] [--lz4] [--metrics-only] [-verbose]\n"
         "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
         "                                  quantize a KV cache file; JSON metrics on stdout;\n"
         "                                  exit 1 when a quality threshold fails\n"
@@ -148,12 +148,6 @@ static void unknown_arg(Args *a) {
 static int usage_error(const char *cmd, const char *msg) {
     fprintf(stderr, "%s: %s (see ./run --help)\n", cmd, msg);
     return EXIT_BAD_INPUT;
-}
-
-static const KvScheme *scheme_or_error(const char *name, char *bad, size_t n) {
-    const KvScheme *s = kv_scheme_find(name);
-    if (!s) snprintf(bad, n, "unknown KV scheme '%s' (./run schemes lists them)", name);
-    return s;
 }
 
 /* A LAYERED scheme value of a flag (quant/scheme.h); syntax errors go to bad. Checks against the
@@ -599,27 +593,27 @@ static int cmd_kv_info(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* compress, decompress, --quick-test */
 
-/* "--scheme int4 -group-size 64" -> "int4-g64"; a full name ("int4-g32-asym") is kept. */
-static const KvScheme *compose_scheme(const char *scheme, int group, char *bad, size_t badlen) {
+/* "--scheme int4 -group-size 64" -> "int4-g64" (the seed's flags); any other spelling is kept. */
+static int compose_scheme(const char *scheme, int group, KvLayered *out, char *bad, size_t badlen) {
     char name[64];
     const char *asym = strstr(scheme, "-asym");
-    if (strstr(scheme, "-g") || !strcmp(scheme, "fp32"))
-        snprintf(name, sizeof name, "%s", scheme);
-    else
-        snprintf(name, sizeof name, "%.*s-g%d%s", (int)(asym ? asym - scheme : (long)strlen(scheme)), scheme, group,
-                 asym ? "-asym" : "");
-    return scheme_or_error(name, bad, badlen);
+    size_t stem = asym ? (size_t)(asym - scheme) : strlen(scheme);
+    int plain_int = !strncmp(scheme, "int", 3) && strspn(scheme + 3, "0123456789") == stem - 3 && stem > 3;
+    if (plain_int) snprintf(name, sizeof name, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
+    else snprintf(name, sizeof name, "%.63s", scheme);
+    return layered_or_error(name, out, bad, badlen);
 }
 
 typedef struct {
     const char *input, *output;
     int metrics_only, verbose;
+    KvLayered k_scheme, v_scheme;
     CompressOptions o;
 } CompressArgs;
 
 static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, size_t badlen) {
     Args a = {argc, argv, 2, NULL, {0}};
-    const char *scheme = "int4", *full = NULL;
+    const char *scheme = "int4", *full = NULL, *k_full = NULL, *v_full = NULL;
     int group = 64;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
     memset(ca, 0, sizeof *ca);
@@ -628,6 +622,8 @@ static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, si
         else if (flag(&a, "output", 1) || flag(&a, "o", 1)) ca->output = a.value;
         else if (flag(&a, "scheme", 1)) scheme = a.value;
         else if (flag(&a, "kv-scheme", 1)) full = a.value;
+        else if (flag(&a, "k-scheme", 1)) k_full = a.value;
+        else if (flag(&a, "v-scheme", 1)) v_full = a.value;
         else if (flag(&a, "group-size", 1)) parse_int(&a, "group-size", 1, 1 << 20, &group);
         else if (flag(&a, "sparsity", 1)) parse_float(&a, "sparsity", -1e9f, 1e9f, &sparsity);
         else if (flag(&a, "max-rmse", 1)) parse_float(&a, "max-rmse", 0, 1e9f, &rmse);
@@ -644,7 +640,14 @@ static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, si
         snprintf(a.bad, sizeof a.bad, "-sparsity %g must be in [0, 1)", sparsity);
     if (!a.bad[0] && ca->output && !ca->metrics_only && !strcmp(ca->input, ca->output))
         snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
-    if (!a.bad[0]) ca->o.scheme = full ? scheme_or_error(full, a.bad, sizeof a.bad) : compose_scheme(scheme, group, a.bad, sizeof a.bad);
+    /* --kv-scheme (or --scheme and --group-size) names both sides; --k-scheme / --v-scheme one side */
+    if (!a.bad[0] && full) layered_or_error(full, &ca->k_scheme, a.bad, sizeof a.bad);
+    else if (!a.bad[0]) compose_scheme(scheme, group, &ca->k_scheme, a.bad, sizeof a.bad);
+    ca->v_scheme = ca->k_scheme;
+    if (!a.bad[0] && k_full) layered_or_error(k_full, &ca->k_scheme, a.bad, sizeof a.bad);
+    if (!a.bad[0] && v_full) layered_or_error(v_full, &ca->v_scheme, a.bad, sizeof a.bad);
+    ca->o.k_scheme = &ca->k_scheme;
+    ca->o.v_scheme = &ca->v_scheme;
     ca->o.sparsity = sparsity;
     ca->o.max_rmse = rmse;
     ca->o.min_snr_db = snr;
@@ -699,7 +702,10 @@ static int cmd_quick_test(void) {
     Error err;
     KvSnapshot snap;
     CompressReport r;
-    CompressOptions o = {kv_scheme_find("int4-g64"), 0.0, 0, 0.10, 18.0, 0.99};
+    KvLayered int4;
+    char why[160];
+    kv_layered_parse("int4-g64", &int4, why, sizeof why);
+    CompressOptions o = {&int4, &int4, 0.0, 0, 0.10, 18.0, 0.99};
     if (quick_test_cache(&snap, 42, &err) || kv_compress(&snap, &o, NULL, &r, NULL, &err)) {
         fprintf(stderr, "quick-test: %s\n", err.msg);
         return EXIT_BAD_INPUT;

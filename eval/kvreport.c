@@ -6,9 +6,13 @@
 #include <string.h>
 
 void report_compress_json(FILE *f, const CompressReport *r, const CompressOptions *o, int per_tensor) {
-    fprintf(f, "{\n  \"scheme\": \"%s\",\n", o->scheme->name);
+    fprintf(f, "{\n");
+    json_out_string(f, "k_scheme", o->k_scheme->text, 0);
+    json_out_string(f, "v_scheme", o->v_scheme->text, 0);
     fprintf(f, "  \"compression_ratio\": %.17g,\n", r->compression_ratio);
     fprintf(f, "  \"original_size_bytes\": %zu,\n  \"compressed_size_bytes\": %zu,\n", r->original_bytes, r->compressed_bytes);
+    json_out_number(f, "stored_bits_per_value", r->stored_bits, 0);
+    json_out_number(f, "effective_bits_per_value", r->effective_bits, 0);
     json_out_number(f, "rmse", r->quality.rmse, 0);
     json_out_number(f, "snr_db", r->quality.snr_db, 0);
     json_out_number(f, "cosine_similarity", r->quality.cosine_similarity, 0);
@@ -34,8 +38,10 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
 }
 
 void report_compress_text(FILE *f, const CompressReport *r, const CompressOptions *o) {
-    fprintf(f, "scheme %s: %zu values, %zu -> %zu bytes (%.3fx vs fp16)\n", o->scheme->name, r->n_elements,
-            r->original_bytes, r->compressed_bytes, r->compression_ratio);
+    fprintf(f, "keys %s, values %s: %zu values, %zu -> %zu bytes (%.3fx vs fp16)\n", o->k_scheme->text,
+            o->v_scheme->text, r->n_elements, r->original_bytes, r->compressed_bytes, r->compression_ratio);
+    fprintf(f, "bits per value: %.4g stored (quantized part), %.4g effective (everything)\n", r->stored_bits,
+            r->effective_bits);
     fprintf(f, "rmse %.6f, snr %.2f dB, cosine %.6f, max error %.6f: %s, %s\n", r->quality.rmse, r->quality.snr_db,
             r->quality.cosine_similarity, r->quality.max_error, r->quality_level, r->passed ? "passed" : "FAILED");
     for (int i = 0; i < r->n_violations; i++) fprintf(f, "  violation: %s\n", r->violations[i]);

@@ -46,9 +46,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     char path[512];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/kvq-validate-%ld.safetensors", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    /* TRANSITIONAL (branch only): the compressed file still takes the old flat schemes */
-    CompressOptions co = {kv_scheme_find(o->k_scheme->text), 0.0, 0, 0.10, 18.0, 0.99};
-    if (!co.scheme) return error_set(err, "compress: %s is not available for files yet", o->k_scheme->text);
+    CompressOptions co = {o->k_scheme, o->v_scheme, 0.0, 0, 0.10, 18.0, 0.99};
     CompressReport cr;
     KvSnapshot recon, loaded;
     step(out, 4, "Compressing that KV cache...");
@@ -60,7 +58,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     r->max_error = cr.quality.max_error;
     if (out)
         fprintf(out, "      %s: %zu -> %zu bytes (%.2fx vs fp16), RMSE %.4f, SNR %.2f dB, cosine %.5f\n",
-                co.scheme->name, cr.original_bytes, cr.compressed_bytes, cr.compression_ratio, cr.quality.rmse,
+                co.k_scheme->text, cr.original_bytes, cr.compressed_bytes, cr.compression_ratio, cr.quality.rmse,
                 cr.quality.snr_db, cr.quality.cosine_similarity);
     compress_report_free(&cr);
     step(out, 5, "Loading the compressed file back...");

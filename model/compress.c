@@ -1,4 +1,5 @@
-/* model/compress.c: compress a KV cache snapshot with a scheme into a file, and back. */
+/* model/compress.c: a KV cache snapshot stored under a scheme into a file, and back. See
+ * model/compress.h for the file. */
 #include "model/compress.h"
 #include "quant/lz4.h"
 #include "quant/half.h"
@@ -9,7 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define FORMAT_NAME "kvq-compressed-1"
+#define FORMAT_NAME "kvq-compressed-2"
 
 const char *quality_level(double rmse, double snr_db) {
     if (rmse < 0.01 && snr_db > 40) return "EXCELLENT";
@@ -24,8 +25,110 @@ static double ms_now(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-/* Bytes of the codes part of a packed buffer of n values (the rest are group parameters). */
-static size_t code_bytes(const KvScheme *s, size_t n) { return n * (size_t)s->bits / 8; }
+/* ---- how one tensor is laid out ---- */
+
+/* One tensor [heads][positions][row] under its layer's spec. A flat run (a plain integer base
+ * with groups longer than a row) is one "head" of rows of G values. */
+typedef struct {
+    KvSpec spec;
+    int heads, positions, row;
+    int sinks, quantized_end;    /* full precision: [0, sinks) and [quantized_end, positions) */
+    size_t units, unit_bytes;    /* per head */
+} TensorPlan;
+
+static size_t plan_packed_bytes(const TensorPlan *p) { return (size_t)p->heads * p->units * p->unit_bytes; }
+static int plan_full_rows(const TensorPlan *p) { return p->sinks + p->positions - p->quantized_end; }
+
+static int is_flat_group(const KvSpec *spec, int head_dim) {
+    const KvBase *b = &spec->base;
+    return b->axis == KV_AXIS_CHANNELS && b->group > head_dim && b->group % head_dim == 0 && !spec->hadamard && !spec->outliers && !spec->residual && !spec->sinks;
+}
+
+/* The plan of one tensor; -1 with why when the spec cannot store it. */
+static int make_plan(const KvSpec *spec, int heads, int seq, int head_dim, TensorPlan *p, char *why, size_t len) {
+    memset(p, 0, sizeof *p);
+    p->spec = *spec;
+    p->heads = heads;
+    p->positions = seq;
+    p->row = head_dim;
+    if (spec->prerope) {
+        snprintf(why, len, "%s: +prerope needs positions and RoPE, which a stored tensor does not have", spec->text);
+        return -1;
+    }
+    if (is_flat_group(spec, head_dim)) {
+        size_t values = (size_t)heads * seq * head_dim;
+        if (values % (size_t)spec->base.group != 0) {
+            snprintf(why, len, "%s: %zu values are not whole groups of %d", spec->text, values, spec->base.group);
+            return -1;
+        }
+        p->heads = 1;
+        p->row = spec->base.group;
+        p->positions = (int)(values / (size_t)spec->base.group);
+    }
+    p->sinks = spec->sinks < p->positions ? spec->sinks : p->positions;
+    p->quantized_end = kv_spec_quantized_end(spec, p->positions);
+    if (p->quantized_end > p->positions) p->quantized_end = p->positions;
+    p->unit_bytes = kv_spec_unit_bytes(spec, p->row);
+    p->units = (size_t)(p->quantized_end - p->sinks) / (size_t)spec->base.rows;
+    return 0;
+}
+
+/* Binds a LAYERED scheme to the file's shape; a flat group (G > head_dim) is checked on its
+ * row of G values instead. */
+static int bind_for_file(KvLayered *l, int layers, int head_dim, KvSide side, char *why, size_t len) {
+    KvLayered wide = *l;
+    if (kv_layered_bind(l, layers, head_dim, side, why, len) == 0) return 0;
+    if (is_flat_group(&wide.all, head_dim) && wide.n_items == 0 &&
+        kv_layered_bind(&wide, layers, wide.all.base.group, side, why, len) == 0) {
+        *l = wide;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- one tensor's bytes ---- */
+
+/* x [heads][positions][row] (natural) -> packed units and fp16 full rows. scratch: rows_per_unit
+ * rows. */
+static void pack_tensor(const TensorPlan *p, const float *x, unsigned char *packed, uint16_t *full, float *scratch) {
+    int n = p->row, g = p->spec.base.rows;
+    for (int h = 0; h < p->heads; h++) {
+        const float *xh = x + (size_t)h * p->positions * n;
+        unsigned char *units = packed + (size_t)h * p->units * p->unit_bytes;
+        uint16_t *fh = full + (size_t)h * plan_full_rows(p) * n;
+        for (size_t u = 0; u < p->units; u++)
+            kv_spec_encode(&p->spec, xh + ((size_t)p->sinks + u * g) * n, n, units + u * p->unit_bytes, scratch);
+        int f = 0;
+        for (int j = 0; j < p->positions; j++) {
+            if (j >= p->sinks && j < p->quantized_end) continue;
+            for (int i = 0; i < n; i++) fh[(size_t)f * n + i] = f32_to_f16(xh[(size_t)j * n + i]);
+            f++;
+        }
+    }
+}
+
+/* packed units and fp16 full rows -> x [heads][positions][row], natural order. */
+static void unpack_tensor(const TensorPlan *p, const unsigned char *packed, const uint16_t *full, float *x) {
+    int n = p->row;
+    for (int h = 0; h < p->heads; h++) {
+        float *xh = x + (size_t)h * p->positions * n;
+        const uint16_t *fh = full + (size_t)h * plan_full_rows(p) * n;
+        int quantized = p->quantized_end - p->sinks;
+        if (quantized > 0) {
+            float *rows = xh + (size_t)p->sinks * n;
+            kv_spec_decode(&p->spec, packed + (size_t)h * p->units * p->unit_bytes, n, 0, quantized, rows);
+            for (int r = 0; r < quantized; r++) kv_spec_from_domain(&p->spec, rows + (size_t)r * n, n);
+        }
+        int f = 0;
+        for (int j = 0; j < p->positions; j++) {
+            if (j >= p->sinks && j < p->quantized_end) continue;
+            for (int i = 0; i < n; i++) xh[(size_t)j * n + i] = f16_to_f32(fh[(size_t)f * n + i]);
+            f++;
+        }
+    }
+}
+
+/* ---- compress ---- */
 
 static void judge(CompressReport *r, const CompressOptions *o) {
     const KvQuality *q = &r->quality;
@@ -43,70 +146,36 @@ static void judge(CompressReport *r, const CompressOptions *o) {
 
 /* Everything kv_compress builds per tensor before the file is written. */
 typedef struct {
-    char names[2][40];         /* NAME.codes, NAME.params */
-    unsigned char *packed;     /* [codes][params] */
-    unsigned char *lz4;        /* LZ4 block of the codes (when on) */
+    char names[2][40];         /* NAME.packed, NAME.full */
+    TensorPlan plan;
+    unsigned char *packed;
+    uint16_t *full;
+    unsigned char *lz4;        /* LZ4 block of the packed units (when on) */
     size_t lz4_len;
 } PackedTensor;
 
-static int check_options(const KvSnapshot *s, const CompressOptions *o, Error *err) {
-    if (!(o->sparsity >= 0.0 && o->sparsity < 1.0))
-        return error_set(err, "sparsity %g must be in [0, 1)", o->sparsity);
-    /* A group must cover whole rows or a whole number of groups must fill a row, so no group
-     * mixes part of one token's row with another's (g128 on head_dim 64 spans two tokens). */
-    int g = o->scheme->group_size;
-    if (g > 0 && s->head_dim % g != 0 && g % s->head_dim != 0)
-        return error_set(err, "group size %d does not divide head_dim %d", g, s->head_dim);
-    if (!kv_scheme_accepts(o->scheme, kv_snapshot_layer_size(s)))
-        return error_set(err, "scheme %s cannot pack %zu values", o->scheme->name, kv_snapshot_layer_size(s));
-    return 0;
-}
-
-/* Quantizes one tensor x[0..n) into pt (after optional sparsification), dequantizes into
- * x_hat and adds the errors to both accumulators. */
-static int pack_tensor(const CompressOptions *o, const float *x, size_t n, PackedTensor *pt, float *work,
-                       float *scratch, float *x_hat, KvMetrics *all, KvMetrics *one) {
-    const KvScheme *sc = o->scheme;
-    pt->packed = malloc(sc->packed_bytes(sc, n));
-    if (!pt->packed) return -1;
-    memcpy(work, x, n * sizeof(float));
-    if (o->sparsity > 0) kv_sparsify(work, n, o->sparsity, scratch);
-    sc->quantize(sc, work, n, pt->packed);
-    sc->dequantize(sc, pt->packed, n, x_hat);
-    kv_metrics_add(all, x, x_hat, n);
-    kv_metrics_add(one, x, x_hat, n);
-    if (!o->lz4) return 0;
-    size_t cb = code_bytes(sc, n);
-    pt->lz4 = malloc(lz4_compress_bound(cb));
-    if (!pt->lz4) return -1;
-    pt->lz4_len = lz4_compress(pt->packed, cb, pt->lz4, lz4_compress_bound(cb));
-    return pt->lz4_len ? 0 : -1;
-}
-
-static int write_compressed(const char *path, const KvSnapshot *s, const CompressOptions *o,
-                            PackedTensor *pts, Error *err) {
-    const KvScheme *sc = o->scheme;
-    size_t n = kv_snapshot_layer_size(s), cb = code_bytes(sc, n);
-    size_t groups = sc->group_size > 0 ? n / (size_t)sc->group_size : 0;
+static int write_compressed(const char *path, const KvSnapshot *s, const CompressOptions *o, const KvLayered *k,
+                            const KvLayered *v, PackedTensor *pts, Error *err) {
     int n_src = 2 * s->n_layers, n_out = 0;
     StTensorOut *t = calloc((size_t)n_src * 2, sizeof *t);
     if (!t) return error_set(err, "%s: out of memory", path);
     for (int i = 0; i < n_src; i++) {
-        PackedTensor *pt = &pts[i];
-        StTensorOut *codes = &t[n_out++];
-        codes->name = pt->names[0];
-        codes->dtype = DT_U8;
-        codes->ndim = 1;
-        codes->shape[0] = (int64_t)(o->lz4 ? pt->lz4_len : cb);
-        codes->data = o->lz4 ? pt->lz4 : pt->packed;
-        if (sc->n_params == 0) continue;
-        StTensorOut *params = &t[n_out++];
-        params->name = pt->names[1];
-        params->dtype = DT_F16;
-        params->ndim = 2;
-        params->shape[0] = (int64_t)groups;
-        params->shape[1] = sc->n_params;
-        params->data = pt->packed + cb;
+        const PackedTensor *pt = &pts[i];
+        StTensorOut *packed = &t[n_out++];
+        packed->name = pt->names[0];
+        packed->dtype = DT_U8;
+        packed->ndim = 1;
+        packed->shape[0] = (int64_t)(o->lz4 ? pt->lz4_len : plan_packed_bytes(&pt->plan));
+        packed->data = o->lz4 ? pt->lz4 : pt->packed;
+        if (plan_full_rows(&pt->plan) == 0) continue;
+        StTensorOut *full = &t[n_out++];
+        full->name = pt->names[1];
+        full->dtype = DT_F16;
+        full->ndim = 3;
+        full->shape[0] = pt->plan.heads;
+        full->shape[1] = plan_full_rows(&pt->plan);
+        full->shape[2] = pt->plan.row;
+        full->data = pt->full;
     }
     char num[4][16], sparsity[32];
     snprintf(num[0], 16, "%d", s->n_layers);
@@ -114,21 +183,83 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
     snprintf(num[2], 16, "%d", s->seq_len);
     snprintf(num[3], 16, "%d", s->head_dim);
     snprintf(sparsity, sizeof sparsity, "%.17g", o->sparsity);
-    const char *keys[] = {"format", "scheme", "lz4", "sparsity", "num_layers", "num_kv_heads", "seq_len",
-                          "head_dim", "dtype", "model_name"};
-    const char *vals[] = {FORMAT_NAME, sc->name, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2],
-                          num[3], s->dtype, s->model_name};
-    int rc = st_write(path, t, n_out, keys, vals, 10, err);
+    const char *keys[] = {"format", "k_scheme", "v_scheme", "lz4", "sparsity", "num_layers", "num_kv_heads",
+                          "seq_len", "head_dim", "dtype", "model_name"};
+    const char *vals[] = {FORMAT_NAME, k->text, v->text, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2], num[3],
+                          s->dtype, s->model_name};
+    int rc = st_write(path, t, n_out, keys, vals, 11, err);
     free(t);
     return rc;
+}
+
+/* Packs tensor i (after sparsification) into pt; adds its errors to the accumulators. */
+static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i, PackedTensor *pt, float *work,
+                           float *scratch, float *x_hat, KvMetrics *metrics[3], TensorQuality *tq) {
+    size_t n = kv_snapshot_layer_size(s);
+    int layer = i / 2, is_value = i % 2;
+    const float *x = (is_value ? s->v : s->k) + (size_t)layer * n;
+    snprintf(tq->name, sizeof tq->name, "layer_%d_%s", layer, is_value ? "value" : "key");
+    snprintf(pt->names[0], sizeof pt->names[0], "%s.packed", tq->name);
+    snprintf(pt->names[1], sizeof pt->names[1], "%s.full", tq->name);
+    size_t packed_bytes = plan_packed_bytes(&pt->plan), full_values = (size_t)pt->plan.heads * plan_full_rows(&pt->plan) * pt->plan.row;
+    pt->packed = malloc(packed_bytes ? packed_bytes : 1);
+    pt->full = malloc((full_values ? full_values : 1) * sizeof(uint16_t));
+    if (!pt->packed || !pt->full) return -1;
+    memcpy(work, x, n * sizeof(float));
+    if (o->sparsity > 0) kv_sparsify(work, n, o->sparsity, scratch);
+    pack_tensor(&pt->plan, work, pt->packed, pt->full, scratch);
+    unpack_tensor(&pt->plan, pt->packed, pt->full, x_hat);
+    KvMetrics one;
+    kv_metrics_init(&one);
+    kv_metrics_add(&one, x, x_hat, n);
+    for (int m = 0; m < 2; m++) kv_metrics_add(metrics[m], x, x_hat, n);
+    tq->elements = n;
+    tq->quality = kv_metrics_finish(&one);
+    if (!o->lz4) return 0;
+    pt->lz4 = malloc(lz4_compress_bound(packed_bytes));
+    if (!pt->lz4) return -1;
+    pt->lz4_len = lz4_compress(pt->packed, packed_bytes, pt->lz4, lz4_compress_bound(packed_bytes));
+    return pt->lz4_len || packed_bytes == 0 ? 0 : -1;
+}
+
+static int bind_options(const KvSnapshot *s, const CompressOptions *o, KvLayered *k, KvLayered *v, Error *err) {
+    char why[256];
+    if (!(o->sparsity >= 0.0 && o->sparsity < 1.0)) return error_set(err, "sparsity %g must be in [0, 1)", o->sparsity);
+    if (kv_layered_parse("fp32", k, why, sizeof why)) return error_set(err, "%s", why);
+    *v = *k;
+    if (o->k_scheme) *k = *o->k_scheme;
+    if (o->v_scheme) *v = *o->v_scheme;
+    if (bind_for_file(k, s->n_layers, s->head_dim, KV_SIDE_KEYS, why, sizeof why))
+        return error_set(err, "key scheme %s", why);
+    if (bind_for_file(v, s->n_layers, s->head_dim, KV_SIDE_VALUES, why, sizeof why))
+        return error_set(err, "value scheme %s", why);
+    return 0;
+}
+
+static void finish_report(CompressReport *r, const PackedTensor *pts, int n_src, size_t n) {
+    size_t quantized_values = 0, packed = 0;
+    for (int i = 0; i < n_src; i++) {
+        const TensorPlan *p = &pts[i].plan;
+        size_t bytes = plan_packed_bytes(p) + (size_t)p->heads * plan_full_rows(p) * p->row * 2;
+        *(i % 2 ? &r->v_compressed_bytes : &r->k_compressed_bytes) += bytes;
+        packed += plan_packed_bytes(p);
+        quantized_values += (size_t)p->heads * (size_t)(p->quantized_end - p->sinks) * p->row;
+    }
+    r->n_tensors = n_src;
+    r->n_elements = n * (size_t)n_src;
+    r->original_bytes = r->n_elements * 2;
+    r->compressed_bytes = r->k_compressed_bytes + r->v_compressed_bytes;
+    r->compression_ratio = (double)r->original_bytes / (double)r->compressed_bytes;
+    r->stored_bits = quantized_values ? 8.0 * (double)packed / (double)quantized_values : 0.0;
+    r->effective_bits = 8.0 * (double)r->compressed_bytes / (double)r->n_elements;
 }
 
 int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_path,
                 CompressReport *r, KvSnapshot *recon, Error *err) {
     memset(r, 0, sizeof *r);
-    if (check_options(s, o, err)) return -1;
+    KvLayered k, v;
+    if (bind_options(s, o, &k, &v, err)) return -1;
     double t0 = ms_now();
-    const KvScheme *sc = o->scheme;
     size_t n = kv_snapshot_layer_size(s);
     int n_src = 2 * s->n_layers, rc = -1;
     PackedTensor *pts = calloc((size_t)n_src, sizeof *pts);
@@ -136,48 +267,48 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
     r->tensors = calloc((size_t)n_src, sizeof *r->tensors);
     if (recon) {
         *recon = *s;
-        recon->k = recon->v = NULL;
         recon->k = malloc(n * s->n_layers * sizeof(float));
         recon->v = malloc(n * s->n_layers * sizeof(float));
     }
+    char why[256];
     if (!pts || !work || !scratch || !x_hat || !r->tensors || (recon && (!recon->k || !recon->v))) {
         error_set(err, "out of memory");
         goto done;
     }
-    KvMetrics all;
+    for (int i = 0; i < n_src; i++)
+        if (make_plan(kv_layered_at(i % 2 ? &v : &k, i / 2), s->n_kv_heads, s->seq_len, s->head_dim, &pts[i].plan, why,
+                      sizeof why)) {
+            error_set(err, "%s", why);
+            goto done;
+        }
+    KvMetrics all, sides[2];
     kv_metrics_init(&all);
+    kv_metrics_init(&sides[0]);
+    kv_metrics_init(&sides[1]);
     for (int i = 0; i < n_src; i++) {
-        int layer = i / 2, is_value = i % 2;
-        const float *x = (is_value ? s->v : s->k) + (size_t)layer * n;
-        TensorQuality *tq = &r->tensors[i];
-        snprintf(tq->name, sizeof tq->name, "layer_%d_%s", layer, is_value ? "value" : "key");
-        snprintf(pts[i].names[0], sizeof pts[i].names[0], "%s.codes", tq->name);
-        snprintf(pts[i].names[1], sizeof pts[i].names[1], "%s.params", tq->name);
-        KvMetrics one;
-        kv_metrics_init(&one);
-        if (pack_tensor(o, x, n, &pts[i], work, scratch, x_hat, &all, &one)) { error_set(err, "out of memory"); goto done; }
-        tq->elements = n;
-        tq->quality = kv_metrics_finish(&one);
-        if (recon) memcpy((is_value ? recon->v : recon->k) + (size_t)layer * n, x_hat, n * sizeof(float));
-        r->lz4_codes_in += o->lz4 ? code_bytes(sc, n) : 0;
+        KvMetrics *metrics[3] = {&all, &sides[i % 2], NULL};
+        if (compress_tensor(s, o, i, &pts[i], work, scratch, x_hat, metrics, &r->tensors[i])) {
+            error_set(err, "out of memory");
+            goto done;
+        }
+        if (recon) memcpy((i % 2 ? recon->v : recon->k) + (size_t)(i / 2) * n, x_hat, n * sizeof(float));
+        r->lz4_codes_in += o->lz4 ? plan_packed_bytes(&pts[i].plan) : 0;
         r->lz4_codes_out += pts[i].lz4_len;
     }
-    r->n_tensors = n_src;
-    r->n_elements = n * (size_t)n_src;
-    r->original_bytes = r->n_elements * 2;
-    r->compressed_bytes = sc->packed_bytes(sc, n) * (size_t)n_src;
-    r->compression_ratio = (double)r->original_bytes / (double)r->compressed_bytes;
+    finish_report(r, pts, n_src, n);
     r->quality = kv_metrics_finish(&all);
+    r->k_quality = kv_metrics_finish(&sides[0]);
+    r->v_quality = kv_metrics_finish(&sides[1]);
     judge(r, o);
     if (out_path) {
-        if (write_compressed(out_path, s, o, pts, err)) goto done;
+        if (write_compressed(out_path, s, o, &k, &v, pts, err)) goto done;
         struct stat sb;
         r->file_bytes = stat(out_path, &sb) == 0 ? (size_t)sb.st_size : 0;
     }
     r->processing_ms = ms_now() - t0;
     rc = 0;
 done:
-    for (int i = 0; pts && i < n_src; i++) { free(pts[i].packed); free(pts[i].lz4); }
+    for (int i = 0; pts && i < n_src; i++) { free(pts[i].packed); free(pts[i].full); free(pts[i].lz4); }
     free(pts); free(work); free(scratch); free(x_hat);
     if (rc && recon) kv_snapshot_free(recon);
     if (rc) compress_report_free(r);
@@ -203,80 +334,111 @@ static int meta_number(const SafeTensors *st, const char *key, long lo, long hi,
     return 0;
 }
 
-/* Rebuilds the packed buffer [codes][params] of one tensor from the file and checks it. */
-static int read_packed(const SafeTensors *st, const char *base, const KvScheme *sc, size_t n, int lz4,
-                       unsigned char *packed, Error *err) {
-    char name[64];
-    size_t cb = code_bytes(sc, n), pb = sc->packed_bytes(sc, n) - cb;
-    snprintf(name, sizeof name, "%s.codes", base);
-    const Tensor *codes = st_find(st, name);
-    if (!codes || codes->dtype != DT_U8 || codes->ndim != 1)
-        return error_set(err, "%s: missing or malformed tensor '%s'", st->path, name);
-    if (lz4) {
-        size_t got = 0;
-        int e = lz4_decompress(codes->data, codes->nbytes, packed, cb, &got);
-        if (e != LZ4_OK) return error_set(err, "%s: tensor '%s': LZ4 block is corrupt (%s)", st->path, name, lz4_error_name(e));
-        if (got != cb) return error_set(err, "%s: tensor '%s' holds %zu code bytes, expected %zu", st->path, name, got, cb);
-    } else {
-        if (codes->nbytes != cb)
-            return error_set(err, "%s: tensor '%s' holds %zu code bytes, expected %zu", st->path, name, codes->nbytes, cb);
-        memcpy(packed, codes->data, cb);
-    }
-    if (pb == 0) return 0;
-    snprintf(name, sizeof name, "%s.params", base);
-    const Tensor *params = st_find(st, name);
-    if (!params || params->dtype != DT_F16 || params->nbytes != pb)
-        return error_set(err, "%s: tensor '%s' missing or not F16 [%zu, %d]", st->path, name,
-                         n / (size_t)sc->group_size, sc->n_params);
-    memcpy(packed + cb, params->data, pb);
-    for (size_t i = 0; i < pb / 2; i++) {
-        uint16_t h;
-        memcpy(&h, packed + cb + 2 * i, 2);
-        if (!isfinite(f16_to_f32(h)))
-            return error_set(err, "%s: tensor '%s' has a non-finite scale or minimum (group %zu)", st->path, name,
-                             i / (size_t)sc->n_params);
-    }
+/* The scheme of one side from the metadata, bound to the file's shape. */
+static int meta_scheme(const SafeTensors *st, const char *key, long layers, long head_dim, KvSide side, KvLayered *l,
+                       Error *err) {
+    const char *text = st_meta(st, key);
+    char why[256], shown[72];
+    if (!text) return error_set(err, "%s: metadata '%s' missing: not a kvq compressed file", st->path, key);
+    if (kv_layered_parse(text, l, why, sizeof why) || bind_for_file(l, (int)layers, (int)head_dim, side, why, sizeof why))
+        return error_set(err, "%s: metadata %s '%s': %s", st->path, key, error_shown(text, shown), why);
     return 0;
 }
 
-int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err) {
-    memset(out, 0, sizeof *out);
-    const char *format = st_meta(st, "format"), *scheme = st_meta(st, "scheme");
-    if (!format || strcmp(format, FORMAT_NAME) != 0)
-        return error_set(err, "%s: not a kvq compressed file (metadata format is not %s)", st->path, FORMAT_NAME);
-    const KvScheme *sc = scheme ? kv_scheme_find(scheme) : NULL;
-    char shown[72];
-    if (!sc) return error_set(err, "%s: unknown scheme '%s'", st->path, scheme ? error_shown(scheme, shown) : "(none)");
-    long layers = 0, heads = 0, seq = 0, dim = 0, lz4 = 0;
+/* Copies one tensor's packed units (inflating LZ4) and full rows out of the file, checked. */
+static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, int lz4, unsigned char *packed,
+                       uint16_t *full, Error *err) {
+    char name[64];
+    size_t want = plan_packed_bytes(p);
+    snprintf(name, sizeof name, "%s.packed", base);
+    const Tensor *t = st_find(st, name);
+    if (!t || t->dtype != DT_U8 || t->ndim != 1)
+        return error_set(err, "%s: missing or malformed tensor '%s'", st->path, name);
+    if (lz4) {
+        size_t got = 0;
+        int e = lz4_decompress(t->data, t->nbytes, packed, want, &got);
+        if (e != LZ4_OK) return error_set(err, "%s: tensor '%s': LZ4 block is corrupt (%s)", st->path, name, lz4_error_name(e));
+        if (got != want) return error_set(err, "%s: tensor '%s' holds %zu bytes, expected %zu", st->path, name, got, want);
+    } else {
+        if (t->nbytes != want)
+            return error_set(err, "%s: tensor '%s' holds %zu bytes, expected %zu", st->path, name, t->nbytes, want);
+        if (want) memcpy(packed, t->data, want);
+    }
+    int rows = plan_full_rows(p);
+    snprintf(name, sizeof name, "%s.full", base);
+    t = st_find(st, name);
+    if (rows == 0) return t ? error_set(err, "%s: tensor '%s' is not expected under this scheme", st->path, name) : 0;
+    if (!t || t->dtype != DT_F16 || t->ndim != 3 || t->shape[0] != p->heads || t->shape[1] != rows || t->shape[2] != p->row)
+        return error_set(err, "%s: tensor '%s' missing or not F16 [%d, %d, %d]", st->path, name, p->heads, rows, p->row);
+    memcpy(full, t->data, t->nbytes);
+    return 0;
+}
+
+static int read_shape(const SafeTensors *st, KvSnapshot *out, long *lz4, Error *err) {
+    long layers = 0, heads = 0, seq = 0, dim = 0;
     if (meta_number(st, "num_layers", 1, 4096, &layers, err) || meta_number(st, "num_kv_heads", 1, 4096, &heads, err) ||
-        meta_number(st, "seq_len", 1, 1 << 24, &seq, err) || meta_number(st, "head_dim", 1, 65536, &dim, err) ||
-        meta_number(st, "lz4", 0, 1, &lz4, err))
+        meta_number(st, "seq_len", 1, 1 << 24, &seq, err) || meta_number(st, "head_dim", 1, 4096, &dim, err) ||
+        meta_number(st, "lz4", 0, 1, lz4, err))
         return -1;
     out->n_layers = (int)layers;
     out->n_kv_heads = (int)heads;
     out->seq_len = (int)seq;
     out->head_dim = (int)dim;
-    size_t n = kv_snapshot_layer_size(out);
-    /* Every code byte must be in the file (LZ4 expands at most 255x): this bounds allocations. */
-    if ((double)n * layers * 2 * sc->bits / 8 > (double)st->size * (lz4 ? 255.0 : 1.0) ||
-        (sc->group_size && dim % sc->group_size && sc->group_size % dim) || !kv_scheme_accepts(sc, n))
-        return error_set(err, "%s: metadata geometry does not match the file's contents", st->path);
     const char *name = st_meta(st, "model_name"), *dtype = st_meta(st, "dtype");
     snprintf(out->model_name, sizeof out->model_name, "%s", name ? name : "");
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype && !strcmp(dtype, "float16") ? "float16" : "float32");
-    out->k = malloc(n * layers * sizeof(float));
-    out->v = malloc(n * layers * sizeof(float));
-    unsigned char *packed = malloc(sc->packed_bytes(sc, n));
+    return 0;
+}
+
+int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err) {
+    memset(out, 0, sizeof *out);
+    const char *format = st_meta(st, "format");
+    if (!format || strcmp(format, FORMAT_NAME) != 0)
+        return error_set(err, "%s: not a kvq compressed file (metadata format is not %s)", st->path, FORMAT_NAME);
+    long lz4 = 0;
+    KvLayered k, v;
+    if (read_shape(st, out, &lz4, err) ||
+        meta_scheme(st, "k_scheme", out->n_layers, out->head_dim, KV_SIDE_KEYS, &k, err) ||
+        meta_scheme(st, "v_scheme", out->n_layers, out->head_dim, KV_SIDE_VALUES, &v, err))
+        return -1;
+    /* Every stored byte must be in the file (LZ4 expands at most 255x): this bounds allocations. */
+    size_t n = kv_snapshot_layer_size(out);
+    int n_src = 2 * out->n_layers;
+    TensorPlan *plans = calloc((size_t)n_src, sizeof *plans);
+    if (!plans) return error_set(err, "%s: out of memory", st->path);
+    char why[256];
+    double stored = 0;
+    size_t largest_packed = 0, largest_full = 0;
+    for (int i = 0; i < n_src; i++) {
+        if (make_plan(kv_layered_at(i % 2 ? &v : &k, i / 2), out->n_kv_heads, out->seq_len, out->head_dim, &plans[i],
+                      why, sizeof why)) {
+            free(plans);
+            return error_set(err, "%s: %s", st->path, why);
+        }
+        size_t packed = plan_packed_bytes(&plans[i]), full = (size_t)plans[i].heads * plan_full_rows(&plans[i]) * plans[i].row;
+        stored += (double)packed / (lz4 ? 255.0 : 1.0) + 2.0 * (double)full;
+        if (packed > largest_packed) largest_packed = packed;
+        if (full > largest_full) largest_full = full;
+    }
+    if (stored > (double)st->size) {
+        free(plans);
+        return error_set(err, "%s: metadata geometry does not match the file's contents", st->path);
+    }
+    out->k = malloc(n * out->n_layers * sizeof(float));
+    out->v = malloc(n * out->n_layers * sizeof(float));
+    unsigned char *packed = malloc(largest_packed ? largest_packed : 1);
+    uint16_t *full = malloc((largest_full ? largest_full : 1) * sizeof(uint16_t));
     int rc = 0;
-    if (!out->k || !out->v || !packed) rc = error_set(err, "%s: out of memory", st->path);
-    for (int i = 0; rc == 0 && i < 2 * out->n_layers; i++) {
+    if (!out->k || !out->v || !packed || !full) rc = error_set(err, "%s: out of memory", st->path);
+    for (int i = 0; rc == 0 && i < n_src; i++) {
         char base[32];
-        int layer = i / 2, is_value = i % 2;
-        snprintf(base, sizeof base, "layer_%d_%s", layer, is_value ? "value" : "key");
-        rc = read_packed(st, base, sc, n, (int)lz4, packed, err);
-        if (rc == 0) sc->dequantize(sc, packed, n, (is_value ? out->v : out->k) + (size_t)layer * n);
+        snprintf(base, sizeof base, "layer_%d_%s", i / 2, i % 2 ? "value" : "key");
+        rc = read_tensor(st, base, &plans[i], (int)lz4, packed, full, err);
+        if (rc == 0) unpack_tensor(&plans[i], packed, full, (i % 2 ? out->v : out->k) + (size_t)(i / 2) * n);
     }
     free(packed);
+    free(full);
+    free(plans);
     if (rc) kv_snapshot_free(out);
     return rc;
 }

@@ -1,22 +1,30 @@
-/* model/compress.h: the seed's kv-compress — quantize every tensor of a KV cache file with a
- * scheme, measure the damage, and write a real compressed file (packed codes + fp16 group
- * parameters, optionally LZ4 over the codes), and read such a file back.
+/* model/compress.h: the `compress` command's files — every tensor of a KV cache file stored in
+ * the form a scheme of the scheme language gives it (quant/scheme.h), the damage measured, and
+ * the file read back.
  *
- * Compressed file: safetensors with, per cache tensor NAME, "NAME.codes" (U8, the packed
- * codes, or their LZ4 block when lz4 is on) and "NAME.params" (F16 [groups, n_params]:
- * scale, and minimum for asymmetric schemes), and __metadata__ {format: kvq-compressed-1,
- * scheme, lz4, sparsity, plus the cache's own metadata}. */
+ * Compressed file (format kvq-compressed-2): safetensors with, per cache tensor NAME
+ * (layer_L_key, layer_L_value, [heads, seq, head_dim]) under the layer's scheme:
+ *   NAME.packed  U8: the codec units of the quantized positions [S, Q), head after head (the
+ *                same bytes the in-memory cache holds), or their LZ4 block when lz4 is on;
+ *   NAME.full    F16 [heads, n_full, head_dim]: the full-precision positions — sinks [0, S) and
+ *                the tail [Q, seq) (+res, and a token-axis base's incomplete group) — in
+ *                position order, in the natural order (absent when there are none);
+ * where S is the sinks and Q = kv_spec_quantized_end(seq): the file is the cache as it stands
+ * after seq positions were written. __metadata__: {format, k_scheme, v_scheme (LAYERED,
+ * canonical), lz4, sparsity, and the cache's num_layers, num_kv_heads, seq_len, head_dim,
+ * dtype, model_name}. A plain integer base whose groups are longer than a row (int4-g128 at
+ * head_dim 64) packs each tensor as one flat run of rows of G values, as the seed's tool did.
+ * +prerope needs positions and RoPE, which a stored tensor does not have: refused. */
 #ifndef KVQ_COMPRESS_H
 #define KVQ_COMPRESS_H
 
 #include "model/kvfile.h"
 #include "quant/metrics.h"
-#include "quant/quant.h"
 
 typedef struct {
-    const KvScheme *scheme;
+    const KvLayered *k_scheme, *v_scheme;   /* keys and values are stored separately */
     double sparsity;          /* fraction of smallest-magnitude values zeroed first, in [0, 1) */
-    int lz4;                  /* LZ4 over the packed codes in the file */
+    int lz4;                  /* LZ4 over the packed units in the file */
     double max_rmse, min_snr_db, min_cosine;   /* quality thresholds */
 } CompressOptions;
 
@@ -29,11 +37,15 @@ typedef struct {
 typedef struct {
     size_t n_elements;
     size_t original_bytes;    /* the cache as FP16: elements * 2 */
-    size_t compressed_bytes;  /* packed codes + group parameters */
+    size_t compressed_bytes;  /* packed units + full-precision rows (before LZ4) */
+    size_t k_compressed_bytes, v_compressed_bytes;   /* the same, keys and values apart */
     double compression_ratio; /* original / compressed */
-    size_t lz4_codes_in, lz4_codes_out;  /* LZ4 stage: code bytes before and after (when on) */
+    double stored_bits;       /* bits per quantized value: packed bytes * 8 / quantized values */
+    double effective_bits;    /* bits per value over everything: compressed bytes * 8 / elements */
+    size_t lz4_codes_in, lz4_codes_out;  /* LZ4 stage: packed bytes before and after (when on) */
     size_t file_bytes;        /* the written file's size on disk (0 with metrics only) */
-    KvQuality quality;
+    KvQuality quality;        /* over keys and values together */
+    KvQuality k_quality, v_quality;
     const char *quality_level;    /* EXCELLENT, GOOD, ACCEPTABLE, POOR */
     int passed;
     int n_violations;
@@ -44,7 +56,7 @@ typedef struct {
 } CompressReport;
 
 /* Fills the report; writes out_path when it is not NULL; stores the reconstruction (what
- * a decompress would give) in recon when it is not NULL. */
+ * a decompress gives, bit for bit) in recon when it is not NULL. */
 int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_path,
                 CompressReport *r, KvSnapshot *recon, Error *err);
 void compress_report_free(CompressReport *r);
