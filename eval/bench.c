@@ -262,11 +262,12 @@ static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *t
 /* One long-context decode measurement with scheme (NULL: fp32): cache filled to ctx - gen, then
  * gen steps. position_bytes: the cache's bytes per position. */
 static double time_long(const Model *m, RunState *s, const KvLayered *scheme, int ctx, int gen, const int *tokens,
-                        double *position_bytes, Error *err) {
+                        double *position_bytes, double *cache_bytes, Error *err) {
     const Config *c = &m->config;
     KvCache kv;
     if (kv_cache_init(&kv, c, ctx, 1, scheme, scheme, m->rope_inv_freq, err)) return -1;
     *position_bytes = kv_cache_position_bytes(&kv);
+    *cache_bytes = (double)kv_cache_bytes(&kv);
     float *k = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
     float *v = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
     double rate = -1;
@@ -282,9 +283,21 @@ static double time_long(const Model *m, RunState *s, const KvLayered *scheme, in
     return rate;
 }
 
+/* A prefill of `prompt` tokens into a fresh cache with scheme; returns tokens/s. */
+static double time_prefill(const Model *m, RunState *s, const KvLayered *scheme, int prompt, const int *tokens,
+                           Error *err) {
+    KvCache kv;
+    if (kv_cache_init(&kv, &m->config, prompt, prompt, scheme, scheme, m->rope_inv_freq, err)) return -1;
+    double t0 = now();
+    forward(m, s, &kv, tokens, prompt, 0, prompt - 1);
+    double rate = prompt / (now() - t0);
+    kv_cache_free(&kv);
+    return rate;
+}
+
 static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, const int *tokens, Error *err) {
     const Config *c = &m->config;
-    double pre[MAX_REPEATS], dec[MAX_REPEATS], lf[MAX_REPEATS], lq[MAX_REPEATS];
+    double pre[MAX_REPEATS], dec[MAX_REPEATS], lf[MAX_REPEATS], lq[MAX_REPEATS], pq[MAX_REPEATS];
     double dec_read[MAX_REPEATS], lf_read[MAX_REPEATS], lq_read[MAX_REPEATS];   /* see BenchPhase.read_frac */
     int reps = o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
     RunState s;
@@ -308,11 +321,12 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
         if (o->probe_machine) dec_read[i] = read_fraction(m, kv_bytes, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
-            lf[i] = time_long(m, &s, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, err);
+            lf[i] = time_long(m, &s, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, &r->cache_bytes_f32, err);
             if (o->probe_machine) lf_read[i] = read_fraction(m, f32_bytes, long_ctx, lf[i]);
-            lq[i] = time_long(m, &s, &o->long_scheme, r->long_ctx, o->gen, tokens, &quant_bytes, err);
+            lq[i] = time_long(m, &s, &o->long_scheme, r->long_ctx, o->gen, tokens, &quant_bytes, &r->cache_bytes_quant, err);
+            pq[i] = time_prefill(m, &s, &o->long_scheme, o->prompt, tokens, err);
             if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes, long_ctx, lq[i]);
-            if (lf[i] < 0 || lq[i] < 0) rc = -1;
+            if (lf[i] < 0 || lq[i] < 0 || pq[i] < 0) rc = -1;
         }
     }
     if (!rc) {
@@ -322,6 +336,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         if (r->long_ctx > 0) {
             summarize(lf, reps, &r->long_f32);
             summarize(lq, reps, &r->long_quant);
+            summarize(pq, reps, &r->prefill_quant);
             if (o->probe_machine) {
                 r->long_f32.read_frac = median(lf_read, reps);
                 r->long_quant.read_frac = median(lq_read, reps);
@@ -331,6 +346,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         double P = o->prompt;
         double pre_flops = 2.0 * prefill_macs(c, P);
         r->prefill.gflops = pre_flops / (P / r->prefill.tok_s) * 1e-9;
+        r->prefill_quant.gflops = r->long_ctx > 0 ? pre_flops / (P / r->prefill_quant.tok_s) * 1e-9 : 0;
         double tok_flops = 2.0 * (layer_macs_per_token(c) + (double)c->vocab_size * c->dim);
         r->decode.gflops = (tok_flops + 2.0 * attention_macs(c, dec_ctx)) * r->decode.tok_s * 1e-9;
         r->decode.gbytes = decode_bytes(m, kv_bytes, dec_ctx) * r->decode.tok_s * 1e-9;
@@ -433,6 +449,10 @@ void bench_print_text(FILE *f, const BenchResult *r) {
         print_phase(f, label, &r->long_f32, r);
         snprintf(label, sizeof label, "decode @ctx %d (%.40s)", r->long_ctx, r->long_scheme);
         print_phase(f, label, &r->long_quant, r);
+        snprintf(label, sizeof label, "prefill %d (%.40s)", r->prompt, r->long_scheme);
+        print_phase(f, label, &r->prefill_quant, r);
+        fprintf(f, "kv cache:  %.1f MiB fp32, %.1f MiB %s at ctx %d (%.2fx smaller)\n", r->cache_bytes_f32 / 1048576.0,
+                r->cache_bytes_quant / 1048576.0, r->long_scheme, r->long_ctx, r->cache_bytes_f32 / r->cache_bytes_quant);
     } else if (r->long_skipped) {
         fprintf(f, "(long-context decode skipped: %s does not fit head size)\n", r->long_scheme);
     }
@@ -468,7 +488,10 @@ void bench_print_json(FILE *f, const BenchResult *r) {
     json_phase(f, "decode", &r->decode, r, r->long_ctx <= 0);
     if (r->long_ctx > 0) {
         json_phase(f, "decode_long_fp32", &r->long_f32, r, 0);
-        json_phase(f, "decode_long_quant", &r->long_quant, r, 1);
+        json_phase(f, "decode_long_quant", &r->long_quant, r, 0);
+        json_phase(f, "prefill_long_scheme", &r->prefill_quant, r, 0);
+        fprintf(f, "  \"kv_cache_bytes_fp32\": %.0f,\n  \"kv_cache_bytes_long_scheme\": %.0f\n", r->cache_bytes_f32,
+                r->cache_bytes_quant);
     }
     fprintf(f, "}\n");
 }

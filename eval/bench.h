@@ -39,6 +39,8 @@ typedef struct {
     char scheme[512], long_scheme[512];
     double weight_bytes;         /* bytes of weights a decode step reads */
     BenchPhase prefill, decode, long_f32, long_quant;
+    BenchPhase prefill_quant;    /* the prefill again with long_scheme's cache (when long_ctx > 0) */
+    double cache_bytes_f32, cache_bytes_quant;   /* the two caches of the long runs at long_ctx */
     double peak_f32_gflops;      /* probes; 0 when not measured */
     double peak_bf16_gflops;     /* 0 also when the CPU has no bf16 dot product */
     double peak_read_gbytes;
