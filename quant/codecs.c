@@ -8,12 +8,17 @@
 
 extern const KvCodec kv_codec_fp32, kv_codec_fp16, kv_codec_bf16;
 extern const KvCodec kv_codec_int;
+extern const KvCodec kv_codec_fp8_e4m3, kv_codec_fp8_e5m2;
+extern const KvCodec kv_codec_nf4;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
     &kv_codec_fp16,
     &kv_codec_bf16,
     &kv_codec_int,
+    &kv_codec_fp8_e4m3,
+    &kv_codec_fp8_e5m2,
+    &kv_codec_nf4,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
