@@ -55,7 +55,7 @@ static void print_usage(FILE *f) {
         "  kv-info FILE [--model MODEL_DIR] [--json]\n"
         "                                  shape, size and statistics of a KV cache file\n"
         "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-        "           [--kv-scheme NAME] [--lz4] [--metrics-only] [-verbose]\n"
+        "           [--kv-scheme NAME] [--k-scheme NAME] [--v-scheme NAME] [--lz4] [--metrics-only] [-verbose]\n"
         "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
         "                                  quantize a KV cache file; JSON metrics on stdout;\n"
         "                                  exit 1 when a quality threshold fails\n"
@@ -605,7 +605,7 @@ typedef struct {
 
 static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, size_t badlen) {
     Args a = {argc, argv, 2, NULL, {0}};
-    const char *scheme = "int4", *full = NULL;
+    const char *scheme = "int4", *full = NULL, *k_full = NULL, *v_full = NULL;
     int group = 64;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
     memset(ca, 0, sizeof *ca);
@@ -614,6 +614,8 @@ static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, si
         else if (flag(&a, "output", 1) || flag(&a, "o", 1)) ca->output = a.value;
         else if (flag(&a, "scheme", 1)) scheme = a.value;
         else if (flag(&a, "kv-scheme", 1)) full = a.value;
+        else if (flag(&a, "k-scheme", 1)) k_full = a.value;
+        else if (flag(&a, "v-scheme", 1)) v_full = a.value;
         else if (flag(&a, "group-size", 1)) parse_int(&a, "group-size", 1, 1 << 20, &group);
         else if (flag(&a, "sparsity", 1)) parse_float(&a, "sparsity", -1e9f, 1e9f, &sparsity);
         else if (flag(&a, "max-rmse", 1)) parse_float(&a, "max-rmse", 0, 1e9f, &rmse);
@@ -630,7 +632,12 @@ static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, si
         snprintf(a.bad, sizeof a.bad, "-sparsity %g must be in [0, 1)", sparsity);
     if (!a.bad[0] && ca->output && !ca->metrics_only && !strcmp(ca->input, ca->output))
         snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
-    if (!a.bad[0]) ca->o.scheme = full ? scheme_or_error(full, a.bad, sizeof a.bad) : compose_scheme(scheme, group, a.bad, sizeof a.bad);
+    /* --kv-scheme names both sides; --k-scheme / --v-scheme override one side. */
+    const KvScheme *both = NULL;
+    if (!a.bad[0]) both = full ? scheme_or_error(full, a.bad, sizeof a.bad) : compose_scheme(scheme, group, a.bad, sizeof a.bad);
+    ca->o.k_scheme = ca->o.v_scheme = both;
+    if (!a.bad[0] && k_full) ca->o.k_scheme = scheme_or_error(k_full, a.bad, sizeof a.bad);
+    if (!a.bad[0] && v_full) ca->o.v_scheme = scheme_or_error(v_full, a.bad, sizeof a.bad);
     ca->o.sparsity = sparsity;
     ca->o.max_rmse = rmse;
     ca->o.min_snr_db = snr;
@@ -685,7 +692,8 @@ static int cmd_quick_test(void) {
     Error err;
     KvSnapshot snap;
     CompressReport r;
-    CompressOptions o = {kv_scheme_find("int4-g64"), 0.0, 0, 0.10, 18.0, 0.99};
+    const KvScheme *int4 = kv_scheme_find("int4-g64");
+    CompressOptions o = {int4, int4, 0.0, 0, 0.10, 18.0, 0.99};
     if (quick_test_cache(&snap, 42, &err) || kv_compress(&snap, &o, NULL, &r, NULL, &err)) {
         fprintf(stderr, "quick-test: %s\n", err.msg);
         return EXIT_BAD_INPUT;

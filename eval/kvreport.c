@@ -6,13 +6,15 @@
 #include <string.h>
 
 void report_compress_json(FILE *f, const CompressReport *r, const CompressOptions *o, int per_tensor) {
-    fprintf(f, "{\n  \"scheme\": \"%s\",\n", o->scheme->name);
+    fprintf(f, "{\n  \"k_scheme\": \"%s\",\n  \"v_scheme\": \"%s\",\n", o->k_scheme->name, o->v_scheme->name);
     fprintf(f, "  \"compression_ratio\": %.17g,\n", r->compression_ratio);
     fprintf(f, "  \"original_size_bytes\": %zu,\n  \"compressed_size_bytes\": %zu,\n", r->original_bytes, r->compressed_bytes);
     json_out_number(f, "rmse", r->quality.rmse, 0);
     json_out_number(f, "snr_db", r->quality.snr_db, 0);
     json_out_number(f, "cosine_similarity", r->quality.cosine_similarity, 0);
     json_out_number(f, "max_error", r->quality.max_error, 0);
+    json_out_number(f, "key_rmse", r->k_quality.rmse, 0);
+    json_out_number(f, "value_rmse", r->v_quality.rmse, 0);
     fprintf(f, "  \"quality_level\": \"%s\",\n", r->quality_level);
     fprintf(f, "  \"processing_time_ms\": %.3f,\n", r->processing_ms);
     fprintf(f, "  \"passed\": %s,\n  \"violations\": [", r->passed ? "true" : "false");
@@ -34,8 +36,9 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
 }
 
 void report_compress_text(FILE *f, const CompressReport *r, const CompressOptions *o) {
-    fprintf(f, "scheme %s: %zu values, %zu -> %zu bytes (%.3fx vs fp16)\n", o->scheme->name, r->n_elements,
-            r->original_bytes, r->compressed_bytes, r->compression_ratio);
+    fprintf(f, "keys %s, values %s: %zu values, %zu -> %zu bytes (%.3fx vs fp16)\n", o->k_scheme->name,
+            o->v_scheme->name, r->n_elements, r->original_bytes, r->compressed_bytes, r->compression_ratio);
+    fprintf(f, "rmse keys %.6f, values %.6f\n", r->k_quality.rmse, r->v_quality.rmse);
     fprintf(f, "rmse %.6f, snr %.2f dB, cosine %.6f, max error %.6f: %s, %s\n", r->quality.rmse, r->quality.snr_db,
             r->quality.cosine_similarity, r->quality.max_error, r->quality_level, r->passed ? "passed" : "FAILED");
     for (int i = 0; i < r->n_violations; i++) fprintf(f, "  violation: %s\n", r->violations[i]);

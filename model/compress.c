@@ -49,24 +49,32 @@ typedef struct {
     size_t lz4_len;
 } PackedTensor;
 
+/* The scheme of one side: keys at even tensor indices, values at odd ones (file order). */
+static const KvScheme *side_scheme(const CompressOptions *o, int is_value) {
+    return is_value ? o->v_scheme : o->k_scheme;
+}
+
+static int check_scheme(const KvSnapshot *s, const KvScheme *sc, Error *err) {
+    /* A group must cover whole rows or a whole number of groups must fill a row, so no group
+     * mixes part of one token's row with another's (g128 on head_dim 64 spans two tokens). */
+    int g = sc->group_size;
+    if (g > 0 && s->head_dim % g != 0 && g % s->head_dim != 0)
+        return error_set(err, "%s: group size %d does not divide head_dim %d", sc->name, g, s->head_dim);
+    if (!kv_scheme_accepts(sc, kv_snapshot_layer_size(s)))
+        return error_set(err, "scheme %s cannot pack %zu values", sc->name, kv_snapshot_layer_size(s));
+    return 0;
+}
+
 static int check_options(const KvSnapshot *s, const CompressOptions *o, Error *err) {
     if (!(o->sparsity >= 0.0 && o->sparsity < 1.0))
         return error_set(err, "sparsity %g must be in [0, 1)", o->sparsity);
-    /* A group must cover whole rows or a whole number of groups must fill a row, so no group
-     * mixes part of one token's row with another's (g128 on head_dim 64 spans two tokens). */
-    int g = o->scheme->group_size;
-    if (g > 0 && s->head_dim % g != 0 && g % s->head_dim != 0)
-        return error_set(err, "group size %d does not divide head_dim %d", g, s->head_dim);
-    if (!kv_scheme_accepts(o->scheme, kv_snapshot_layer_size(s)))
-        return error_set(err, "scheme %s cannot pack %zu values", o->scheme->name, kv_snapshot_layer_size(s));
-    return 0;
+    return check_scheme(s, o->k_scheme, err) || check_scheme(s, o->v_scheme, err) ? -1 : 0;
 }
 
 /* Quantizes one tensor x[0..n) into pt (after optional sparsification), dequantizes into
  * x_hat and adds the errors to both accumulators. */
-static int pack_tensor(const CompressOptions *o, const float *x, size_t n, PackedTensor *pt, float *work,
-                       float *scratch, float *x_hat, KvMetrics *all, KvMetrics *one) {
-    const KvScheme *sc = o->scheme;
+static int pack_tensor(const CompressOptions *o, const KvScheme *sc, const float *x, size_t n, PackedTensor *pt,
+                       float *work, float *scratch, float *x_hat, KvMetrics *all, KvMetrics *side, KvMetrics *one) {
     pt->packed = malloc(sc->packed_bytes(sc, n));
     if (!pt->packed) return -1;
     memcpy(work, x, n * sizeof(float));
@@ -74,6 +82,7 @@ static int pack_tensor(const CompressOptions *o, const float *x, size_t n, Packe
     sc->quantize(sc, work, n, pt->packed);
     sc->dequantize(sc, pt->packed, n, x_hat);
     kv_metrics_add(all, x, x_hat, n);
+    kv_metrics_add(side, x, x_hat, n);
     kv_metrics_add(one, x, x_hat, n);
     if (!o->lz4) return 0;
     size_t cb = code_bytes(sc, n);
@@ -85,13 +94,13 @@ static int pack_tensor(const CompressOptions *o, const float *x, size_t n, Packe
 
 static int write_compressed(const char *path, const KvSnapshot *s, const CompressOptions *o,
                             PackedTensor *pts, Error *err) {
-    const KvScheme *sc = o->scheme;
-    size_t n = kv_snapshot_layer_size(s), cb = code_bytes(sc, n);
-    size_t groups = sc->group_size > 0 ? n / (size_t)sc->group_size : 0;
+    size_t n = kv_snapshot_layer_size(s);
     int n_src = 2 * s->n_layers, n_out = 0;
     StTensorOut *t = calloc((size_t)n_src * 2, sizeof *t);
     if (!t) return error_set(err, "%s: out of memory", path);
     for (int i = 0; i < n_src; i++) {
+        const KvScheme *sc = side_scheme(o, i % 2);
+        size_t cb = code_bytes(sc, n), groups = sc->group_size > 0 ? n / (size_t)sc->group_size : 0;
         PackedTensor *pt = &pts[i];
         StTensorOut *codes = &t[n_out++];
         codes->name = pt->names[0];
@@ -114,11 +123,11 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
     snprintf(num[2], 16, "%d", s->seq_len);
     snprintf(num[3], 16, "%d", s->head_dim);
     snprintf(sparsity, sizeof sparsity, "%.17g", o->sparsity);
-    const char *keys[] = {"format", "scheme", "lz4", "sparsity", "num_layers", "num_kv_heads", "seq_len",
-                          "head_dim", "dtype", "model_name"};
-    const char *vals[] = {FORMAT_NAME, sc->name, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2],
-                          num[3], s->dtype, s->model_name};
-    int rc = st_write(path, t, n_out, keys, vals, 10, err);
+    const char *keys[] = {"format", "k_scheme", "v_scheme", "lz4", "sparsity", "num_layers", "num_kv_heads",
+                          "seq_len", "head_dim", "dtype", "model_name"};
+    const char *vals[] = {FORMAT_NAME, o->k_scheme->name, o->v_scheme->name, o->lz4 ? "1" : "0", sparsity, num[0],
+                          num[1], num[2], num[3], s->dtype, s->model_name};
+    int rc = st_write(path, t, n_out, keys, vals, 11, err);
     free(t);
     return rc;
 }
@@ -128,7 +137,6 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
     memset(r, 0, sizeof *r);
     if (check_options(s, o, err)) return -1;
     double t0 = ms_now();
-    const KvScheme *sc = o->scheme;
     size_t n = kv_snapshot_layer_size(s);
     int n_src = 2 * s->n_layers, rc = -1;
     PackedTensor *pts = calloc((size_t)n_src, sizeof *pts);
@@ -144,10 +152,13 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
         error_set(err, "out of memory");
         goto done;
     }
-    KvMetrics all;
+    KvMetrics all, sides[2];
     kv_metrics_init(&all);
+    kv_metrics_init(&sides[0]);
+    kv_metrics_init(&sides[1]);
     for (int i = 0; i < n_src; i++) {
         int layer = i / 2, is_value = i % 2;
+        const KvScheme *sc = side_scheme(o, is_value);
         const float *x = (is_value ? s->v : s->k) + (size_t)layer * n;
         TensorQuality *tq = &r->tensors[i];
         snprintf(tq->name, sizeof tq->name, "layer_%d_%s", layer, is_value ? "value" : "key");
@@ -155,19 +166,25 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
         snprintf(pts[i].names[1], sizeof pts[i].names[1], "%s.params", tq->name);
         KvMetrics one;
         kv_metrics_init(&one);
-        if (pack_tensor(o, x, n, &pts[i], work, scratch, x_hat, &all, &one)) { error_set(err, "out of memory"); goto done; }
+        if (pack_tensor(o, sc, x, n, &pts[i], work, scratch, x_hat, &all, &sides[is_value], &one)) {
+            error_set(err, "out of memory");
+            goto done;
+        }
         tq->elements = n;
         tq->quality = kv_metrics_finish(&one);
         if (recon) memcpy((is_value ? recon->v : recon->k) + (size_t)layer * n, x_hat, n * sizeof(float));
         r->lz4_codes_in += o->lz4 ? code_bytes(sc, n) : 0;
         r->lz4_codes_out += pts[i].lz4_len;
+        *(is_value ? &r->v_compressed_bytes : &r->k_compressed_bytes) += sc->packed_bytes(sc, n);
     }
     r->n_tensors = n_src;
     r->n_elements = n * (size_t)n_src;
     r->original_bytes = r->n_elements * 2;
-    r->compressed_bytes = sc->packed_bytes(sc, n) * (size_t)n_src;
+    r->compressed_bytes = r->k_compressed_bytes + r->v_compressed_bytes;
     r->compression_ratio = (double)r->original_bytes / (double)r->compressed_bytes;
     r->quality = kv_metrics_finish(&all);
+    r->k_quality = kv_metrics_finish(&sides[0]);
+    r->v_quality = kv_metrics_finish(&sides[1]);
     judge(r, o);
     if (out_path) {
         if (write_compressed(out_path, s, o, pts, err)) goto done;
@@ -239,14 +256,30 @@ static int read_packed(const SafeTensors *st, const char *base, const KvScheme *
     return 0;
 }
 
+/* The scheme of one side from the metadata: "k_scheme" / "v_scheme", or the older "scheme"
+ * that held one for both. */
+static const KvScheme *meta_scheme(const SafeTensors *st, const char *key, Error *err) {
+    const char *name = st_meta(st, key);
+    if (!name) name = st_meta(st, "scheme");
+    const KvScheme *sc = name ? kv_scheme_find(name) : NULL;
+    char shown[72];
+    if (!sc) error_set(err, "%s: unknown scheme '%s' (metadata %s)", st->path, name ? error_shown(name, shown) : "(none)", key);
+    return sc;
+}
+
+/* Every code byte must be in the file (LZ4 expands at most 255x): this bounds allocations. */
+static int geometry_ok(const SafeTensors *st, const KvScheme *sc, long layers, long dim, size_t n, long lz4) {
+    return (double)n * layers * sc->bits / 8 <= (double)st->size * (lz4 ? 255.0 : 1.0) &&
+           !(sc->group_size && dim % sc->group_size && sc->group_size % dim) && kv_scheme_accepts(sc, n);
+}
+
 int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err) {
     memset(out, 0, sizeof *out);
-    const char *format = st_meta(st, "format"), *scheme = st_meta(st, "scheme");
+    const char *format = st_meta(st, "format");
     if (!format || strcmp(format, FORMAT_NAME) != 0)
         return error_set(err, "%s: not a kvq compressed file (metadata format is not %s)", st->path, FORMAT_NAME);
-    const KvScheme *sc = scheme ? kv_scheme_find(scheme) : NULL;
-    char shown[72];
-    if (!sc) return error_set(err, "%s: unknown scheme '%s'", st->path, scheme ? error_shown(scheme, shown) : "(none)");
+    const KvScheme *schemes[2] = {meta_scheme(st, "k_scheme", err), NULL};
+    if (!schemes[0] || !(schemes[1] = meta_scheme(st, "v_scheme", err))) return -1;
     long layers = 0, heads = 0, seq = 0, dim = 0, lz4 = 0;
     if (meta_number(st, "num_layers", 1, 4096, &layers, err) || meta_number(st, "num_kv_heads", 1, 4096, &heads, err) ||
         meta_number(st, "seq_len", 1, 1 << 24, &seq, err) || meta_number(st, "head_dim", 1, 65536, &dim, err) ||
@@ -257,21 +290,22 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
     out->seq_len = (int)seq;
     out->head_dim = (int)dim;
     size_t n = kv_snapshot_layer_size(out);
-    /* Every code byte must be in the file (LZ4 expands at most 255x): this bounds allocations. */
-    if ((double)n * layers * 2 * sc->bits / 8 > (double)st->size * (lz4 ? 255.0 : 1.0) ||
-        (sc->group_size && dim % sc->group_size && sc->group_size % dim) || !kv_scheme_accepts(sc, n))
+    if (!geometry_ok(st, schemes[0], layers, dim, n, lz4) || !geometry_ok(st, schemes[1], layers, dim, n, lz4) ||
+        (double)n * layers * (schemes[0]->bits + schemes[1]->bits) / 8 > (double)st->size * (lz4 ? 255.0 : 1.0))
         return error_set(err, "%s: metadata geometry does not match the file's contents", st->path);
     const char *name = st_meta(st, "model_name"), *dtype = st_meta(st, "dtype");
     snprintf(out->model_name, sizeof out->model_name, "%s", name ? name : "");
     snprintf(out->dtype, sizeof out->dtype, "%s", dtype && !strcmp(dtype, "float16") ? "float16" : "float32");
     out->k = malloc(n * layers * sizeof(float));
     out->v = malloc(n * layers * sizeof(float));
-    unsigned char *packed = malloc(sc->packed_bytes(sc, n));
+    size_t k_bytes = schemes[0]->packed_bytes(schemes[0], n), v_bytes = schemes[1]->packed_bytes(schemes[1], n);
+    unsigned char *packed = malloc(k_bytes > v_bytes ? k_bytes : v_bytes);
     int rc = 0;
     if (!out->k || !out->v || !packed) rc = error_set(err, "%s: out of memory", st->path);
     for (int i = 0; rc == 0 && i < 2 * out->n_layers; i++) {
         char base[32];
         int layer = i / 2, is_value = i % 2;
+        const KvScheme *sc = schemes[is_value];
         snprintf(base, sizeof base, "layer_%d_%s", layer, is_value ? "value" : "key");
         rc = read_packed(st, base, sc, n, (int)lz4, packed, err);
         if (rc == 0) sc->dequantize(sc, packed, n, (is_value ? out->v : out->k) + (size_t)layer * n);

@@ -5,7 +5,8 @@
  * Compressed file: safetensors with, per cache tensor NAME, "NAME.codes" (U8, the packed
  * codes, or their LZ4 block when lz4 is on) and "NAME.params" (F16 [groups, n_params]:
  * scale, and minimum for asymmetric schemes), and __metadata__ {format: kvq-compressed-1,
- * scheme, lz4, sparsity, plus the cache's own metadata}. */
+ * k_scheme, v_scheme, lz4, sparsity, plus the cache's own metadata}. Files written before
+ * keys and values could differ hold one "scheme" for both; they still read. */
 #ifndef KVQ_COMPRESS_H
 #define KVQ_COMPRESS_H
 
@@ -13,7 +14,7 @@
 #include "quant/metrics.h"
 
 typedef struct {
-    const KvScheme *scheme;
+    const KvScheme *k_scheme, *v_scheme;   /* keys and values are packed separately */
     double sparsity;          /* fraction of smallest-magnitude values zeroed first, in [0, 1) */
     int lz4;                  /* LZ4 over the packed codes in the file */
     double max_rmse, min_snr_db, min_cosine;   /* quality thresholds */
@@ -29,10 +30,12 @@ typedef struct {
     size_t n_elements;
     size_t original_bytes;    /* the cache as FP16: elements * 2 */
     size_t compressed_bytes;  /* packed codes + group parameters */
+    size_t k_compressed_bytes, v_compressed_bytes;   /* the same, keys and values apart */
     double compression_ratio; /* original / compressed */
     size_t lz4_codes_in, lz4_codes_out;  /* LZ4 stage: code bytes before and after (when on) */
     size_t file_bytes;        /* the written file's size on disk (0 with metrics only) */
-    KvQuality quality;
+    KvQuality quality;        /* over keys and values together */
+    KvQuality k_quality, v_quality;
     const char *quality_level;    /* EXCELLENT, GOOD, ACCEPTABLE, POOR */
     int passed;
     int n_violations;

@@ -42,12 +42,12 @@ static void check_metrics(const char *cache, const char *metrics) {
     for (size_t i = 0; results && i < results->count; i++) {
         const JsonValue *row = &results->items[i];
         const char *scheme = json_get(row, "scheme")->string;
-        CompressOptions o = {kv_scheme_find(scheme), 0.0, 0, 0.10, 18.0, 0.99};
+        CompressOptions o = {kv_scheme_find(scheme), kv_scheme_find(scheme), 0.0, 0, 0.10, 18.0, 0.99};
         CompressReport r;
         KvSnapshot recon, back;
         snprintf(name, sizeof name, "%s %s compress", cache, scheme);
-        if (!check(o.scheme && kv_compress(&s, &o, "build/test-compressed.safetensors", &r, &recon, &err) == 0,
-                   name, "%s", o.scheme ? err.msg : "unknown scheme"))
+        if (!check(o.k_scheme && kv_compress(&s, &o, "build/test-compressed.safetensors", &r, &recon, &err) == 0,
+                   name, "%s", o.k_scheme ? err.msg : "unknown scheme"))
             continue;
         double want_ratio = json_get(row, "compression_ratio")->number;
         snprintf(name, sizeof name, "%s %s sizes and ratio exact", cache, scheme);
@@ -95,7 +95,7 @@ static void check_round_trips(void) {
     free(b0); free(b1); free(b2);
     if (ok) kv_snapshot_free(&again);
 
-    CompressOptions o = {kv_scheme_find("int4-g64"), 0.0, 0, 0.10, 18.0, 0.99};
+    CompressOptions o = {kv_scheme_find("int4-g64"), kv_scheme_find("int4-g64"), 0.0, 0, 0.10, 18.0, 0.99};
     CompressReport r1, r2;
     ok = kv_compress(&s, &o, "build/plain.safetensors", &r1, NULL, &err) == 0;
     o.lz4 = 1;
