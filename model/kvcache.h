@@ -4,8 +4,10 @@
  * KV head: k[layer][kv_head][position] -> a packed row of head_dim values in the
  * key scheme's format (quant/quant.h), likewise v with the value scheme. With the
  * "fp32" scheme a row is just head_dim floats. Every write goes through
- * kv_cache_write (the one place where values are quantized) and attention reads rows
- * only through the scheme's dot/axpy, so what attention sees is what the scheme kept. */
+ * kv_cache_write (the one place where values are quantized). Attention (model/forward.c)
+ * decodes a block of rows at a time with the scheme's dequantize (int4 rows with a faster
+ * decode of the same values) into a small buffer and runs its f32 kernels on it, so what
+ * attention sees is exactly what the scheme kept, and the cache is never expanded whole. */
 #ifndef KVQ_KVCACHE_H
 #define KVQ_KVCACHE_H
 
