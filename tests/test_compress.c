@@ -134,12 +134,8 @@ static void check_extract(void) {
     kv_cache_init(&kv, &m.config, n, fp32, fp32, &err);
     forward(&m, &s, &kv, ids, n, 0, n);
     kv_snapshot_from_cache(&got, &kv, n, "mini-llama-brown", &err);
-    double d = 0;
     size_t total = kv_snapshot_layer_size(&ref) * ref.n_layers;
-    for (size_t i = 0; n == ref.seq_len && i < total; i++) {
-        d = fmax(d, fabs(got.k[i] - ref.k[i]));
-        d = fmax(d, fabs(got.v[i] - ref.v[i]));
-    }
+    double d = n == ref.seq_len ? max_or_inf(max_abs_diff(got.k, ref.k, total), max_abs_diff(got.v, ref.v, total)) : INFINITY;
     check(n == ref.seq_len && d <= EXTRACT_TOL, "kv-extract reproduces kv-mini-llama", "max|d| %.3g > %.0e (%d tokens)", d, EXTRACT_TOL, n);
     printf("     max|d| = %.3g over %zu values (tolerance %.0e)\n", d, 2 * total, EXTRACT_TOL);
     kv_snapshot_free(&got);

@@ -70,12 +70,6 @@ static double nll_of(const float *row, int vocab, int target) {
     return -(row[target] - max - log(sum));
 }
 
-static double max_abs_diff(const float *a, const float *b, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++) { double d = fabs((double)a[i] - b[i]); if (d > m) m = d; }
-    return m;
-}
-
 /* Logits of positions from..T-1, either in one batch (forward's logits_from = from: the last
  * layer skips the other rows) or one token at a time (from = 0). */
 static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_time, int from) {
@@ -120,10 +114,8 @@ static void compare_path(const char *model_name, const char *path_name, const Re
     printf("     max|dlogit| = %.3g (tolerance %.0e, %d rows x %d)\n", dlogit, LOGIT_TOL, r->rows, V);
     if (!r->nll) return;
     double dnll = 0;
-    for (int i = 0; i + 1 < T; i++) {
-        double d = fabs(nll_of(logits + (size_t)i * V, V, r->tokens[i + 1]) - r->nll[i]);
-        if (d > dnll) dnll = d;
-    }
+    for (int i = 0; i + 1 < T; i++)
+        dnll = max_or_inf(dnll, fabs(nll_of(logits + (size_t)i * V, V, r->tokens[i + 1]) - r->nll[i]));
     snprintf(name, sizeof name, "%s %s per-token NLL", model_name, path_name);
     check(dnll <= NLL_TOL, name, "max|dNLL| = %.3g > %.0e", dnll, NLL_TOL);
     printf("     max|dNLL| = %.3g (tolerance %.0e, %d tokens)\n", dnll, NLL_TOL, T - 1);

@@ -65,8 +65,7 @@ static double worst_error(const float *out, const float *ref, const float *x, co
         for (int r = 0; r < N; r++) {
             double scale = 0;
             for (int k = 0; k < K; k++) scale += fabs((double)x[(size_t)t * K + k] * w->values[(size_t)r * K + k]);
-            double e = fabs((double)out[(size_t)t * N + r] - ref[(size_t)t * N + r]) / (scale + 1e-30);
-            if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+            worst = max_or_inf(worst, fabs((double)out[(size_t)t * N + r] - ref[(size_t)t * N + r]) / (scale + 1e-30));
         }
     return worst;
 }
@@ -92,8 +91,7 @@ static void check_path(KernelPath p, DType dt) {
         for (size_t j = 0; j < (size_t)T * N; j++) out[j] = NAN;   /* every output must be written */
         matmul_with(KERNEL_SCALAR, ref, x, &w.m, T, scratch);
         matmul_with(p, out, x, &w.m, T, scratch);
-        double e = worst_error(out, ref, x, &w, T);
-        if (!(e <= worst)) worst = e;
+        worst = max_or_inf(worst, worst_error(out, ref, x, &w, T));
         free(x); free(ref); free(out); free(scratch);
         free_matrix(&w);
     }
@@ -121,8 +119,7 @@ static void check_scalar_definition(void) {
                 ref += (double)x[t * 333 + k] * w.values[r * 333 + k];
                 scale += fabs((double)x[t * 333 + k] * w.values[r * 333 + k]);
             }
-            double e = fabs(out[t * 7 + r] - ref) / scale;
-            if (e > worst) worst = e;
+            worst = max_or_inf(worst, fabs(out[t * 7 + r] - ref) / scale);
         }
     check(worst <= 1e-5, "scalar matmul equals the double-precision dot within 1e-5 relative", "worst %.3g", worst);
     free_matrix(&w);
@@ -150,8 +147,8 @@ static void check_softmax_swiglu(void) {
         y[n] = 12345.0f;   /* past the end: must stay untouched */
         softmax(y, n);
         for (int i = 0; i < n; i++) {
-            double ref = exp((double)x[i] - max) / sum, e = fabs(y[i] - ref) - 1e-6 * ref;
-            if (e > worst) worst = e;
+            double ref = exp((double)x[i] - max) / sum;
+            worst = max_or_inf(worst, fabs(y[i] - ref) - 1e-6 * ref);
         }
         if (y[n] != 12345.0f) worst = 1;
     }
@@ -162,8 +159,7 @@ static void check_softmax_swiglu(void) {
     worst = 0;
     for (int i = 0; i < N; i++) {
         double ref = gate[i] / (1.0 + exp(-(double)gate[i])) * up[i];
-        double e = fabs(g[i] - ref) / (fabs(gate[i] * up[i]) + 1e-30);
-        if (e > worst) worst = e;
+        worst = max_or_inf(worst, fabs(g[i] - ref) / (fabs(gate[i] * up[i]) + 1e-30));
     }
     check(worst <= 1e-6, "swiglu within 1e-6 of double silu(gate)*up, relative to |gate*up|", "worst %.3g", worst);
 }
@@ -187,7 +183,7 @@ static void check_attention_loops(void) {
             ref += (double)q[d] * kt[d * DOT_T_WIDTH + p];
             scale += fabs((double)q[d] * kt[d * DOT_T_WIDTH + p]);
         }
-        if (fabs(acc[p] - ref) / scale > worst) worst = fabs(acc[p] - ref) / scale;
+        worst = max_or_inf(worst, fabs(acc[p] - ref) / scale);
     }
     check(worst <= EXACT_TOL, "dot_transposed64 within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
     worst = 0;
@@ -197,7 +193,7 @@ static void check_attention_loops(void) {
             ref += (double)w[p] * v[p * HD + d];
             scale += fabs((double)w[p] * v[p * HD + d]);
         }
-        if (fabs(out[d] - ref) / scale > worst) worst = fabs(out[d] - ref) / scale;
+        worst = max_or_inf(worst, fabs(out[d] - ref) / scale);
     }
     check(worst <= EXACT_TOL, "add_weighted_rows within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
 }
@@ -226,7 +222,7 @@ static void check_attention_loops_x4(void) {
                 ref += (double)q[j][d] * kt[d * DOT_T_WIDTH + p];
                 scale += fabs((double)q[j][d] * kt[d * DOT_T_WIDTH + p]);
             }
-            if (fabs(acc[j][p] - ref) / scale > worst_dot) worst_dot = fabs(acc[j][p] - ref) / scale;
+            worst_dot = max_or_inf(worst_dot, fabs(acc[j][p] - ref) / scale);
         }
         for (int d = 0; d < HD; d++) {
             double ref = out0[j][d], scale = fabs(out0[j][d]);
@@ -234,7 +230,7 @@ static void check_attention_loops_x4(void) {
                 ref += (double)w[j][p] * v[p * HD + d];
                 scale += fabs((double)w[j][p] * v[p * HD + d]);
             }
-            if (fabs(out[j][d] - ref) / scale > worst_rows) worst_rows = fabs(out[j][d] - ref) / scale;
+            worst_rows = max_or_inf(worst_rows, fabs(out[j][d] - ref) / scale);
         }
     }
     check(worst_dot <= EXACT_TOL, "dot_transposed64_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_dot);
@@ -303,7 +299,7 @@ static void check_attention_pairs(void) {
                     ref += t;
                     scale += fabs(t);
                 }
-                if (!(fabs(acc[j][p] - ref) / scale <= worst_dot)) worst_dot = fabs(acc[j][p] - ref) / scale;
+                worst_dot = max_or_inf(worst_dot, fabs(acc[j][p] - ref) / scale);
             }
             for (int d = 0; d < HD; d++) {
                 double ref = out0[j][d], scale = fabs(out0[j][d]);
@@ -312,7 +308,7 @@ static void check_attention_pairs(void) {
                     ref += t;
                     scale += fabs(t);
                 }
-                if (!(fabs(out[j][d] - ref) / scale <= worst_rows)) worst_rows = fabs(out[j][d] - ref) / scale;
+                worst_rows = max_or_inf(worst_rows, fabs(out[j][d] - ref) / scale);
             }
         }
     }
@@ -490,11 +486,7 @@ static void check_bf16_forward(const char *dir) {
     float *exact = forward_logits(&m, tokens, T);
     m.precision = MATMUL_BF16_ACT;
     float *fast = forward_logits(&m, tokens, T);
-    double worst = exact && fast ? 0 : INFINITY;
-    for (size_t i = 0; exact && fast && i < (size_t)T * m.config.vocab_size; i++) {
-        double d = fabs((double)exact[i] - fast[i]);
-        if (!(d <= worst)) worst = isnan(d) ? INFINITY : d;
-    }
+    double worst = exact && fast ? max_abs_diff(exact, fast, (size_t)T * m.config.vocab_size) : INFINITY;
     char name[160];
     snprintf(name, sizeof name, "%s: forward with bf16 activations within %.2g of exact logits", dir, BF16_FORWARD_TOL);
     check(worst <= BF16_FORWARD_TOL, name, "max|dlogit| = %.3g", worst);
