@@ -117,7 +117,23 @@ static void check_round_trips(void) {
     unlink("build/plain.safetensors"); unlink("build/lz4.safetensors");
 }
 
-/* kv-extract's path: mini-llama-brown on the reference tokens reproduces the reference cache. */
+/* kv-extract's path: the cache of an fp32 forward pass over ids[0..n) as a snapshot. */
+static int extract_cache(const Model *m, const int *ids, int n, KvSnapshot *out, Error *err) {
+    RunState s;
+    KvCache kv;
+    const KvScheme *fp32 = kv_scheme_find("fp32");
+    if (runstate_init(&s, &m->config, n, err)) return -1;
+    int rc = kv_cache_init(&kv, &m->config, n, fp32, fp32, err);
+    if (rc == 0) {
+        forward(m, &s, &kv, ids, n, 0, n);
+        rc = kv_snapshot_from_cache(out, &kv, n, "mini-llama-brown", err);
+        kv_cache_free(&kv);
+    }
+    runstate_free(&s);
+    return rc;
+}
+
+/* mini-llama-brown on the reference tokens reproduces the reference cache. */
 static void check_extract(void) {
     Error err;
     KvSnapshot ref, got;
@@ -127,21 +143,15 @@ static void check_extract(void) {
         return;
     int ids[64], n = 0;
     for (char *p = ref.tokens, *end; *p && n < 64; p = end) ids[n++] = (int)strtol(p, &end, 10);
-    RunState s;
-    KvCache kv;
-    const KvScheme *fp32 = kv_scheme_find("fp32");
-    runstate_init(&s, &m.config, n, &err);
-    kv_cache_init(&kv, &m.config, n, fp32, fp32, &err);
-    forward(&m, &s, &kv, ids, n, 0, n);
-    kv_snapshot_from_cache(&got, &kv, n, "mini-llama-brown", &err);
-    size_t total = kv_snapshot_layer_size(&ref) * ref.n_layers;
-    double d = n == ref.seq_len ? max_or_inf(max_abs_diff(got.k, ref.k, total), max_abs_diff(got.v, ref.v, total)) : INFINITY;
-    check(n == ref.seq_len && d <= EXTRACT_TOL, "kv-extract reproduces kv-mini-llama", "max|d| %.3g > %.0e (%d tokens)", d, EXTRACT_TOL, n);
-    printf("     max|d| = %.3g over %zu values (tolerance %.0e)\n", d, 2 * total, EXTRACT_TOL);
-    kv_snapshot_free(&got);
+    if (check(extract_cache(&m, ids, n, &got, &err) == 0, "kv-extract forward pass and snapshot", "%s", err.msg)) {
+        size_t total = kv_snapshot_layer_size(&ref) * ref.n_layers;
+        double d = n == ref.seq_len ? max_or_inf(max_abs_diff(got.k, ref.k, total), max_abs_diff(got.v, ref.v, total))
+                                    : INFINITY;
+        check(d <= EXTRACT_TOL, "kv-extract reproduces kv-mini-llama", "max|d| %.3g > %.0e (%d tokens)", d, EXTRACT_TOL, n);
+        printf("     max|d| = %.3g over %zu values (tolerance %.0e)\n", d, 2 * total, EXTRACT_TOL);
+        kv_snapshot_free(&got);
+    }
     kv_snapshot_free(&ref);
-    kv_cache_free(&kv);
-    runstate_free(&s);
     model_free(&m);
 }
 
