@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOGIT_TOL 1e-3
+/* The reference README allows 1e-3; measured max|dlogit| is 1.6e-5 or less on every path
+ * (AVX-512, AVX2, plain C, NEON under qemu, with and without OpenMP), so 1e-4 keeps a 6x
+ * margin and still is 50 float32 ulps of the largest reference logit (|22|, ulp 1.9e-6). */
+#define LOGIT_TOL 1e-4
 #define NLL_TOL 1e-4
 #define PATHS_AGREE_TOL 1e-4
 
