@@ -72,6 +72,7 @@ typedef struct {
     float *att;               /* per thread: attention scores and decoded cache rows (forward.c) */
     float *logits;            /* [T, vocab] */
     float *rope_cs;           /* [T, head_dim]: each token's RoPE cos and sin (rope_angles) */
+    float *norm_w;            /* [dim]: the current norm's weights widened to f32 (rmsnorm) */
     void *mm_scratch;         /* matmul_scratch_bytes(max_batch, dim + hidden) */
     int n_threads;
 } RunState;
