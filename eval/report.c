@@ -137,6 +137,7 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
 int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err) {
     memset(out, 0, sizeof *out);
     char *seen = calloc((size_t)n + 1, 1);
+    if (!seen) return error_set(err, "out of memory for %d shards", n);
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         size_t len;
