@@ -2,16 +2,21 @@
 # `make OMP=0` builds without OpenMP; `make SANITIZE=1 test` adds ASan/UBSan.
 CC      ?= cc
 SANITIZE ?= 0
+KVQ_PORTABLE ?= 0
 # OpenMP and -march=native are used when the compiler takes them, so that a plain `make`
 # builds everywhere: Apple's clang has no OpenMP (the build is then single-threaded; with
 # Homebrew's libomp or gcc it is not) and older versions refuse -march=native on Arm.
+# Probed once (:=), not at every use of the variable.
 compiles = $(shell printf 'int main(void) { return 0; }\n' | $(CC) $(1) -x c - -o /dev/null 2>/dev/null && echo 1)
-OMP     ?= $(if $(call compiles,-fopenmp),1,0)
-CFLAGS  ?= -O3 $(if $(call compiles,-march=native),-march=native)
+ifeq ($(origin OMP),undefined)
+OMP     := $(if $(call compiles,-fopenmp),1,0)
+endif
+ifeq ($(origin CFLAGS),undefined)
+CFLAGS  := -O3 $(if $(call compiles,-march=native),-march=native)
+endif
 # `make KVQ_PORTABLE=1`: no -march=native, so only the plain-C kernels (runs on any CPU).
 ifeq ($(KVQ_PORTABLE),1)
 CFLAGS  := $(filter-out -march=native,$(CFLAGS))
-BUILD   ?= build/portable
 endif
 CFLAGS  += -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -I. $(EXTRA_CFLAGS)
 LDLIBS  += -lm -lpthread
@@ -25,18 +30,25 @@ endif
 ifeq ($(SANITIZE),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -g
 LDFLAGS += -fsanitize=address,undefined
-BUILD   ?= build/san
-else
-BUILD   ?= build/rel
 endif
 
+# Each configuration builds in its own directory (build/rel, build/san-noomp,
+# build/rel-portable, ...), so switching between them reuses the other's objects instead of
+# mixing them: `make OMP=0` after `make` must not link OpenMP objects or libgomp.
+BUILD   ?= build/$(if $(filter 1,$(SANITIZE)),san,rel)$(if $(filter 1,$(KVQ_PORTABLE)),-portable)$(if $(filter 1,$(OMP)),,-noomp)
+
+# The exact compiler and flags, in a file that changes only when they do: every object and
+# binary depends on it, so `make EXTRA_CFLAGS=-Werror`, CC=clang or a new CFLAGS rebuilds
+# what the directory name does not tell apart.
+FLAGS_STAMP := $(BUILD)/flags
+flags_line   = $(subst ','\'',$(CC) $(CFLAGS) | $(LDFLAGS) | $(LDLIBS))
 # Every .c in these folders is part of the library: a new file needs no edit here.
 LIB_SRC  := $(wildcard model/*.c tokenizer/*.c quant/*.c eval/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-aarch64 bench clean run
+.PHONY: all test test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -44,18 +56,24 @@ all: run
 run: $(BUILD)/run
 	@cp $(BUILD)/run run
 
-$(BUILD)/run: $(BUILD)/run.o $(BUILD)/libkvq.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/run: $(BUILD)/run.o $(BUILD)/libkvq.a $(FLAGS_STAMP)
+	$(CC) $(LDFLAGS) -o $@ $(BUILD)/run.o $(BUILD)/libkvq.a $(LDLIBS)
+
+# Rewritten only when the flags differ from the last build's: its date then rebuilds everything.
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(flags_line)' | cmp -s - $@ || printf '%s\n' '$(flags_line)' >$@
+FORCE:
 
 $(BUILD)/libkvq.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: %.c $(wildcard */*.h)
+$(BUILD)/%.o: %.c $(wildcard */*.h) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c tests/test.h $(BUILD)/libkvq.a
+$(BUILD)/tests/%: tests/%.c tests/test.h $(BUILD)/libkvq.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkvq.a $(LDLIBS)
 
@@ -70,10 +88,11 @@ bench: run
 # qemu-aarch64 (Debian packages gcc-aarch64-linux-gnu and qemu-user; .ci/run installs
 # them). Static, so no Arm libraries are needed at run time. test_eval is left out: its
 # perplexity runs take ~15 minutes emulated and reach the matmuls through the same calls
-# as test_forward, which compares the reference logits on this path.
+# as test_forward, which compares the reference logits on this path. test_oom too: qemu-user
+# does not apply its address-space caps to the emulated program.
 AARCH64_CC    ?= aarch64-linux-gnu-gcc
 AARCH64_BUILD := build/aarch64
-AARCH64_TESTS := $(filter-out $(AARCH64_BUILD)/tests/test_eval,$(TEST_SRC:tests/%.c=$(AARCH64_BUILD)/tests/%))
+AARCH64_TESTS := $(filter-out $(AARCH64_BUILD)/tests/test_eval $(AARCH64_BUILD)/tests/test_oom,$(TEST_SRC:tests/%.c=$(AARCH64_BUILD)/tests/%))
 test-aarch64:
 	CFLAGS=-O3 LDFLAGS=-static $(MAKE) CC=$(AARCH64_CC) BUILD=$(AARCH64_BUILD) $(AARCH64_TESTS)
 	@sh tests/run_tests.sh --runner qemu-aarch64 $(AARCH64_TESTS)
@@ -98,6 +117,7 @@ FUZZ_DIR     := build/fuzz
 FUZZ_CFLAGS  := -std=c11 -Wall -Wextra -Wno-unknown-pragmas -D_POSIX_C_SOURCE=200809L -I. \
                 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_DIR)/%.o)
+FUZZ_STAMP   := $(FUZZ_DIR)/flags
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
@@ -106,11 +126,17 @@ $(FUZZ_DIR)/libkvq.a: $(FUZZ_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(FUZZ_DIR)/%.o: %.c $(wildcard */*.h)
+# As $(FLAGS_STAMP): another FUZZ_CC rebuilds the objects.
+$(FUZZ_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(subst ','\'',$(FUZZ_CC) $(FUZZ_CFLAGS))' | cmp -s - $@ || \
+	    printf '%s\n' '$(subst ','\'',$(FUZZ_CC) $(FUZZ_CFLAGS))' >$@
+
+$(FUZZ_DIR)/%.o: %.c $(wildcard */*.h) $(FUZZ_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
-$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libkvq.a
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_DIR)/libkvq.a $(FUZZ_STAMP)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_DIR)/libkvq.a -lm
 
 # Each target: scratch corpus first (libFuzzer writes there), committed seeds second (read only).

@@ -380,12 +380,15 @@ static int cmd_tokenize(int argc, char **argv) {
     }
     int n = 0;
     int *ids = tokenizer_encode(tok, text, len, bos, &n);
+    /* NULL only when out of memory: an empty text gives an empty list, not NULL */
+    if (!ids) fprintf(stderr, "tokenize: out of memory for %zu bytes of text\n", len);
     for (int i = 0; ids && i < n; i++) printf(i ? " %d" : "%d", ids[i]);
-    printf("\n");
+    if (ids) printf("\n");
+    int rc = ids ? EXIT_OK : EXIT_BAD_INPUT;
     free(ids);
     free(owned);
     tokenizer_free(tok);
-    return ids || n == 0 ? EXIT_OK : EXIT_BAD_INPUT;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -492,6 +495,7 @@ done:
 static int cmd_ppl_merge(int argc, char **argv) {
     int json = 0, n = 0;
     char **files = calloc((size_t)argc, sizeof *files);
+    if (!files) { fprintf(stderr, "ppl-merge: out of memory\n"); return EXIT_BAD_INPUT; }
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-json")) json = 1;
         else if (argv[i][0] == '-') { free(files); return usage_error("ppl-merge", "unknown flag"); }

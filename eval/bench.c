@@ -109,7 +109,7 @@ double bench_probe_bf16_gflops(void) {
 double bench_probe_read_gbytes(void) {
     size_t n = (size_t)512 << 20 >> 2;   /* 512 MiB of uint32 */
     uint32_t *buf = malloc(n * sizeof *buf);
-    if (!buf) return 0;
+    if (!buf) return -1;
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) buf[i] = (uint32_t)i;
     double best = 0;
@@ -405,6 +405,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
         r->peak_f32_gflops = bench_probe_fma_gflops();
         r->peak_bf16_gflops = bench_probe_bf16_gflops();
         r->peak_read_gbytes = bench_probe_read_gbytes();
+        if (r->peak_read_gbytes < 0) return error_set(err, "bench: out of memory for the memory probe's 512 MiB");
     }
     return 0;
 }

@@ -56,7 +56,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
 /* Machine probes, also useful alone. Each uses every OpenMP thread. */
 double bench_probe_fma_gflops(void);
 double bench_probe_bf16_gflops(void);   /* 0 without AVX-512 BF16 */
-double bench_probe_read_gbytes(void);
+double bench_probe_read_gbytes(void);   /* -1 when out of memory for its 512 MiB buffer */
 double bench_peak_rss_mib(void);
 
 void bench_print_text(FILE *f, const BenchResult *r);

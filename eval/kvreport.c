@@ -17,6 +17,8 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
     json_out_number(f, "snr_db", r->quality.snr_db, 0);
     json_out_number(f, "cosine_similarity", r->quality.cosine_similarity, 0);
     json_out_number(f, "max_error", r->quality.max_error, 0);
+    json_out_number(f, "key_rmse", r->k_quality.rmse, 0);
+    json_out_number(f, "value_rmse", r->v_quality.rmse, 0);
     fprintf(f, "  \"quality_level\": \"%s\",\n", r->quality_level);
     fprintf(f, "  \"processing_time_ms\": %.3f,\n", r->processing_ms);
     fprintf(f, "  \"passed\": %s,\n  \"violations\": [", r->passed ? "true" : "false");
@@ -42,6 +44,7 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
             o->v_scheme->text, r->n_elements, r->original_bytes, r->compressed_bytes, r->compression_ratio);
     fprintf(f, "bits per value: %.4g stored (quantized part), %.4g effective (everything)\n", r->stored_bits,
             r->effective_bits);
+    fprintf(f, "rmse keys %.6f, values %.6f\n", r->k_quality.rmse, r->v_quality.rmse);
     fprintf(f, "rmse %.6f, snr %.2f dB, cosine %.6f, max error %.6f: %s, %s\n", r->quality.rmse, r->quality.snr_db,
             r->quality.cosine_similarity, r->quality.max_error, r->quality_level, r->passed ? "passed" : "FAILED");
     for (int i = 0; i < r->n_violations; i++) fprintf(f, "  violation: %s\n", r->violations[i]);

@@ -71,6 +71,7 @@ typedef struct {
     RunState s, base_s;
     KvCache kv, base_kv;
     double *logp, *base_logp;   /* [vocab] */
+    int *bos_chunk;             /* [batch]: a chunk's first tokens with BOS first (llama.cpp protocol) */
 } Workspace;
 
 static int workspace_init(Workspace *ws, const Model *m, const PplOptions *o, Error *err) {
@@ -81,7 +82,9 @@ static int workspace_init(Workspace *ws, const Model *m, const PplOptions *o, Er
         return -1;
     ws->logp = malloc((size_t)c->vocab_size * sizeof(double));
     ws->base_logp = malloc((size_t)c->vocab_size * sizeof(double));
-    if (!ws->logp || !ws->base_logp) return error_set(err, "out of memory");
+    if (o->protocol == PPL_LLAMACPP) ws->bos_chunk = malloc((size_t)o->batch * sizeof(int));
+    if (!ws->logp || !ws->base_logp || (o->protocol == PPL_LLAMACPP && !ws->bos_chunk))
+        return error_set(err, "out of memory");
     if (!o->compare) return 0;
     if (runstate_init(&ws->base_s, c, o->batch, err) || kv_cache_init(&ws->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, err))
         return -1;
@@ -95,6 +98,7 @@ static void workspace_free(Workspace *ws) {
     kv_cache_free(&ws->base_kv);
     free(ws->logp);
     free(ws->base_logp);
+    free(ws->bos_chunk);
 }
 
 /* The first row of a batch at pos whose logits predict a scored target (T if none). */
@@ -162,9 +166,8 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
     r->windows_total = total;
     r->compared = o->compare;
     Workspace ws;
-    int *bos_chunk = NULL;
     if (workspace_init(&ws, m, o, err)) { workspace_free(&ws); return -1; }
-    if (o->protocol == PPL_LLAMACPP) bos_chunk = malloc((size_t)o->batch * sizeof(int));
+    int *bos_chunk = ws.bos_chunk;
     double t0 = seconds_now();
     for (int w = o->shard_index; w < total; w += o->shard_count) {
         Window win = make_window(o, tokens, n_tokens, w);
@@ -179,7 +182,6 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
         if (o->progress) o->progress(o->progress_user, r->windows, (total - o->shard_index + o->shard_count - 1) / o->shard_count,
                                      r->tokens_processed, r->seconds);
     }
-    free(bos_chunk);
     workspace_free(&ws);
     return 0;
 }

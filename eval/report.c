@@ -17,6 +17,7 @@ void report_ppl_text(FILE *f, const PplReport *r) {
         fprintf(f, "protocol:  HF sliding window, ctx %d, stride %d\n", r->ctx, r->stride);
     fprintf(f, "windows:   %d of %d", x->windows, x->windows_total);
     if (r->shard_count > 1) fprintf(f, " (shard %d/%d)", r->shard_index, r->shard_count);
+    if (r->merged_shards > 1) fprintf(f, " (merged from %d shards)", r->merged_shards);
     fprintf(f, ", %ld scored tokens\n", x->scored);
     fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
@@ -51,6 +52,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
+    if (r->merged_shards) fprintf(f, "  \"merged_shards\": %d,\n", r->merged_shards);
     fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", x->windows, x->windows_total);
     fprintf(f, "  \"scored_tokens\": %ld,\n  \"compared\": %s,\n", x->scored, x->compared ? "true" : "false");
     json_out_number(f, "nll_sum", x->nll_sum, 0);
@@ -135,6 +137,7 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
 int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err) {
     memset(out, 0, sizeof *out);
     char *seen = calloc((size_t)n + 1, 1);
+    if (!seen) return error_set(err, "out of memory for %d shards", n);
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         size_t len;
@@ -156,6 +159,9 @@ int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err) {
         json_free(j);
     }
     free(seen);
+    /* The sum covers every window: it is a whole run, assembled from n shards. */
     out->shard_index = 0;
+    out->shard_count = 1;
+    out->merged_shards = n;
     return rc;
 }

@@ -13,7 +13,8 @@ typedef struct {
     char precision[8];          /* "exact" (f32 activations) or "bf16" */
     int protocol_llamacpp;
     int ctx, stride, n_tokens;
-    int shard_index, shard_count;
+    int shard_index, shard_count;   /* this run's part of the windows (0 of 1: all) */
+    int merged_shards;          /* ppl-merge: how many shard files were added up (0: a run) */
     PplResult result;
 } PplReport;
 

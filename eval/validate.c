@@ -56,10 +56,12 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     r->snr_db = cr.quality.snr_db;
     r->cosine_similarity = cr.quality.cosine_similarity;
     r->max_error = cr.quality.max_error;
+    r->key_rmse = cr.k_quality.rmse;
+    r->value_rmse = cr.v_quality.rmse;
     if (out)
-        fprintf(out, "      %s: %zu -> %zu bytes (%.2fx vs fp16), RMSE %.4f, SNR %.2f dB, cosine %.5f\n",
-                co.k_scheme->text, cr.original_bytes, cr.compressed_bytes, cr.compression_ratio, cr.quality.rmse,
-                cr.quality.snr_db, cr.quality.cosine_similarity);
+        fprintf(out, "      keys %s, values %s: %zu -> %zu bytes (%.2fx vs fp16), RMSE %.4f, SNR %.2f dB\n",
+                co.k_scheme->text, co.v_scheme->text, cr.original_bytes, cr.compressed_bytes, cr.compression_ratio,
+                cr.quality.rmse, cr.quality.snr_db);
     compress_report_free(&cr);
     step(out, 5, "Loading the compressed file back...");
     int rc = kv_decompress_file(path, &loaded, err);
@@ -183,7 +185,8 @@ void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateR
     fprintf(out, "Delta:                   %+.4f (%+.3f%%); mean NLL %+.6f +/- %.6f\n", r->delta, r->delta_percent,
             r->delta_nll, r->delta_nll_stderr);
     fprintf(out, "Compression ratio:       %.2fx (vs fp16)\n", r->compression_ratio);
-    fprintf(out, "RMSE / SNR / cosine:     %.4f / %.2f dB / %.5f\n", r->rmse, r->snr_db, r->cosine_similarity);
+    fprintf(out, "RMSE / SNR / cosine:     %.4f / %.2f dB / %.5f (RMSE keys %.4f, values %.4f)\n", r->rmse, r->snr_db,
+            r->cosine_similarity, r->key_rmse, r->value_rmse);
     fprintf(out, "KL / top-1 agreement:    %.6f nats/token / %.2f%%\n", r->kl_mean, 100.0 * r->top1_agreement);
     fprintf(out, "Scored tokens:           %ld in %d windows (%.1f s)\n", r->scored_tokens, r->windows, r->seconds);
     print_kvquant_bars(out, r);
@@ -202,6 +205,8 @@ void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResu
     json_out_number(out, "delta_percent", r->delta_percent, 0);
     json_out_number(out, "compression_ratio", r->compression_ratio, 0);
     json_out_number(out, "rmse", r->rmse, 0);
+    json_out_number(out, "key_rmse", r->key_rmse, 0);
+    json_out_number(out, "value_rmse", r->value_rmse, 0);
     json_out_number(out, "snr_db", r->snr_db, 0);
     json_out_number(out, "cosine_similarity", r->cosine_similarity, 0);
     fprintf(out, "  \"passed\": %s,\n", r->passed ? "true" : "false");

@@ -29,7 +29,8 @@ typedef struct {
     double baseline_ppl, compressed_ppl, delta, delta_percent;
     double delta_nll, delta_nll_stderr;   /* per-token mean NLL difference and its standard error */
     double kl_mean, top1_agreement;
-    double compression_ratio, rmse, snr_db, cosine_similarity, max_error;
+    double compression_ratio, rmse, snr_db, cosine_similarity, max_error;   /* keys and values together */
+    double key_rmse, value_rmse;   /* each side with its own scheme */
     int cache_tokens;              /* step 2's prompt length */
     int roundtrip_ok;              /* step 5 */
     long scored_tokens;

@@ -91,10 +91,12 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->att = huge_alloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
     s->logits = malloc(T * c->vocab_size * sizeof(float));
     s->rope_cs = malloc(T * c->head_dim * sizeof(float));
+    s->norm_w = malloc((size_t)c->dim * sizeof(float));
     /* mlp_swiglu_add's need, the largest; in size_t: each size may be up to 2^30 */
     size_t scratch = matmul_scratch_bytes(max_batch, (size_t)c->hidden_dim + (size_t)c->dim);
     s->mm_scratch = huge_alloc(scratch);
-    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att || !s->logits || !s->rope_cs) {
+    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att ||
+        !s->logits || !s->rope_cs || !s->norm_w) {
         runstate_free(s);
         return error_set(err, "out of memory for a batch of %d tokens", max_batch);
     }
@@ -104,6 +106,7 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
 void runstate_free(RunState *s) {
     free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
     free(s->hb); free(s->hb2); free(s->att); free(s->logits); free(s->mm_scratch); free(s->rope_cs);
+    free(s->norm_w);
     memset(s, 0, sizeof *s);
 }
 
@@ -350,7 +353,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     int n = T - r0;   /* rows whose outputs are needed */
     float *x = s->x + (size_t)r0 * c->dim;
 
-    rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps);
+    rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps, s->norm_w);
     if (r0 == 0) {
         matmul_many(3, (float *const[]){s->q, s->k, s->v}, (const Matrix *const[]){&w->wq, &w->wk, &w->wv}, s->xb, T,
                     m->precision, s->mm_scratch);
@@ -379,7 +382,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
             kv_cache_output_from_domain(cache, l, s->xb2 + (size_t)t * c->dim + (size_t)h * c->head_dim);
     matmul_add(x, s->xb2, &w->wo, n, m->precision, s->xb, s->mm_scratch);
 
-    rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps);
+    rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps, s->norm_w);
     mlp_swiglu_add(x, &w->w_gate, &w->w_up, &w->w_down, s->xb, n, m->precision, s->hb, s->hb2, s->xb, s->mm_scratch);
 }
 
@@ -397,6 +400,7 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
     /* Only the rows whose logits are wanted go through the final norm and lm_head. */
     int n = T - logits_from;
     if (n <= 0) return;
-    rmsnorm(s->xb, s->x + (size_t)logits_from * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps);
+    rmsnorm(s->xb, s->x + (size_t)logits_from * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps,
+            s->norm_w);
     matmul(s->logits, s->xb, &m->weights.lm_head, n, m->precision, s->mm_scratch);
 }

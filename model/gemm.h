@@ -40,7 +40,8 @@ typedef struct {
     MicroKernelFn kernel;
 } GemmSpec;
 
-/* Element i of a weight row of dtype dt, as float (the vector paths' remainders). */
+/* Element i of a weight row of dtype dt, as float (the vector paths' remainders). The cast is
+ * safe because Matrix data is aligned for its dtype (model/model.h). */
 static inline float weight_at(DType dt, const void *row, int i) {
     if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
     if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);

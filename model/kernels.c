@@ -5,7 +5,6 @@
 #include "model/gemm.h"
 #include "quant/half.h"
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -174,9 +173,9 @@ void axpy_f32(float *y, float a, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps) {
-    float *w = malloc((size_t)n * sizeof(float));
-    matrix_row_f32(weight, 0, w);
+void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps, float *wbuf) {
+    const float *w = wbuf;
+    matrix_row_f32(weight, 0, wbuf);
     /* rows are independent: a prefill batch splits them over the threads */
     #pragma omp parallel for schedule(static) if ((double)T * n >= PARALLEL_MIN_WORK)
     for (int t = 0; t < T; t++) {
@@ -186,7 +185,6 @@ void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, flo
         float inv = 1.0f / sqrtf(ss + eps);
         for (int i = 0; i < n; i++) ot[i] = w[i] * (xt[i] * inv);
     }
-    free(w);
 }
 
 void rope_angles(int pos, int head_dim, const float *inv_freq, float *cos_sin) {

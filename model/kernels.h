@@ -71,8 +71,9 @@ void matrix_row_f32(const Matrix *w, int row, float *out);
 /* Elements [k0, k0+n) of row `row` widened to f32 (F32/F16/BF16). */
 void matrix_segment_f32(const Matrix *w, int row, int k0, int n, float *out);
 
-/* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. */
-void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps);
+/* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. wbuf: n floats for the
+ * weight widened to f32 (RunState.norm_w), so the forward pass allocates nothing. */
+void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps, float *wbuf);
 
 /* cos_sin[i] = cos(pos * inv_freq[i]), cos_sin[head_dim/2 + i] = sin(...) for i < head_dim/2:
  * one position's rotation, the same for every layer and head. */

@@ -1,6 +1,9 @@
 /* model/model.c: load config + safetensors and bind weights by their HF names.
- * Weights are views into the read-only mapping, kept in the file's dtype. */
+ * Weights are views into the read-only mapping, kept in the file's dtype; the rare tensor
+ * the file leaves misaligned for its dtype is copied (realign_weights). */
 #include "model/model.h"
+#include "model/hugepages.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -66,6 +69,52 @@ static int bind_weights(Model *m, Error *err) {
     return bind(&w->lm_head, &m->file, "lm_head.weight", c->vocab_size, c->dim, err);
 }
 
+/* The i-th of the 3 + 9 * n_layers weight matrices (lm_head may be a copy of embed's view). */
+static Matrix *matrix_at(Weights *w, int i) {
+    if (i == 0) return &w->embed;
+    if (i == 1) return &w->final_norm;
+    if (i == 2) return &w->lm_head;
+    LayerWeights *l = &w->layers[(i - 3) / 9];
+    Matrix *const in_layer[9] = {&l->attn_norm, &l->wq, &l->wk, &l->wv, &l->wo,
+                                 &l->mlp_norm, &l->w_gate, &l->w_up, &l->w_down};
+    return in_layer[(i - 3) % 9];
+}
+
+/* Bytes of a copied matrix, rounded up so the next copy starts on a cache line too. */
+static size_t copy_bytes(const Matrix *w) {
+    size_t n = (size_t)w->rows * (size_t)w->cols * dtype_size(w->dtype);
+    return (n + 63) / 64 * 64;
+}
+
+static int misaligned(const Matrix *w) { return (uintptr_t)w->data % dtype_size(w->dtype) != 0; }
+
+/* The kernels read weights through float and uint16_t pointers, which C allows only at
+ * addresses aligned for the type. The format does not align tensors (the data area starts
+ * wherever the header ends, offsets are arbitrary), so a valid file can put one at an odd
+ * address: each such tensor is copied into one owned buffer (m->owned_weights) here, once,
+ * instead of every kernel paying for unaligned loads. Files from export.py, st_write and HF
+ * are aligned: nothing is copied and the weights stay in the mapping. */
+static int realign_weights(Model *m, Error *err) {
+    Weights *w = &m->weights;
+    int n = 3 + 9 * m->config.n_layers, tied = w->lm_head.data == w->embed.data;
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        if (!(tied && i == 2) && misaligned(matrix_at(w, i))) total += copy_bytes(matrix_at(w, i));
+    if (total == 0) return 0;
+    unsigned char *dst = huge_alloc(total);
+    if (!dst) return error_set(err, "%s: out of memory for %zu bytes of misaligned tensors", m->file.path, total);
+    m->owned_weights = dst;
+    for (int i = 0; i < n; i++) {
+        Matrix *mat = matrix_at(w, i);
+        if ((tied && i == 2) || !misaligned(mat)) continue;
+        memcpy(dst, mat->data, (size_t)mat->rows * (size_t)mat->cols * dtype_size(mat->dtype));
+        mat->data = dst;
+        dst += copy_bytes(mat);
+    }
+    if (tied) w->lm_head = w->embed;
+    return 0;
+}
+
 /* HF computes inv_freq = 1 / theta^(2i/d) in float32; we do the same for identical angles. */
 int model_init_rope(Model *m, Error *err) {
     int half = m->config.head_dim / 2;
@@ -82,7 +131,7 @@ int model_load_files(Model *m, const char *config_path, const char *weights_path
     memset(m, 0, sizeof *m);
     if (config_load(&m->config, config_path, err)) return -1;
     if (st_open(&m->file, weights_path, err)) return -1;
-    if (bind_weights(m, err) || model_init_rope(m, err)) {
+    if (bind_weights(m, err) || realign_weights(m, err) || model_init_rope(m, err)) {
         model_free(m);
         return -1;
     }

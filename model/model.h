@@ -1,5 +1,6 @@
 /* model/model.h: a Llama model as plain structs — Config, Weights (views into the
- * mmapped safetensors file, in the file's dtype), and the forward pass entry points. */
+ * mmapped safetensors file, in the file's dtype; copies of the tensors it leaves misaligned),
+ * and the forward pass entry points. */
 #ifndef KVQ_MODEL_H
 #define KVQ_MODEL_H
 
@@ -9,7 +10,8 @@
 
 /* A weight matrix [rows, cols] (row-major, as HF stores nn.Linear: out x in), or a vector (rows = 1). */
 typedef struct {
-    const void *data;
+    const void *data;     /* aligned for dtype: the kernels read it through float / uint16_t
+                             pointers (model_load copies a tensor the file misaligns) */
     DType dtype;          /* DT_F32, DT_F16 or DT_BF16; converted to f32 on the fly */
     int rows, cols;
 } Matrix;
@@ -41,7 +43,8 @@ typedef struct {
     Config config;
     Weights weights;
     SafeTensors file;     /* owns the mapping the weights point into */
-    void *owned_weights;  /* or this buffer (model_init_random); NULL for a loaded file */
+    void *owned_weights;  /* or this buffer: every weight of model_init_random; a loaded file's
+                             tensors that were misaligned for their dtype (NULL when none) */
     float *rope_inv_freq; /* [head_dim/2] */
     MatmulPrecision precision;  /* MATMUL_EXACT after loading */
 } Model;
@@ -69,6 +72,7 @@ typedef struct {
     float *att;               /* per thread: attention scores and decoded cache rows (forward.c) */
     float *logits;            /* [T, vocab] */
     float *rope_cs;           /* [T, head_dim]: each token's RoPE cos and sin (rope_angles) */
+    float *norm_w;            /* [dim]: the current norm's weights widened to f32 (rmsnorm) */
     void *mm_scratch;         /* matmul_scratch_bytes(max_batch, dim + hidden) */
     int n_threads;
 } RunState;

@@ -12,7 +12,7 @@ typedef struct {
 
 typedef struct {
     int vocab;
-    float temperature;        /* 0: greedy */
+    float temperature;        /* 0: greedy, the argmax (of tied logits the lowest id) */
     float top_p;              /* keep the smallest set of tokens whose probability reaches top_p */
     unsigned long long rng;   /* xorshift64* state */
     ProbIndex *buf;           /* [vocab] */

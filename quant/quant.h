@@ -2,8 +2,10 @@
  *
  * A scheme turns n floats into a packed byte buffer and back. One row of the
  * table (quant/schemes.c) describes one named scheme, like ggml's type traits:
- * its parameters plus the functions that quantize, dequantize and read packed
- * data directly (dot with a query, accumulate into an output).
+ * its parameters plus the functions that quantize and dequantize, and two that read
+ * packed data directly (dot with a query, accumulate into an output). Attention uses
+ * dequantize on blocks of rows; dot and axpy are reference read-outs, checked by the
+ * tests against dequantize, that no product code calls yet.
  *
  * Packed layout for the integer schemes (everything the compress file stores):
  *   [codes: n*bits/8 bytes, bit-packed little-end first]
@@ -48,7 +50,7 @@ struct KvScheme {
     void (*quantize)(const KvScheme *s, const float *x, size_t n, void *packed);
     /* packed -> x[0..n), the values attention sees. */
     void (*dequantize)(const KvScheme *s, const void *packed, size_t n, float *x);
-    /* sum_i q[i] * dequant(packed)[i], without expanding to a buffer. */
+    /* sum_i q[i] * dequant(packed)[i], without expanding to a buffer (tests only, so far). */
     float (*dot)(const KvScheme *s, const void *packed, const float *q, size_t n);
     /* out[i] += w * dequant(packed)[i]. */
     void (*axpy)(const KvScheme *s, const void *packed, float w, float *out, size_t n);

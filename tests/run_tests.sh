@@ -2,6 +2,8 @@
 # Runs every test program in $1 and every tests/test_*.sh and tests/test_*.py,
 # counts PASS/FAIL lines, and ends with "N passed, N failed".
 # A program that crashes or exits nonzero without printing FAIL counts as one failure.
+# Every check name appears once across the whole run, so N passed counts distinct checks:
+# a repeated name is itself a FAIL (see repeated_names).
 #
 #   tests/run_tests.sh BINDIR
 #   tests/run_tests.sh --runner CMD PROGRAM...   only these programs, each run as "CMD PROGRAM"
@@ -21,6 +23,25 @@ fi
 passed=0
 failed=0
 log=$(mktemp)
+all=$(mktemp)
+
+# Names printed more than once in the PASS/FAIL lines of file $1, one "Nx name" a line. A FAIL
+# line is "FAIL name: why" and a name may hold ": " itself, so a FAIL repeats a name when it
+# begins with a PASS name followed by ": ", or equals another FAIL line.
+repeated_names() {
+    awk '
+        /^PASS / { seen[substr($0, 6)]++ }
+        /^FAIL / { fails[++n_fail] = substr($0, 6) }
+        END {
+            for (name in seen) if (seen[name] > 1) print seen[name] "x " name
+            for (i = 1; i <= n_fail; i++) {
+                same = 0
+                for (j = 1; j <= n_fail; j++) same += fails[j] == fails[i]
+                if (same > 1 && !(fails[i] in reported)) { print same "x " fails[i]; reported[fails[i]] = 1 }
+                for (name in seen) if (index(fails[i], name ": ") == 1) print "PASS and FAIL " name
+            }
+        }' "$1"
+}
 for t in $tests; do
     if [ ! -f "$t" ]; then
         # a glob that matched nothing is fine; a program asked for by name must exist
@@ -36,15 +57,25 @@ for t in $tests; do
     KVQ_TEST_BIN=$bindir $cmd >"$log" 2>&1
     rc=$?
     cat "$log"
+    cat "$log" >>"$all"
     p=$(grep -c '^PASS ' "$log")
     f=$(grep -c '^FAIL ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "FAIL $t: exited with status $rc"
+        echo "FAIL $t: exited with status $rc" | tee -a "$all"
         f=1
     fi
     passed=$((passed + p))
     failed=$((failed + f))
 done
-rm -f "$log"
+repeats=$(repeated_names "$all")
+if [ -n "$repeats" ]; then
+    echo "FAIL every check name is printed once across the run: repeated:"
+    echo "$repeats" | sed 's/^/    /'
+    failed=$((failed + 1))
+else
+    echo "PASS every check name is printed once across the run"
+    passed=$((passed + 1))
+fi
+rm -f "$log" "$all"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,6 +5,8 @@
 #define KVQ_TEST_H
 #include <stdio.h>
 #include <stdarg.h>
+#include <math.h>
+#include <stddef.h>
 
 static int test_failures = 0;
 
@@ -23,6 +25,21 @@ static inline int check(int ok, const char *name, const char *fmt, ...) {
     }
     fflush(stdout);
     return ok;
+}
+
+/* The running maximum of errors for a check `worst <= tolerance`. Any comparison with NaN is
+ * false, so the usual `if (e > worst) worst = e` skips a NaN error and the check passes on
+ * garbage; here a NaN or infinite error makes the result +Inf for good, and the check fails. */
+static inline double max_or_inf(double worst, double err) {
+    return isfinite(err) ? (err > worst ? err : worst) : INFINITY;
+}
+
+/* max |a[i] - b[i]| over n floats; +Inf when either array holds a NaN or an infinity
+ * (their difference is then NaN or infinite). */
+static inline double max_abs_diff(const float *a, const float *b, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = max_or_inf(worst, fabs((double)a[i] - (double)b[i]));
+    return worst;
 }
 
 /* Exit code of a test program: nonzero when any check failed. */

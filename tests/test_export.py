@@ -211,8 +211,9 @@ def test_logits(outs):
             check(False, name, "%d bytes, expected [%d, %d] float32" % (len(data), T, vocab))
             continue
         got = struct.unpack("<%df" % (T * vocab), data)
-        worst = max(abs(a - b) for a, b in zip(got, want))
+        worst = pycheck.max_abs_diff(got, want)
         check(worst <= tol, name, "max|dlogit| %.3g > %g" % (worst, tol))
+        print("     %s: max|dlogit| %.3g (tolerance %g)" % (name, worst, tol))
 
 
 # ---------------------------------------------------------------- hostile pickles
@@ -443,8 +444,11 @@ def main():
         test_conversions()
         outs = test_layouts(tmp)
         test_dtypes(tmp)
-        test_logits([("bf16", outs["single"], 1e-3), ("f32", os.path.join(tmp, "out-f32"), 1e-3),
-                     ("f16", os.path.join(tmp, "out-f16"), 2e-2)])
+        # 1e-4, as tests/test_forward.c: bf16 and f32 exports hold the reference's own weights, and
+        # the source's bf16 values are f16 values too unless below f16's normal range (measured
+        # max|dlogit| for f16 1.2e-6, as for the others; it was allowed 2e-2)
+        test_logits([("bf16", outs["single"], 1e-4), ("f32", os.path.join(tmp, "out-f32"), 1e-4),
+                     ("f16", os.path.join(tmp, "out-f16"), 1e-4)])
         test_malicious(tmp)
         test_refusals(tmp)
         test_check(outs["single"], tmp)

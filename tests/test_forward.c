@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOGIT_TOL 1e-3
+/* The reference README allows 1e-3; measured max|dlogit| is 1.6e-5 or less on every path
+ * (AVX-512, AVX2, plain C, NEON under qemu, with and without OpenMP), so 1e-4 keeps a 6x
+ * margin and still is 50 float32 ulps of the largest reference logit (|22|, ulp 1.9e-6). */
+#define LOGIT_TOL 1e-4
 #define NLL_TOL 1e-4
 #define PATHS_AGREE_TOL 1e-4
 
@@ -70,21 +73,33 @@ static double nll_of(const float *row, int vocab, int target) {
     return -(row[target] - max - log(sum));
 }
 
-static double max_abs_diff(const float *a, const float *b, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++) { double d = fabs((double)a[i] - b[i]); if (d > m) m = d; }
-    return m;
+/* A RunState for batches of max_batch and an fp32 cache of max_seq positions; on failure
+ * nothing stays allocated and err says why. */
+static int init_run(RunState *s, KvCache *kv, const Config *c, int max_batch, int max_seq, Error *err) {
+    if (runstate_init(s, c, max_batch, err)) return -1;
+    if (kv_cache_init(kv, c, max_seq, max_batch, NULL, NULL, NULL, err) == 0) return 0;
+    runstate_free(s);
+    return -1;
 }
 
 /* Logits of positions from..T-1, either in one batch (forward's logits_from = from: the last
- * layer skips the other rows) or one token at a time (from = 0). */
+ * layer skips the other rows) or one token at a time (from = 0). NULL if the buffers cannot
+ * be set up. */
 static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_time, int from) {
     const Config *c = &m->config;
     RunState s;
     KvCache kv;
     Error err;
-    if (runstate_init(&s, c, one_at_a_time ? 1 : T, &err) || kv_cache_init(&kv, c, T, T, NULL, NULL, NULL, &err)) return NULL;
+    if (init_run(&s, &kv, c, one_at_a_time ? 1 : T, T, &err)) {
+        printf("     cannot run the forward pass: %s\n", err.msg);
+        return NULL;
+    }
     float *out = malloc((size_t)T * c->vocab_size * sizeof(float));
+    if (!out) {
+        kv_cache_free(&kv);
+        runstate_free(&s);
+        return NULL;
+    }
     if (one_at_a_time) {
         for (int t = 0; t < T; t++) {
             forward(m, &s, &kv, &tokens[t], 1, t, 0);
@@ -103,9 +118,10 @@ static float *run_all(const Model *m, const int *tokens, int T, int one_at_a_tim
 static void compare_tail(const char *model_name, const Reference *r, const float *tail, int from) {
     char name[128];
     int T = r->n_tokens, V = r->vocab, first_ref = T - r->rows, start = from > first_ref ? from : first_ref;
+    snprintf(name, sizeof name, "%s logits of tokens %d.. only (last layer skips the rest)", model_name, from);
+    if (!tail) { check(0, name, "no logits: the forward pass could not be set up"); return; }
     double d = max_abs_diff(tail + (size_t)(start - from) * V, r->logits + (size_t)(start - first_ref) * V,
                             (size_t)(T - start) * V);
-    snprintf(name, sizeof name, "%s logits of tokens %d.. only (last layer skips the rest)", model_name, from);
     check(d <= LOGIT_TOL, name, "max|dlogit| = %.3g > %.0e", d, LOGIT_TOL);
     printf("     max|dlogit| = %.3g (tolerance %.0e, %d rows x %d)\n", d, LOGIT_TOL, T - start, V);
 }
@@ -113,16 +129,15 @@ static void compare_tail(const char *model_name, const Reference *r, const float
 static void compare_path(const char *model_name, const char *path_name, const Reference *r, const float *logits) {
     char name[128];
     int T = r->n_tokens, V = r->vocab;
-    double dlogit = max_abs_diff(logits + (size_t)(T - r->rows) * V, r->logits, (size_t)r->rows * V);
     snprintf(name, sizeof name, "%s %s logits", model_name, path_name);
+    if (!logits) { check(0, name, "no logits: the forward pass could not be set up"); return; }
+    double dlogit = max_abs_diff(logits + (size_t)(T - r->rows) * V, r->logits, (size_t)r->rows * V);
     check(dlogit <= LOGIT_TOL, name, "max|dlogit| = %.3g > %.0e over %d rows", dlogit, LOGIT_TOL, r->rows);
     printf("     max|dlogit| = %.3g (tolerance %.0e, %d rows x %d)\n", dlogit, LOGIT_TOL, r->rows, V);
     if (!r->nll) return;
     double dnll = 0;
-    for (int i = 0; i + 1 < T; i++) {
-        double d = fabs(nll_of(logits + (size_t)i * V, V, r->tokens[i + 1]) - r->nll[i]);
-        if (d > dnll) dnll = d;
-    }
+    for (int i = 0; i + 1 < T; i++)
+        dnll = max_or_inf(dnll, fabs(nll_of(logits + (size_t)i * V, V, r->tokens[i + 1]) - r->nll[i]));
     snprintf(name, sizeof name, "%s %s per-token NLL", model_name, path_name);
     check(dnll <= NLL_TOL, name, "max|dNLL| = %.3g > %.0e", dnll, NLL_TOL);
     printf("     max|dNLL| = %.3g (tolerance %.0e, %d tokens)\n", dnll, NLL_TOL, T - 1);
@@ -147,10 +162,10 @@ static void check_model(const char *name, const char *config_path, const char *w
     int froms[2] = {r.n_tokens / 2, r.n_tokens - 1};
     for (int i = 0; i < 2; i++) {
         float *tail = run_all(&m, r.tokens, r.n_tokens, 0, froms[i]);
-        if (tail) compare_tail(name, &r, tail, froms[i]);
+        compare_tail(name, &r, tail, froms[i]);
         free(tail);
     }
-    double d = max_abs_diff(batched, single, (size_t)r.n_tokens * r.vocab);
+    double d = batched && single ? max_abs_diff(batched, single, (size_t)r.n_tokens * r.vocab) : INFINITY;
     snprintf(label, sizeof label, "%s batched == token-at-a-time", name);
     check(d <= PATHS_AGREE_TOL, label, "max|d| = %.3g > %.0e", d, PATHS_AGREE_TOL);
     free(batched);
@@ -166,7 +181,7 @@ static void check_greedy(void) {
     Error err;
     char msg[256];
     if (model_load(&m, "data/models/stories260K", &err) || load_reference(&r, "stories260K")) {
-        check(0, "stories260K greedy", "cannot load model or reference");
+        check(0, "stories260K greedy setup", "cannot load model or reference");
         return;
     }
     Tokenizer *tok = tokenizer_load("data/models/stories260K/tokenizer.bin", msg, sizeof msg);
@@ -174,11 +189,16 @@ static void check_greedy(void) {
     int n_ref = 0, n_prompt = 0;
     int *expect = json_int_array(g, &n_ref);
     int *prompt = tok ? tokenizer_encode(tok, "Once upon a time", 16, 1, &n_prompt) : NULL;
-    if (!prompt || !expect) { check(0, "stories260K greedy", "no tokenizer or reference"); return; }
     RunState s;
     KvCache kv;
-    runstate_init(&s, &m.config, n_prompt, &err);
-    kv_cache_init(&kv, &m.config, n_ref, n_ref, NULL, NULL, NULL, &err);
+    if (!check(prompt && expect && init_run(&s, &kv, &m.config, n_prompt, n_ref, &err) == 0, "stories260K greedy setup",
+               "%s", !prompt || !expect ? "no tokenizer or reference" : err.msg)) {
+        free(prompt); free(expect);
+        tokenizer_free(tok);
+        free_reference(&r);
+        model_free(&m);
+        return;
+    }
     int *seq = malloc((size_t)n_ref * sizeof *seq);
     memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
     forward(&m, &s, &kv, seq, n_prompt, 0, n_prompt - 1);

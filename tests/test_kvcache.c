@@ -42,15 +42,6 @@ static float *run_batches(const Model *m, const int *tokens, int n, int batch, c
     return logits;
 }
 
-static double max_abs_diff(const float *a, const float *b, size_t n) {
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= m)) m = d;   /* NaN or Inf makes the result fail every "<=" check */
-    }
-    return m;
-}
-
 static void check_batched_equals_stepwise(const Model *m, const int *tokens, const char *k_text, const char *v_text) {
     size_t count = (size_t)N_TOKENS * m->config.vocab_size;
     float *whole = run_batches(m, tokens, N_TOKENS, N_TOKENS, k_text, v_text);

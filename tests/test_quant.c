@@ -374,7 +374,7 @@ static void test_scheme(const KvScheme *s, uint64_t *rng) {
             mag += fabs((double)qv[i]) * (fabs((double)pk[i]) + 2.0 * group_lo(s, x, i));
         }
         double d = fabs(s->dot(s, packed, qv, len) - ref);
-        if (d / (mag + 1e-300) > worst_dot) worst_dot = d / (mag + 1e-300);
+        worst_dot = max_or_inf(worst_dot, d / (mag + 1e-300));
         dot_ok &= d <= 1e-5 * mag + 1e-30;
         float w = normal(rng);
         s->axpy(s, packed, w, out, len);
@@ -382,7 +382,7 @@ static void test_scheme(const KvScheme *s, uint64_t *rng) {
             double r = (double)out_ref[i] + (double)w * pk[i];
             double m = fabs((double)out_ref[i]) + fabs((double)w) * (fabs((double)pk[i]) + 2.0 * group_lo(s, x, i));
             double e = fabs(out[i] - r);
-            if (e / (m + 1e-300) > worst_axpy) worst_axpy = e / (m + 1e-300);
+            worst_axpy = max_or_inf(worst_axpy, e / (m + 1e-300));
             axpy_ok &= e <= 1e-6 * m + 1e-30;
         }
     }

@@ -198,15 +198,6 @@ static float uniform_pm1(void) {
     return (float)((rng_state >> 40) / 16777216.0 * 2.0 - 1.0);
 }
 
-static double max_abs_diff(const float *a, const float *b, int n) {
-    double m = 0;
-    for (int i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (!(d <= m)) m = d;   /* NaN makes m NaN, and NaN fails every "<= tol" check */
-    }
-    return m;
-}
-
 /* H restated from SCHEMES.md §5: the matrix of Sylvester's construction, entry (i, j) =
  * (-1)^popcount(i & j), scaled by 1/sqrt(n), applied as a plain matrix product. */
 static void hadamard_by_matrix(const float *x, int n, float *out) {

@@ -392,7 +392,7 @@ static void test_corrupted_real_file(void) {
 static void test_invalid_utf8_input(void) {
     char err[512] = "";
     Tokenizer *t = tokenizer_load(STORIES_TOK, err, sizeof err);
-    if (!check(t != NULL, "stories260K load", "%s", err)) return;
+    if (!check(t != NULL, "stories260K loads for the invalid UTF-8 input", "%s", err)) return;
     const char text[] = "a\xff" "b\xC3(\xED\xA0\x80";   /* stray byte, bad continuation, surrogate */
     int n = 0;
     int *ids = tokenizer_encode(t, text, sizeof text - 1, 0, &n);
