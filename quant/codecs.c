@@ -10,6 +10,7 @@ extern const KvCodec kv_codec_fp32, kv_codec_fp16, kv_codec_bf16;
 extern const KvCodec kv_codec_int;
 extern const KvCodec kv_codec_fp8_e4m3, kv_codec_fp8_e5m2;
 extern const KvCodec kv_codec_nf4;
+extern const KvCodec kv_codec_ggml;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
@@ -19,6 +20,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_fp8_e4m3,
     &kv_codec_fp8_e5m2,
     &kv_codec_nf4,
+    &kv_codec_ggml,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))

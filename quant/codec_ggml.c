@@ -1,0 +1,286 @@
+/* quant/codec_ggml.c: llama.cpp's KV-cache block types q8_0, q4_0, q4_1, q5_0 and q5_1, bit-exact
+ * to ggml's reference quantizers (quantize_row_q*_ref and dequantize_row_q* in ggml-quants.c).
+ *
+ * One codec parses all five names: they share the block of 32 values, the parsing, the width
+ * check and the unit layout, and differ only in a handful of constants (KvBase.bits = 8, 4 or 5;
+ * KvBase.asym = 1 for the "_1" types, which store a minimum beside the scale), so five rows in
+ * the table would repeat the same functions five times.
+ *
+ * A unit is one row of n values (n a multiple of 32): n/32 blocks of 32 consecutive values, back
+ * to back, each in ggml's block layout (fp16 fields little-endian, nearest-even rounding):
+ *   q8_0  34 bytes: [d fp16][qs: 32 x int8, value j in byte j]
+ *   q4_0  18 bytes: [d fp16][qs: 16 bytes; byte j = code j | code (j+16) << 4]
+ *   q4_1  20 bytes: [d fp16][m fp16][qs as q4_0]
+ *   q5_0  22 bytes: [d fp16][qh: uint32 LE, bit j = bit 4 of code j][qs: low 4 bits, as q4_0]
+ *   q5_1  24 bytes: [d fp16][m fp16][qh][qs as q5_0]
+ * So a value costs 8.5, 4.5, 5, 5.5 and 6 bits. Decoding: q8_0 x = q*d; q4_0 x = (q-8)*d;
+ * q5_0 x = (q-16)*d; q4_1 and q5_1 x = q*d + m (the products are exact: at most 8 + 11 bits).
+ *
+ * Encoding, per block, in float32 unless stated, in ggml's order of operations:
+ *   q8_0:       amax = max |x| (ggml's MAX(a,b) = a > b ? a : b, in value order); d = amax/127;
+ *               id = d ? 1/d : 0; q = roundf(x*id) (ties away from zero)
+ *   q4_0, q5_0: max = the first value of largest |x|, with its sign; d = max/-8 (/-16);
+ *               id = d ? 1/d : 0; q = min(15 (31), trunc(x*id + 8.5 (16.5))), the sum rounded
+ *               ONCE: t = float(double(x)*double(id) + 8.5) (the product is exact in double)
+ *   q4_1, q5_1: min, max of the block; d = (max-min)/15 (/31); m = min; id = d ? 1/d : 0;
+ *               q = min(15 (31), trunc(s + 0.5)) with s = (x-min)*id rounded to float first
+ * The single rounding in q4_0 and q5_0 is what gguf-py/gguf/quants.py computes ("Q4_0's
+ * reference rounding is cursed and depends on FMA") and what ggml's C gives when the compiler
+ * fuses x*id + 8.5 into one fma (GCC's default on FMA machines): rounding x*id first changes
+ * the code of values within a float ulp of a halfway point (about 5% of blocks of tie-heavy
+ * data, none of plain gaussian blocks). q4_1 and q5_1 round s first, as quants.py does.
+ * An all-zero block gives q4_0 and q5_0 d = 0/-8 = -0 (fp16 0x8000), as ggml stores it.
+ *
+ * Undefined corners. ggml converts those floats to int8_t / uint8_t with a C cast, which is
+ * undefined for NaN and for values outside the type. For finite inputs with d and 1/d finite the
+ * codes always lie inside [-127, 127], [0, 15] or [0, 31] and this file gives ggml's bytes.
+ * Elsewhere the codes are defined here: a NaN code value becomes stored code 0 (all code bits
+ * zero, what ggml's scalar x86 build happens to store), and anything else saturates to the
+ * nearest end of the range. The cases (ggml's C semantics; numpy's max/argmax would instead
+ * let any NaN make d NaN):
+ *   - NaN inputs are skipped when q4_0/q5_0 pick their max and q4_1/q5_1 their min and max
+ *     (ggml compares with < and >), and are stored as code 0 (decode to -8d, -16d or m).
+ *     q8_0's MAX(amax, NaN) is NaN and MAX(NaN, v) is v, so a NaN restarts the running max:
+ *     values before it may then saturate at +-127, and a NaN in the last place makes d NaN
+ *     (the whole block decodes to NaN).
+ *   - An infinite input makes d infinite: id = 0, so finite values get the middle code and the
+ *     infinities NaN's code 0; q4_0/q5_0 then decode the infinities to the first infinity of
+ *     the block and the rest to NaN (0 * inf); q8_0, q4_1 and q5_1 decode the block to NaN.
+ *   - Tiny blocks whose d is a float subnormal with 1/d = inf get saturated codes; their fp16
+ *     d is 0, so they decode to 0 (or m) just as ggml's would.
+ *   - Finite blocks beyond fp16's range store d = +-inf (fp16 rounding), decoding to +-inf and
+ *     NaN; a _1 block whose max - min overflows gets d = inf, id = 0, codes 0 and decodes to NaN.
+ * Ties: q8_0 rounds half away from zero (roundf); the others add 8.5, 16.5 or 0.5 and truncate,
+ * so a code value exactly halfway rounds up (toward +inf). */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "quant/codec.h"
+#include "quant/half.h"
+
+#define QK 32   /* values per block, in every type here */
+
+/* ---- parsing ---- */
+
+/* "qB_V": llama.cpp's names. Anything starting with q and a digit is taken as meant for this
+ * codec, so "q6_0" is told what exists rather than "unknown base". */
+static int ggml_parse(const char *name, KvBase *b, char *why, size_t why_len) {
+    const char *p = name;
+    if (p[0] != 'q' || p[1] < '0' || p[1] > '9') return 0;
+    p++;
+    int bits, variant;
+    if (kv_parse_number(&p, 0, 99, &bits) || (bits != 4 && bits != 5 && bits != 8)) {
+        snprintf(why, why_len, "%.40s: the bits must be 8, 4 or 5 (q8_0, q4_0, q4_1, q5_0, q5_1)", name);
+        return -1;
+    }
+    if (*p != '_' || (p++, kv_parse_number(&p, 0, 9, &variant)) || *p != '\0') {
+        snprintf(why, why_len, "%.40s: expected q8_0, q4_0, q4_1, q5_0 or q5_1", name);
+        return -1;
+    }
+    if (variant > 1 || (bits == 8 && variant != 0)) {
+        snprintf(why, why_len, "%.40s: the variant must be _0 or _1 (q8 only _0)", name);
+        return -1;
+    }
+    b->bits = bits;
+    b->group = QK;
+    b->asym = variant;
+    b->llama_order = 1;
+    snprintf(b->name, sizeof b->name, "q%d_%d", bits, variant);
+    return 1;
+}
+
+static int ggml_check(const KvBase *b, int n, char *why, size_t why_len) {
+    if (n % QK != 0) {
+        snprintf(why, why_len, "%s: its blocks of %d values do not divide rows of %d", b->name, QK, n);
+        return 0;
+    }
+    return 1;
+}
+
+/* d, m if asym, then 32 codes of `bits` bits (q5's qh and qs together are 32*5/8 bytes). */
+static size_t block_bytes(const KvBase *b) { return 2 + 2 * (size_t)b->asym + QK * (size_t)b->bits / 8; }
+
+static size_t ggml_unit_bytes(const KvBase *b, int n) { return (size_t)(n / QK) * block_bytes(b); }
+
+/* ---- encoding one block ---- */
+
+/* ggml tests `d ? 1/d : 0`: NaN counts as nonzero there, so id is NaN too. */
+static float inverse_or_zero(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+
+/* trunc(t) in [0, top], where ggml's cast is defined; NaN and negatives (only reachable where it
+ * is not) give 0, too large values top. */
+static inline unsigned truncated_code(float t, unsigned top) {
+    if (!(t >= 0.0f)) return 0;
+    if (t >= (float)top) return top;
+    return (unsigned)t;
+}
+
+/* The same for a sum held in double: its rounding to float matters only inside the range. */
+static inline unsigned truncated_code64(double t64, unsigned top) {
+    if (!(t64 >= 0.0)) return 0;
+    if (t64 >= (double)top) return top;
+    return truncated_code((float)t64, top);
+}
+
+static void encode_q8_0(const float *x, unsigned char *blk) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK; j++) {
+        float a = fabsf(x[j]);
+        amax = amax > a ? amax : a;   /* ggml's MAX, NaN behaviour included */
+    }
+    float d = amax / 127.0f, id = inverse_or_zero(d);
+    kv_put_u16(blk, f32_to_f16(d));
+    for (int j = 0; j < QK; j++) {
+        float q = roundf(x[j] * id);
+        int code = q != q ? 0 : q < -127.0f ? -127 : q > 127.0f ? 127 : (int)q;
+        blk[2 + j] = (unsigned char)(code & 0xff);   /* two's complement int8 */
+    }
+}
+
+/* The first value of largest magnitude, with its sign (0 when every value is 0 or NaN). */
+static float signed_absmax(const float *x) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < QK; j++)
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    return max;
+}
+
+/* q4_0 and q5_0: codes of x*id + 2^(bits-1) + 0.5, rounded once, then truncated. The product
+ * of two floats is exact in double, so t64 is that sum rounded to double, and t64 is then
+ * rounded to float: gguf-py's restatement, and ggml's reference where the compiler fuses the
+ * multiply and the add (see the header). Clamping t64 first keeps the narrowing in range. */
+static void symmetric_codes(const float *x, int bits, unsigned char *blk, unsigned codes[QK]) {
+    float half_range = (float)(1 << (bits - 1));
+    float d = signed_absmax(x) / -half_range, id = inverse_or_zero(d);
+    unsigned top = (1u << bits) - 1;
+    kv_put_u16(blk, f32_to_f16(d));
+    for (int j = 0; j < QK; j++) {
+        double t64 = (double)x[j] * (double)id + ((double)half_range + 0.5);
+        codes[j] = truncated_code64(t64, top);
+    }
+}
+
+/* q4_1 and q5_1: codes of (x-min)*id + 0.5, truncated; NaN values do not count for min, max. */
+static void offset_codes(const float *x, int bits, unsigned char *blk, unsigned codes[QK]) {
+    float min = FLT_MAX, max = -FLT_MAX;
+    for (int j = 0; j < QK; j++) {
+        if (x[j] < min) min = x[j];
+        if (x[j] > max) max = x[j];
+    }
+    float d = (max - min) / (float)((1 << bits) - 1), id = inverse_or_zero(d);
+    kv_put_u16(blk, f32_to_f16(d));
+    kv_put_u16(blk + 2, f32_to_f16(min));
+    for (int j = 0; j < QK; j++) {
+        float scaled = (x[j] - min) * id;
+        codes[j] = truncated_code(scaled + 0.5f, (1u << bits) - 1);
+    }
+}
+
+/* Low 4 bits of codes j and j+16 share byte j; bit 4 of code j is bit j of qh (q5 only). */
+static void pack_nibbles(const unsigned codes[QK], unsigned char *qs) {
+    for (int j = 0; j < QK / 2; j++) qs[j] = (unsigned char)((codes[j] & 15u) | (codes[j + QK / 2] & 15u) << 4);
+}
+
+static void pack_high_bits(const unsigned codes[QK], unsigned char *qh) {
+    uint32_t bits = 0;
+    for (int j = 0; j < QK; j++) bits |= (uint32_t)(codes[j] >> 4 & 1u) << j;
+    for (int i = 0; i < 4; i++) qh[i] = (unsigned char)(bits >> (8 * i));
+}
+
+static void encode_block(const KvBase *b, const float *x, unsigned char *blk) {
+    unsigned codes[QK];
+    if (b->bits == 8) {
+        encode_q8_0(x, blk);
+        return;
+    }
+    size_t params = b->asym ? 4 : 2;
+    if (b->asym) offset_codes(x, b->bits, blk, codes);
+    else symmetric_codes(x, b->bits, blk, codes);
+    if (b->bits == 5) pack_high_bits(codes, blk + params);
+    pack_nibbles(codes, blk + params + (b->bits == 5 ? 4 : 0));
+}
+
+static void ggml_encode(const KvBase *b, const float *x, int n, void *unit) {
+    size_t bb = block_bytes(b);
+    for (int i = 0; i < n / QK; i++) encode_block(b, x + (size_t)i * QK, (unsigned char *)unit + (size_t)i * bb);
+}
+
+/* ---- decoding: nblocks consecutive blocks into 32 * nblocks floats ---- */
+
+static float f16_at(const unsigned char *p) { return f16_to_f32((uint16_t)kv_get_u16(p)); }
+
+static uint32_t u32_at(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void decode_q8_0(const unsigned char *blk, size_t nblocks, float *out) {
+    for (size_t i = 0; i < nblocks; i++, blk += 34, out += QK) {
+        float d = f16_at(blk);
+        const signed char *qs = (const signed char *)(blk + 2);
+        for (int j = 0; j < QK; j++) out[j] = (float)qs[j] * d;
+    }
+}
+
+/* x = (q - zero)*d for the _0 types; q*d + m for the _1 types. The _0 types must not add a
+ * zero m: -0 + 0 is +0, and ggml's all-zero q4_0 block decodes to -0. */
+static inline float dequant(int q, int zero, float d, float m, int asym) {
+    float v = (float)(q - zero) * d;
+    return asym ? v + m : v;
+}
+
+/* q4_0 and q4_1; asym is a constant in each caller, so each gets its own loop. */
+static inline void decode_q4(const unsigned char *blk, size_t nblocks, int asym, float *out) {
+    size_t bb = asym ? 20 : 18;
+    int zero = asym ? 0 : 8;
+    for (size_t i = 0; i < nblocks; i++, blk += bb, out += QK) {
+        float d = f16_at(blk), m = asym ? f16_at(blk + 2) : 0.0f;
+        const unsigned char *qs = blk + (asym ? 4 : 2);
+        for (int j = 0; j < QK / 2; j++) {
+            out[j] = dequant(qs[j] & 15, zero, d, m, asym);
+            out[j + QK / 2] = dequant(qs[j] >> 4, zero, d, m, asym);
+        }
+    }
+}
+
+/* q5_0 and q5_1: as q4 with bit 4 of each code from qh. */
+static inline void decode_q5(const unsigned char *blk, size_t nblocks, int asym, float *out) {
+    size_t bb = asym ? 24 : 22;
+    int zero = asym ? 0 : 16;
+    for (size_t i = 0; i < nblocks; i++, blk += bb, out += QK) {
+        float d = f16_at(blk), m = asym ? f16_at(blk + 2) : 0.0f;
+        uint32_t qh = u32_at(blk + (asym ? 4 : 2));
+        const unsigned char *qs = blk + (asym ? 8 : 6);
+        for (int j = 0; j < QK / 2; j++) {
+            int lo = (int)((qs[j] & 15u) | (qh >> j & 1u) << 4);
+            int hi = (int)((qs[j] >> 4) | (qh >> (j + QK / 2) & 1u) << 4);
+            out[j] = dequant(lo, zero, d, m, asym);
+            out[j + QK / 2] = dequant(hi, zero, d, m, asym);
+        }
+    }
+}
+
+/* Rows of a run of units are whole blocks back to back, so rows r0 .. r0+count-1 are one run of
+ * count * n/32 blocks. */
+static void ggml_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+    const unsigned char *first = (const unsigned char *)units + (size_t)r0 * ggml_unit_bytes(b, n);
+    size_t nblocks = (size_t)count * (size_t)(n / QK);
+    switch (b->bits * 2 + b->asym) {   /* constant arguments: one specialized loop each */
+    case 16: decode_q8_0(first, nblocks, out); break;
+    case 8: decode_q4(first, nblocks, 0, out); break;
+    case 9: decode_q4(first, nblocks, 1, out); break;
+    case 10: decode_q5(first, nblocks, 0, out); break;
+    default: decode_q5(first, nblocks, 1, out); break;
+    }
+}
+
+const KvCodec kv_codec_ggml = {
+    "q8_0, q4_0, q4_1, q5_0, q5_1",
+    "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
+    "q8_0 q4_0 q4_1 q5_0 q5_1",
+    ggml_parse, ggml_check, ggml_unit_bytes, ggml_encode, ggml_decode, NULL, NULL,
+};
