@@ -8,12 +8,14 @@
 
 extern const KvCodec kv_codec_fp32, kv_codec_fp16, kv_codec_bf16;
 extern const KvCodec kv_codec_int;
+extern const KvCodec kv_codec_tq;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
     &kv_codec_fp16,
     &kv_codec_bf16,
     &kv_codec_int,
+    &kv_codec_tq,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
