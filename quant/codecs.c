@@ -11,6 +11,7 @@ extern const KvCodec kv_codec_int;
 extern const KvCodec kv_codec_fp8_e4m3, kv_codec_fp8_e5m2;
 extern const KvCodec kv_codec_nf4;
 extern const KvCodec kv_codec_ggml;
+extern const KvCodec kv_codec_tq;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
@@ -21,6 +22,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_fp8_e5m2,
     &kv_codec_nf4,
     &kv_codec_ggml,
+    &kv_codec_tq,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
