@@ -151,9 +151,10 @@ static float signed_absmax(const float *x) {
 }
 
 /* q4_0 and q5_0: codes of x*id + 2^(bits-1) + 0.5, rounded once, then truncated. The product
- * of two floats is exact in double, so t64 is that sum rounded to double, and t64 is then
- * rounded to float: gguf-py's restatement, and ggml's reference where the compiler fuses the
- * multiply and the add (see the header). Clamping t64 first keeps the narrowing in range. */
+ * of two floats is exact in double, so t64 is that sum rounded to double, then to float:
+ * gguf-py's restatement. Where the float rounding can reach an integer the double sum is
+ * exact, so the code is also fmaf(x, id, 8.5)'s: ggml's reference with a fused multiply-add
+ * (see the header). t64 is clamped before the narrowing, which then stays in range. */
 static void symmetric_codes(const float *x, int bits, unsigned char *blk, unsigned codes[QK]) {
     float half_range = (float)(1 << (bits - 1));
     float d = signed_absmax(x) / -half_range, id = inverse_or_zero(d);
@@ -218,7 +219,7 @@ static uint32_t u32_at(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static void decode_q8_0(const unsigned char *blk, size_t nblocks, float *out) {
+static void decode_q8_0(const unsigned char *restrict blk, size_t nblocks, float *restrict out) {
     for (size_t i = 0; i < nblocks; i++, blk += 34, out += QK) {
         float d = f16_at(blk);
         const signed char *qs = (const signed char *)(blk + 2);
@@ -233,34 +234,43 @@ static inline float dequant(int q, int zero, float d, float m, int asym) {
     return asym ? v + m : v;
 }
 
-/* q4_0 and q4_1; asym is a constant in each caller, so each gets its own loop. */
-static inline void decode_q4(const unsigned char *blk, size_t nblocks, int asym, float *out) {
+/* q4 and q5 decode in steps per block, the codes into a small array, then one multiply loop
+ * over 32 values: written so, GCC vectorizes each step (interleaving the two halves' stores
+ * kept q4 scalar, 10x slower; extracting qh's bits inside the float loop kept q5 scalar).
+ * asym is a constant in each caller, so each type gets its own loops. */
+static inline void decode_q4(const unsigned char *restrict blk, size_t nblocks, int asym, float *restrict out) {
     size_t bb = asym ? 20 : 18;
     int zero = asym ? 0 : 8;
     for (size_t i = 0; i < nblocks; i++, blk += bb, out += QK) {
         float d = f16_at(blk), m = asym ? f16_at(blk + 2) : 0.0f;
         const unsigned char *qs = blk + (asym ? 4 : 2);
-        for (int j = 0; j < QK / 2; j++) {
-            out[j] = dequant(qs[j] & 15, zero, d, m, asym);
-            out[j + QK / 2] = dequant(qs[j] >> 4, zero, d, m, asym);
-        }
+        int code[QK];
+        for (int j = 0; j < QK / 2; j++) code[j] = qs[j] & 15, code[j + QK / 2] = qs[j] >> 4;
+        for (int j = 0; j < QK; j++) out[j] = dequant(code[j], zero, d, m, asym);
     }
 }
 
-/* q5_0 and q5_1: as q4 with bit 4 of each code from qh. */
-static inline void decode_q5(const unsigned char *blk, size_t nblocks, int asym, float *out) {
+/* Bit j of qh is bit 4 of code j. Testing it against a table of masks rather than shifting qh
+ * by j vectorizes without per-lane shifts (SSE2 has none): 7x faster in a portable build. */
+static const uint32_t QH_BIT[QK] = {
+    1u << 0,  1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7,
+    1u << 8,  1u << 9,  1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
+    1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21, 1u << 22, 1u << 23,
+    1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31,
+};
+
+/* As q4, with bit 4 of each code from qh. */
+static inline void decode_q5(const unsigned char *restrict blk, size_t nblocks, int asym, float *restrict out) {
     size_t bb = asym ? 24 : 22;
     int zero = asym ? 0 : 16;
     for (size_t i = 0; i < nblocks; i++, blk += bb, out += QK) {
         float d = f16_at(blk), m = asym ? f16_at(blk + 2) : 0.0f;
         uint32_t qh = u32_at(blk + (asym ? 4 : 2));
         const unsigned char *qs = blk + (asym ? 8 : 6);
-        for (int j = 0; j < QK / 2; j++) {
-            int lo = (int)((qs[j] & 15u) | (qh >> j & 1u) << 4);
-            int hi = (int)((qs[j] >> 4) | (qh >> (j + QK / 2) & 1u) << 4);
-            out[j] = dequant(lo, zero, d, m, asym);
-            out[j + QK / 2] = dequant(hi, zero, d, m, asym);
-        }
+        int code[QK];
+        for (int j = 0; j < QK / 2; j++) code[j] = qs[j] & 15, code[j + QK / 2] = qs[j] >> 4;
+        for (int j = 0; j < QK; j++) code[j] |= qh & QH_BIT[j] ? 16 : 0;
+        for (int j = 0; j < QK; j++) out[j] = dequant(code[j], zero, d, m, asym);
     }
 }
 
