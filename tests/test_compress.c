@@ -1,12 +1,14 @@
 /* tests/test_compress.c: KV cache files and the compress tool against the reference
- * metrics (tests/fixtures/reference/kv-*.metrics.json), file round trips, and kv-extract
- * against the reference cache of mini-llama-brown. */
+ * metrics (tests/fixtures/reference/kv-*.metrics.json), file round trips, the sparsity stage
+ * (kv_sparsify against a sort), and kv-extract against the reference cache of
+ * mini-llama-brown. */
 #include "tests/test.h"
 #include "model/compress.h"
 #include "model/model.h"
 #include "model/json.h"
 #include "model/fileio.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -154,10 +156,55 @@ static void check_extract(void) {
     model_free(&m);
 }
 
+/* kv_sparsify (compress's -sparsity stage) against a full sort by (magnitude, index). */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float normal(uint64_t *s) {
+    double u = (double)(next_u64(s) >> 11) * 0x1.0p-53 + 1e-300, v = (double)(next_u64(s) >> 11) * 0x1.0p-53;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static int cmp_rank(const void *a, const void *b) {
+    const double *x = a, *y = b;   /* pairs (magnitude, index) */
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static void check_sparsify(void) {
+    enum { N = 5000 };
+    static float x[N], want[N], scratch[N];
+    static double pairs[2 * N];
+    uint64_t rng = 12345;
+    int all_ok = 1;
+    double fracs[] = {0.0, 0.1, 0.5, 0.9, 0.999};
+    for (int t = 0; t < 10; t++) {
+        for (int i = 0; i < N; i++)   /* coarse values: many ties, both signs */
+            x[i] = t % 2 ? (float)((int)(normal(&rng) * 4)) / 4 : normal(&rng);
+        double f = fracs[t % 5];
+        size_t k = (size_t)(f * N);
+        for (int i = 0; i < N; i++) {
+            pairs[2 * i] = fabsf(x[i]);
+            pairs[2 * i + 1] = i;
+            want[i] = x[i];
+        }
+        qsort(pairs, N, 2 * sizeof(double), cmp_rank);
+        for (size_t j = 0; j < k; j++) want[(int)pairs[2 * j + 1]] = 0.0f;
+        size_t got_k = kv_sparsify(x, N, f, scratch);
+        all_ok &= got_k == k && memcmp(x, want, sizeof x) == 0;
+    }
+    check(all_ok, "kv_sparsify zeroes floor(S*n) smallest |x|, ties earliest first (vs sort)", "mismatch");
+}
+
 int main(void) {
     check_metrics("tests/fixtures/reference/kv-synthetic.safetensors", "tests/fixtures/reference/kv-synthetic.metrics.json");
     check_metrics("tests/fixtures/reference/kv-mini-llama.safetensors", "tests/fixtures/reference/kv-mini-llama.metrics.json");
     check_round_trips();
+    check_sparsify();
     check_extract();
     return test_exit_code();
 }
