@@ -229,7 +229,7 @@ static size_t fill_floats(float *x, size_t n, uint64_t *rng) {
 static void test_float_codec(const char *text, int n, uint64_t *rng) {
     KvBase b;
     char name[160];
-    snprintf(name, sizeof name, "codec float: %s parses (no groups, one row a unit)", text);
+    snprintf(name, sizeof name, "codec float: %s parses (no groups, one row a unit; rows of %d)", text, n);
     if (!check(parse_base(text, &b) && !strcmp(b.name, text) && b.group == 0 && b.rows == 1 && !b.asym &&
                    b.axis == KV_AXIS_CHANNELS && b.codec->decode_t64 == NULL && b.codec->rotate == NULL,
                name, "refused or wrong fields"))
@@ -243,7 +243,7 @@ static void test_float_codec(const char *text, int n, uint64_t *rng) {
     size_t ub = b.codec->unit_bytes(&b, n);
     snprintf(name, sizeof name, "codec float: %s unit of %d values = %d bytes", text, n, n * width);
     check(ub == (size_t)n * width, name, "got %zu", ub);
-    snprintf(name, sizeof name, "codec float: %s stores rows of any width (1, 7, 64, 4097)", text);
+    snprintf(name, sizeof name, "codec float: %s stores rows of any width (1, 7, 64, 4097; rows of %d)", text, n);
     char why[200] = "";
     check(kv_base_check(&b, 1, why, sizeof why) && kv_base_check(&b, 7, why, sizeof why) &&
               kv_base_check(&b, 64, why, sizeof why) && kv_base_check(&b, 4097, why, sizeof why),
@@ -277,7 +277,7 @@ static void test_float_codec(const char *text, int n, uint64_t *rng) {
         float want = width == 4 ? x[i] : !strcmp(text, "fp16") ? f16_to_f32(h) : bf16_to_f32(h);
         bad += to_bits(got[i]) != to_bits(want);
     }
-    snprintf(name, sizeof name, "codec float: %s decodes every stored value exactly (NaN and inf kept)", text);
+    snprintf(name, sizeof name, "codec float: %s decodes every stored value exactly (NaN and inf kept; rows of %d)", text, n);
     check(bad == 0, name, "%zu values differ", bad);
 
     size_t bad_part = 0;
