@@ -14,7 +14,6 @@
 #include "model/modeldir.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
-#include "quant/quant.h"
 #include "eval/wikitext.h"
 #include "eval/perplexity.h"
 #include "eval/progress.h"

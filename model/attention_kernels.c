@@ -1,7 +1,8 @@
 /* model/attention_kernels.c: the inner loops of attention (model/forward.c) over blocks of
  * 64 cache rows: scores of queries against keys stored transposed, weighted sums of value
- * rows, in f32 or in bf16 pairs, and the 4-bit cache's rows decoded in place. Plain C for
- * every loop, with AVX-512 versions that tests/test_kernels.c checks against it. */
+ * rows, in f32 or in bf16 pairs. Plain C for every loop, with AVX-512 versions that
+ * tests/test_kernels.c checks against it. (Quantized rows come decoded by their codec:
+ * quant/codec.h, decode and decode_t64.) */
 #include "model/attention_kernels.h"
 #include "model/kernels.h"
 #include "quant/half.h"
@@ -284,113 +285,4 @@ void key_pairs64(const float *k, int n, int hd, uint32_t *kt) {
             uint32_t hi = 2 * i + 1 < hd ? f32_to_bf16(row[2 * i + 1]) : 0u;
             kt[(size_t)i * DOT_T_WIDTH + p] = p < n ? f32_to_bf16(row[2 * i]) | hi << 16 : 0u;
         }
-}
-
-int int4_rows_supported(const Int4Rows *f) {
-    return f->head_dim > 0 && f->head_dim % 32 == 0 && f->group_size > 0 && f->group_size % 32 == 0 &&
-           f->head_dim % f->group_size == 0 &&
-           f->row_bytes == (size_t)f->head_dim / 2 + (size_t)(f->head_dim / f->group_size) * (f->symmetric ? 2 : 4);
-}
-
-#if !defined(__AVX512F__)
-/* Scale and bias of group g of one row (see Int4Rows), for the plain-C paths. */
-static void int4_group_params(const Int4Rows *f, const unsigned char *row, int g, float *scale, float *bias) {
-    const unsigned char *par = row + f->head_dim / 2 + (size_t)g * (f->symmetric ? 2 : 4);
-    *scale = f16_to_f32((uint16_t)(par[0] | par[1] << 8));
-    *bias = f->symmetric ? -8.0f * *scale : f16_to_f32((uint16_t)(par[2] | par[3] << 8));
-}
-#endif
-
-#if defined(__AVX512F__)
-/* Group g's scale and bias for 16 rows (lanes whose bit in live is 0 get 0): one gather of
- * the 32-bit word holding them. A symmetric scale is the row's last 2 bytes, so its word
- * starts 2 bytes early and never reads past the row. */
-static void int4_group_params16(const Int4Rows *f, const unsigned char *rows, __mmask16 live, __m512i idx, int g,
-                                __m512 *scale, __m512 *bias) {
-    const unsigned char *par = rows + f->head_dim / 2 + (size_t)g * (f->symmetric ? 2 : 4);
-    __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, f->symmetric ? par - 2 : par, 1);
-    __m512i lo16 = f->symmetric ? _mm512_srli_epi32(word, 16) : word;
-    *scale = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(lo16));
-    *bias = f->symmetric ? _mm512_mul_ps(*scale, _mm512_set1_ps(-8.0f))
-                         : _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(word, 16)));
-}
-#endif
-
-void int4_keys_transposed64(const Int4Rows *f, const unsigned char *rows, int n, float *kt) {
-    int hd = f->head_dim, gs = f->group_size;
-#if defined(__AVX512F__)
-    /* Per 16 rows and 4 code bytes: one gather brings 8 dims of 16 positions, and each
-     * nibble then becomes one row of kt with a shift, a mask, a convert and an fma. */
-    __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                     _mm512_set1_epi32((int)f->row_bytes));
-    __m512i nibble = _mm512_set1_epi32(15);
-    for (int p0 = 0; p0 < DOT_T_WIDTH; p0 += 16) {
-        int left = n - p0;
-        __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-        const unsigned char *base = rows + (size_t)(left > 0 ? p0 : 0) * f->row_bytes;
-        for (int g = 0; g < hd / gs; g++) {
-            __m512 scale, bias;   /* 0 in dead lanes, so their keys come out 0 */
-            int4_group_params16(f, base, live, idx, g, &scale, &bias);
-            for (int j = g * gs / 8; j < (g + 1) * gs / 8; j++) {
-                __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + 4 * j, 1);
-                for (int k = 0; k < 8; k++) {
-                    __m512i c = _mm512_and_si512(_mm512_srli_epi32(word, 4 * k), nibble);
-                    _mm512_storeu_ps(kt + (size_t)(8 * j + k) * DOT_T_WIDTH + p0,
-                                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), scale, bias));
-                }
-            }
-        }
-    }
-#else
-    for (int p = 0; p < DOT_T_WIDTH; p++) {
-        const unsigned char *row = rows + (size_t)p * f->row_bytes;
-        for (int g = 0; g < hd / gs; g++) {
-            float scale = 0.0f, bias = 0.0f;
-            if (p < n) int4_group_params(f, row, g, &scale, &bias);
-            for (int d = g * gs; d < (g + 1) * gs; d++) {
-                unsigned c = p < n ? (d & 1 ? row[d / 2] >> 4 : row[d / 2] & 15u) : 0;
-                kt[(size_t)d * DOT_T_WIDTH + p] = mul_add((float)c, scale, bias);
-            }
-        }
-    }
-#endif
-}
-
-void int4_decode_rows(const Int4Rows *f, const unsigned char *rows, int n, float *out) {
-    int hd = f->head_dim;
-#if defined(__AVX512F__)
-    /* 16 code bytes -> low nibbles (even dims) and high nibbles (odd dims) in two registers,
-     * which two permutes interleave back into dim order. */
-    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    const __m512i nibble = _mm512_set1_epi32(15);
-    for (int p = 0; p < n; p++) {
-        const unsigned char *row = rows + (size_t)p * f->row_bytes;
-        float *o = out + (size_t)p * hd;
-        for (int d0 = 0; d0 < hd; d0 += 32) {
-            /* the group's fp16 parameters widened by the CPU (F16C), not by a call per row */
-            const unsigned char *par = row + hd / 2 + (size_t)(d0 / f->group_size) * (f->symmetric ? 2 : 4);
-            __m512 scale = _mm512_cvtph_ps(_mm256_set1_epi16((short)(par[0] | par[1] << 8)));
-            __m512 bias = f->symmetric ? _mm512_mul_ps(scale, _mm512_set1_ps(-8.0f))
-                                       : _mm512_cvtph_ps(_mm256_set1_epi16((short)(par[2] | par[3] << 8)));
-            __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + d0 / 2)));
-            __m512 even = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(bytes, nibble)), scale, bias);
-            __m512 odd = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(bytes, 4)), scale, bias);
-            _mm512_storeu_ps(o + d0, _mm512_permutex2var_ps(even, first, odd));
-            _mm512_storeu_ps(o + d0 + 16, _mm512_permutex2var_ps(even, second, odd));
-        }
-    }
-#else
-    for (int p = 0; p < n; p++) {
-        const unsigned char *row = rows + (size_t)p * f->row_bytes;
-        for (int g = 0; g < hd / f->group_size; g++) {
-            float scale, bias;
-            int4_group_params(f, row, g, &scale, &bias);
-            for (int d = g * f->group_size; d < (g + 1) * f->group_size; d++) {
-                unsigned c = d & 1 ? row[d / 2] >> 4 : row[d / 2] & 15u;
-                out[(size_t)p * hd + d] = mul_add((float)c, scale, bias);
-            }
-        }
-    }
-#endif
 }

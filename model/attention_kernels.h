@@ -37,23 +37,6 @@ void bf16_pairs_along(const float *x, int n, uint32_t *out);
 void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]);
 void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd);
 
-/* Rows of a packed 4-bit KV cache, read in place (layout of quant/quant.h): head_dim / 2 code
- * bytes (dim 2i in the low nibble of byte i, 2i+1 in the high one), then per group of
- * group_size dims an fp16 scale, or scale and minimum when asymmetric. A value is
- * c * scale + bias with bias = -8 * scale (symmetric) or the minimum: c * scale is exact
- * (4-bit c times an 11-bit scale), so one fma rounds as quant's dequantize does and the
- * values come out bit-identical to scheme->dequantize. */
-typedef struct {
-    int head_dim, group_size, symmetric;
-    size_t row_bytes;
-} Int4Rows;
-/* 1 if the kernels below serve this layout (head_dim and group_size multiples of 32). */
-int int4_rows_supported(const Int4Rows *f);
-/* kt[d * DOT_T_WIDTH + p] = value d of row p for p < n (n <= DOT_T_WIDTH), 0 for p >= n:
- * keys decoded straight into the transposed block dot_transposed64 reads. */
-void int4_keys_transposed64(const Int4Rows *f, const unsigned char *rows, int n, float *kt);
-/* out[p * head_dim + d] = value d of row p for p < n: value rows for add_weighted_rows. */
-void int4_decode_rows(const Int4Rows *f, const unsigned char *rows, int n, float *out);
 /* Keys [n][hd] (f32 rows) -> kt[d * DOT_T_WIDTH + p], 0 for n <= p < DOT_T_WIDTH. */
 void transpose_keys64(const float *k, int n, int hd, float *kt);
 /* The same as bf16 pairs in one pass: kt[i * DOT_T_WIDTH + p] = (k[p][2i], k[p][2i+1]) for

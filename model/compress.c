@@ -340,9 +340,19 @@ static int meta_scheme(const SafeTensors *st, const char *key, long layers, long
     const char *text = st_meta(st, key);
     char why[256], shown[72];
     if (!text) return error_set(err, "%s: metadata '%s' missing: not a kvq compressed file", st->path, key);
-    if (kv_layered_parse(text, l, why, sizeof why) || bind_for_file(l, (int)layers, (int)head_dim, side, why, sizeof why))
+    if (kv_layered_parse(text, l, why, sizeof why) || bind_for_file(l, (int)layers, (int)head_dim, side, why, sizeof why)) {
+        for (char *c = why; *c; c++)   /* the refusal quotes the file's text: keep it one line */
+            if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
         return error_set(err, "%s: metadata %s '%s': %s", st->path, key, error_shown(text, shown), why);
+    }
     return 0;
+}
+
+/* Index of the first NaN or infinite value of x[0..n), or n. */
+static size_t first_non_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return n;
 }
 
 /* Copies one tensor's packed units (inflating LZ4) and full rows out of the file, checked. */
@@ -434,7 +444,14 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
         char base[32];
         snprintf(base, sizeof base, "layer_%d_%s", i / 2, i % 2 ? "value" : "key");
         rc = read_tensor(st, base, &plans[i], (int)lz4, packed, full, err);
-        if (rc == 0) unpack_tensor(&plans[i], packed, full, (i % 2 ? out->v : out->k) + (size_t)(i / 2) * n);
+        if (rc) break;
+        float *x = (i % 2 ? out->v : out->k) + (size_t)(i / 2) * n;
+        unpack_tensor(&plans[i], packed, full, x);
+        /* a NaN or infinite scale, minimum or stored value: refused, as a cache holding one is */
+        size_t bad = first_non_finite(x, n);
+        if (bad < n)
+            rc = error_set(err, "%s: tensor '%s' decodes to a non-finite value at element %zu (a NaN or infinite "
+                           "scale, minimum or stored value)", st->path, base, bad);
     }
     free(packed);
     free(full);

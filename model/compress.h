@@ -61,7 +61,9 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
                 CompressReport *r, KvSnapshot *recon, Error *err);
 void compress_report_free(CompressReport *r);
 
-/* Reads a compressed file back into f32 values. */
+/* Reads a compressed file back into f32 values. Refused with one line naming the file: a
+ * tensor missing or of the wrong size, a scheme the file's shape cannot take, and a tensor
+ * that decodes to NaN or infinity (a non-finite scale, minimum or stored value). */
 int kv_decompress_file(const char *path, KvSnapshot *out, Error *err);
 int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err);
 

@@ -348,8 +348,13 @@ static void take_outliers(float *x, int n, int k, unsigned char *out) {
     }
 }
 
-static void put_outliers_back(const unsigned char *in, int k, float *x) {
-    for (int j = 0; j < k; j++) x[in[OUTLIER_BYTES * j + 2]] = f16_to_f32((uint16_t)kv_get_u16(in + OUTLIER_BYTES * j));
+/* An index past the row (only in bytes that encode did not write: a hostile file) is
+ * skipped, so decoding any bytes writes inside the row. */
+static void put_outliers_back(const unsigned char *in, int k, float *x, int n) {
+    for (int j = 0; j < k; j++) {
+        int at = in[OUTLIER_BYTES * j + 2];
+        if (at < n) x[at] = f16_to_f32((uint16_t)kv_get_u16(in + OUTLIER_BYTES * j));
+    }
 }
 
 void kv_spec_encode(const KvSpec *spec, const float *x, int n, void *unit, float *scratch) {
@@ -373,7 +378,7 @@ void kv_spec_decode(const KvSpec *spec, const void *units, int n, int r0, int co
         float *row = out + (size_t)i * n;
         b->codec->decode(b, unit, n, 0, 1, row);
         if (b->codec->rotate) b->codec->rotate(b, row, n, KV_FROM_INNER);
-        put_outliers_back(unit + codec_bytes, spec->outliers, row);
+        put_outliers_back(unit + codec_bytes, spec->outliers, row, n);
     }
 }
 

@@ -23,7 +23,7 @@ expect_exit "int2 fails the thresholds with exit 1" 1 ./run compress -input $REF
 grep -q '"passed": false' "$T/out" && grep -q 'violations": \["rmse' "$T/out" && pass "violations listed" || fail "violations listed" "$(head -c 400 "$T/out")"
 expect_exit "--metrics-only" 0 ./run compress -input $REF/kv-mini-llama.safetensors --metrics-only -sparsity 0.1
 expect_exit "double-dash forms" 0 ./run compress --input $REF/kv-mini-llama.safetensors --output "$T/d.st" --scheme int4 --group-size 32
-grep -q '"k_scheme": "int4-g32"' "$T/out" && pass "--scheme int4 --group-size 32 is int4-g32" || fail "scheme composition" "$(head -3 "$T/out")"
+grep -q '"k_scheme": "int4-g32"' "$T/out" && grep -q '"v_scheme": "int4-g32"' "$T/out" && pass "--scheme int4 --group-size 32 is int4-g32" || fail "scheme composition" "$(head -3 "$T/out")"
 
 # --- keys and values with different schemes: each side measured and stored with its own
 # (compress and --validate once packed the values with the key scheme)
@@ -107,25 +107,26 @@ no_file "compress: bad flags leave no output" "$T/o9.st"
 expect_exit "decompress: a KV cache is not a compressed file" 2 ./run decompress -input $REF/kv-mini-llama.safetensors -output "$T/o10.st"
 no_file "decompress: bad input leaves no output" "$T/o10.st"
 
-# a compressed file whose scales are NaN, and one whose codes are short
+# a compressed file whose scales are NaN, and one whose packed units are short
 python3 - "$T" <<'PY'
 import json, struct, sys
 t = sys.argv[1]
 raw = open(t + "/c.st", "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]; header = json.loads(raw[8:8 + n]); data = bytearray(raw[8 + n:])
-s, e = header["layer_1_value.params"]["data_offsets"]
-data[s:s + 2] = struct.pack("<H", 0x7E00)          # fp16 NaN as the first scale
+assert header["__metadata__"]["format"] == "kvq-compressed-2" and header["__metadata__"]["v_scheme"] == "int4-g64"
+s, e = header["layer_1_value.packed"]["data_offsets"]
+data[s + 32:s + 34] = struct.pack("<H", 0x7E00)    # int4-g64 unit: 32 code bytes, then the fp16 scale: NaN
 h = json.dumps(header).encode()
 open(t + "/nan.st", "wb").write(struct.pack("<Q", len(h)) + h + bytes(data))
 header2 = json.loads(raw[8:8 + n]); data2 = bytearray(raw[8 + n:])
-s, e = header2["layer_0_key.codes"]["data_offsets"]
-header2["layer_0_key.codes"]["shape"] = [e - s - 8]; header2["layer_0_key.codes"]["data_offsets"] = [s, e - 8]
+s, e = header2["layer_0_key.packed"]["data_offsets"]
+header2["layer_0_key.packed"]["shape"] = [e - s - 8]; header2["layer_0_key.packed"]["data_offsets"] = [s, e - 8]
 h = json.dumps(header2).encode()
 open(t + "/short.st", "wb").write(struct.pack("<Q", len(h)) + h + bytes(data2))
 PY
 expect_exit "decompress: NaN scale" 2 ./run decompress -input "$T/nan.st" -output "$T/o11.st"
 grep -q "non-finite" "$T/err" && pass "NaN scale named in the message" || fail "NaN scale message" "$(cat "$T/err")"
-expect_exit "decompress: short codes" 2 ./run decompress -input "$T/short.st" -output "$T/o12.st"
+expect_exit "decompress: short packed units" 2 ./run decompress -input "$T/short.st" -output "$T/o12.st"
 no_file "decompress: NaN/short leave no output" "$T/o11.st"
 
 # a KV cache holding NaN is refused (it would poison every metric)

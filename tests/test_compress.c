@@ -1,13 +1,20 @@
 /* tests/test_compress.c: KV cache files and the compress tool against the reference
- * metrics (tests/fixtures/reference/kv-*.metrics.json), file round trips, and kv-extract
- * against the reference cache of mini-llama-brown. */
+ * metrics (tests/fixtures/reference/kv-*.metrics.json): sizes, element counts and
+ * compression_ratio exact (and equal to 16 / the stored bits of one unit), rmse / snr_db /
+ * cosine_similarity / max_error to 1e-4 relative (the tolerance the reference README states),
+ * and a variant that divides by the unrounded scale must land measurably further off: that
+ * shows the fp16-rounded divisor is the reference's. Also file round trips, the sparsity
+ * stage (kv_sparsify against a sort), and kv-extract against the reference cache of
+ * mini-llama-brown. */
 #include "tests/test.h"
 #include "model/compress.h"
 #include "model/model.h"
 #include "model/json.h"
 #include "model/fileio.h"
 #include "model/safetensors.h"
+#include "quant/half.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,8 +35,53 @@ static char *slurp(const char *path, size_t *len) {
     return read_whole_file(path, 1 << 26, len, &err);
 }
 
-/* Every scheme of one .metrics.json: ratio exact, quality to METRIC_REL_TOL, and the
- * compressed file decompresses to exactly the in-memory reconstruction. */
+/* The variant: an integer base's groups of G along the flat tensor (as the definitions say;
+ * the same groups as along head_dim when G divides it), but x/scale divides by the scale
+ * before fp16 rounding (asym: (x - fp16(min)) / unrounded scale). x^ still uses the stored
+ * fp16 scale. */
+static void variant_quantize(const KvBase *b, const float *x, size_t n, float *x_hat) {
+    int gs = b->group;
+    for (size_t g = 0; g < n / (size_t)gs; g++) {
+        const float *xg = x + g * gs;
+        float mn = xg[0], mx = xg[0], amax = 0;
+        for (int i = 0; i < gs; i++) {
+            mn = fminf(mn, xg[i]);
+            mx = fmaxf(mx, xg[i]);
+            amax = fmaxf(amax, fabsf(xg[i]));
+        }
+        int qmax = b->asym ? (1 << b->bits) - 1 : (1 << (b->bits - 1)) - 1;
+        int qmin = b->asym ? 0 : -(1 << (b->bits - 1));
+        float raw = b->asym ? (mx - mn) / (float)qmax : amax / (float)qmax;
+        float scale = round_to_f16(raw), lo = b->asym ? round_to_f16(mn) : 0.0f;
+        for (int i = 0; i < gs; i++) {
+            float q = scale == 0 ? 0 : fminf(fmaxf(rintf((xg[i] - lo) / raw), (float)qmin), (float)qmax);
+            float v = q * scale;
+            x_hat[g * gs + i] = v + lo;
+        }
+    }
+}
+
+/* The variant's worst relative difference from a reference row over rmse, snr_db and cosine. */
+static double variant_diff(const KvSnapshot *s, const KvBase *b, const JsonValue *row) {
+    size_t n = kv_snapshot_layer_size(s);
+    float *x_hat = malloc(n * sizeof(float));
+    KvMetrics m;
+    kv_metrics_init(&m);
+    for (int l = 0; l < s->n_layers; l++)
+        for (int side = 0; side < 2; side++) {
+            const float *x = (side ? s->v : s->k) + (size_t)l * n;
+            variant_quantize(b, x, n, x_hat);
+            kv_metrics_add(&m, x, x_hat, n);
+        }
+    free(x_hat);
+    KvQuality v = kv_metrics_finish(&m);
+    return fmax(fmax(rel_diff(v.rmse, json_get(row, "rmse")->number), rel_diff(v.snr_db, json_get(row, "snr_db")->number)),
+                rel_diff(v.cosine_similarity, json_get(row, "cosine_similarity")->number));
+}
+
+/* Every scheme of one .metrics.json: sizes and ratio exact, quality to METRIC_REL_TOL, the
+ * compressed file decompresses to exactly the in-memory reconstruction, and the
+ * unrounded-divisor variant is outside the tolerance for at least one scheme. */
 static void check_metrics(const char *cache, const char *metrics) {
     Error err;
     KvSnapshot s;
@@ -40,6 +92,8 @@ static void check_metrics(const char *cache, const char *metrics) {
     char *text = slurp(metrics, &len);
     JsonValue *root = text ? json_parse(text, len, &err) : NULL;
     const JsonValue *results = json_get(root, "results");
+    int variant_rejected = 0;
+    double worst = 0;
     for (size_t i = 0; results && i < results->count; i++) {
         const JsonValue *row = &results->items[i];
         const char *scheme = json_get(row, "scheme")->string;
@@ -54,28 +108,47 @@ static void check_metrics(const char *cache, const char *metrics) {
                    name, "%s", parsed ? err.msg : why))
             continue;
         double want_ratio = json_get(row, "compression_ratio")->number;
-        snprintf(name, sizeof name, "%s %s sizes and ratio exact", cache, scheme);
+        snprintf(name, sizeof name, "%s %s sizes, element count and ratio exact", cache, scheme);
         check(r.compressed_bytes == (size_t)json_get(row, "compressed_size_bytes")->number &&
               r.original_bytes == (size_t)json_get(row, "original_size_bytes")->number &&
-              r.compression_ratio == want_ratio, name, "ratio %.17g vs %.17g, %zu bytes", r.compression_ratio,
-              want_ratio, r.compressed_bytes);
+              r.n_elements == (size_t)json_get(row, "n_elements")->number &&
+              r.compression_ratio == want_ratio, name, "ratio %.17g vs %.17g, %zu bytes, %zu elements",
+              r.compression_ratio, want_ratio, r.compressed_bytes, r.n_elements);
+        /* the whole file's ratio is one unit's: 16 bits over the stored bits of a row of
+         * head_dim values (of G values for a group longer than the row, stored as a flat run) */
+        const KvSpec *spec = &layered.all;
+        int row_len = spec->base.group > s.head_dim ? spec->base.group : s.head_dim;
+        double unit_ratio = 16.0 / kv_spec_stored_bits(spec, row_len);
+        snprintf(name, sizeof name, "%s %s ratio = 16 / stored bits of one unit (%.4g)", cache, scheme,
+                 kv_spec_stored_bits(spec, row_len));
+        check(unit_ratio == want_ratio, name, "%.17g vs %.17g", unit_ratio, want_ratio);
         const char *keys[4] = {"rmse", "snr_db", "cosine_similarity", "max_error"};
         double got[4] = {r.quality.rmse, r.quality.snr_db, r.quality.cosine_similarity, r.quality.max_error};
         for (int k = 0; k < 4; k++) {
             double want = json_get(row, keys[k])->number, d = rel_diff(got[k], want);
+            worst = fmax(worst, d);
             snprintf(name, sizeof name, "%s %s %s", cache, scheme, keys[k]);
             check(d <= METRIC_REL_TOL, name, "%.10g vs reference %.10g (rel %.2g > %.0e)", got[k], want, d, METRIC_REL_TOL);
         }
-        snprintf(name, sizeof name, "%s %s decompresses", cache, scheme);
+        snprintf(name, sizeof name, "%s %s decompress reads the file", cache, scheme);
         if (check(kv_decompress_file("build/test-compressed.safetensors", &back, &err) == 0, name, "%s", err.msg)) {
             snprintf(name, sizeof name, "%s %s decompress == in-memory reconstruction", cache, scheme);
             check(same_values(&back, &recon), name, "values differ");
             kv_snapshot_free(&back);
         }
+        if (spec->base.bits < 32 && spec->base.axis == KV_AXIS_CHANNELS) {
+            double vd = variant_diff(&s, &spec->base, row);
+            variant_rejected += vd > METRIC_REL_TOL;
+            printf("     %s %s: dividing by the unrounded scale would be off by %.1e%s\n", cache, scheme, vd,
+                   vd > METRIC_REL_TOL ? " (outside tolerance)" : "");
+        }
         kv_snapshot_free(&recon);
         compress_report_free(&r);
     }
     check(results != NULL, metrics, "no results");
+    printf("     %s: worst relative difference from the reference %.2e\n", cache, worst);
+    snprintf(name, sizeof name, "%s: the unrounded-divisor variant fails the tolerance for >= 1 scheme", cache);
+    check(variant_rejected >= 1, name, "the reference does not pin the divisor");
     json_free(root);
     free(text);
     kv_snapshot_free(&s);
@@ -130,7 +203,7 @@ static void check_round_trips(void) {
     ok = ok && kv_compress(&s, &o, "build/lz4.safetensors", &r2, NULL, &err) == 0;
     ok = ok && kv_decompress_file("build/plain.safetensors", &plain, &err) == 0 &&
          kv_decompress_file("build/lz4.safetensors", &packed, &err) == 0;
-    if (check(ok, "int4-g64 compress and decompress, plain and --lz4", "%s", err.msg)) {
+    if (check(ok, "--lz4 and plain files written and read back", "%s", err.msg)) {
         check(same_values(&plain, &packed), "--lz4 round trip is lossless", "values differ");
         printf("     lz4 over int4 codes: %zu -> %zu bytes\n", r2.lz4_codes_in, r2.lz4_codes_out);
         kv_snapshot_free(&plain);
@@ -182,10 +255,55 @@ static void check_extract(void) {
     model_free(&m);
 }
 
+/* kv_sparsify (compress's -sparsity stage) against a full sort by (magnitude, index). */
+static uint64_t next_u64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float normal(uint64_t *s) {
+    double u = (double)(next_u64(s) >> 11) * 0x1.0p-53 + 1e-300, v = (double)(next_u64(s) >> 11) * 0x1.0p-53;
+    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+static int cmp_rank(const void *a, const void *b) {
+    const double *x = a, *y = b;   /* pairs (magnitude, index) */
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+static void check_sparsify(void) {
+    enum { N = 5000 };
+    static float x[N], want[N], scratch[N];
+    static double pairs[2 * N];
+    uint64_t rng = 12345;
+    int all_ok = 1;
+    double fracs[] = {0.0, 0.1, 0.5, 0.9, 0.999};
+    for (int t = 0; t < 10; t++) {
+        for (int i = 0; i < N; i++)   /* coarse values: many ties, both signs */
+            x[i] = t % 2 ? (float)((int)(normal(&rng) * 4)) / 4 : normal(&rng);
+        double f = fracs[t % 5];
+        size_t k = (size_t)(f * N);
+        for (int i = 0; i < N; i++) {
+            pairs[2 * i] = fabsf(x[i]);
+            pairs[2 * i + 1] = i;
+            want[i] = x[i];
+        }
+        qsort(pairs, N, 2 * sizeof(double), cmp_rank);
+        for (size_t j = 0; j < k; j++) want[(int)pairs[2 * j + 1]] = 0.0f;
+        size_t got_k = kv_sparsify(x, N, f, scratch);
+        all_ok &= got_k == k && memcmp(x, want, sizeof x) == 0;
+    }
+    check(all_ok, "kv_sparsify zeroes floor(S*n) smallest |x|, ties earliest first (vs sort)", "mismatch");
+}
+
 int main(void) {
     check_metrics("tests/fixtures/reference/kv-synthetic.safetensors", "tests/fixtures/reference/kv-synthetic.metrics.json");
     check_metrics("tests/fixtures/reference/kv-mini-llama.safetensors", "tests/fixtures/reference/kv-mini-llama.metrics.json");
     check_round_trips();
+    check_sparsify();
     check_extract();
     return test_exit_code();
 }

@@ -1,4 +1,5 @@
-/* tests/fuzz/fuzz_kvfile.c: KV cache files and compressed KV files from hostile bytes.
+/* tests/fuzz/fuzz_kvfile.c: KV cache files and compressed KV files (kvq-compressed-2: packed
+ * codec units and fp16 .full rows under LAYERED k_scheme / v_scheme) from hostile bytes.
  * The input is opened with st_open_memory, then read both as a plain cache
  * (kv_snapshot_from_safetensors) and as a compressed file (kv_decompress_safetensors).
  * An accepted file must give a geometry that matches its arrays: every value is read

@@ -36,14 +36,14 @@ def safetensors(tensors, meta=None):
     return struct.pack("<Q", len(h)) + h + data
 
 
-def kv_fixture_small():
-    """kv-mini-llama.safetensors cut down to layer 0 with 4 of its 38 positions:
-    real header fields and metadata, real float data, 2 KB instead of 156 KB."""
+def kv_fixture_small(positions=4):
+    """kv-mini-llama.safetensors cut down to layer 0 with 4 (or `positions`) of its 38
+    positions: real header fields and metadata, real float data, 2 KB instead of 156 KB."""
     b = read("tests/fixtures/reference/kv-mini-llama.safetensors")
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8:8 + n])
-    meta = dict(h["__metadata__"], seq_len="4", num_layers="1")
-    meta["tokens"] = " ".join(meta["tokens"].split()[:4])
+    meta = dict(h["__metadata__"], seq_len=str(positions), num_layers="1")
+    meta["tokens"] = " ".join(meta["tokens"].split()[:positions])
     data = b[8 + n:]
     out = []
     for name in ("layer_0_key", "layer_0_value"):
@@ -52,8 +52,8 @@ def kv_fixture_small():
         rows = b""
         for head in range(heads):
             at = begin + head * seq * head_dim * 4
-            rows += data[at:at + 4 * head_dim * 4]
-        out.append((name, "F32", [1, heads, 4, head_dim], rows))
+            rows += data[at:at + positions * head_dim * 4]
+        out.append((name, "F32", [1, heads, positions, head_dim], rows))
     return safetensors(out, meta), data
 
 
@@ -70,14 +70,31 @@ def main():
     put("fuzz_safetensors", "kv-mini-llama-cut.safetensors", kv)
     put("fuzz_kvfile", "kv-mini-llama-cut.safetensors", kv)
     src = os.path.join(OUT, "fuzz_kvfile", "kv-mini-llama-cut.safetensors")
-    for scheme, lz4 in (("int4-g64", True), ("int8-g64-asym", True), ("int4-g32", False), ("fp32", False)):
-        dst = os.path.join(OUT, "fuzz_kvfile", f"compressed-{scheme}{'-lz4' if lz4 else ''}.safetensors")
+    # a 10-position cut (not committed) so that a token-axis group of 8 fills one unit
+    src10 = "build/kv-mini-llama-cut10.safetensors"
+    os.makedirs("build", exist_ok=True)
+    with open(src10, "wb") as f:
+        f.write(kv_fixture_small(10)[0])
+    # compressed files (kvq-compressed-2): name, input, compress flags
+    for name, cut, flags in (
+            ("int4-g64-lz4", src, ["--kv-scheme", "int4-g64", "--lz4"]),
+            ("int8-g64-asym-lz4", src, ["--kv-scheme", "int8-g64-asym", "--lz4"]),
+            ("int4-g32", src, ["--kv-scheme", "int4-g32"]),
+            ("fp32", src, ["--kv-scheme", "fp32"]),
+            ("int4-g32-res1-sink1", src, ["--kv-scheme", "int4-g32+res1+sink1"]),
+            ("int3-g64-had-out2", src, ["--kv-scheme", "int3-g64+had+out2"]),
+            ("k-int4-t8-v-int2-t8-asym", src10, ["--k-scheme", "int4-t8", "--v-scheme", "int2-t8-asym+res1"]),
+            ("layered-lz4", src, ["--k-scheme", "int2-g64;0:int8-g64", "--v-scheme", "bf16", "--lz4"]),
+            ("int4-g128-flat", src, ["--kv-scheme", "int4-g128"])):
+        dst = os.path.join(OUT, "fuzz_kvfile", f"compressed-{name}.safetensors")
         # exit 1 only means a quality threshold failed; the file is written either way
-        subprocess.run(["./run", "compress", "-input", src, "-output", dst, "--kv-scheme", scheme]
-                       + (["--lz4"] if lz4 else []), stdout=subprocess.DEVNULL, check=False)
+        r = subprocess.run(["./run", "compress", "-input", cut, "-output", dst] + flags,
+                           stdout=subprocess.DEVNULL, check=False)
+        assert r.returncode in (0, 1) and os.path.exists(dst), f"compress {name} failed"
         for side in (dst + ".metadata.json",):
             if os.path.exists(side):
                 os.remove(side)
+    os.remove(src10)
     n = struct.unpack("<Q", kv[:8])[0]
     put("fuzz_json", "kv-header.json", kv[8:8 + n])
     put("fuzz_json", "metadata.json", read("tests/fixtures/reference/kv-mini-llama.safetensors.metadata.json"))
@@ -102,12 +119,20 @@ def main():
     # literals "abcd", match offset 4 length 12, then 5 final literals; capacity byte 0xFF = 64 KiB
     put("fuzz_lz4", "block", b"\xff" + b"\x48abcd\x04\x00" + b"\x50XYZWV")
 
-    put("fuzz_quant", "floats-kv", b"\x00" + kv_data[:1024])
-    put("fuzz_quant", "floats-special", b"\x00" + struct.pack("<8f", float("nan"), float("inf"), -float("inf"),
-        1e-45, -0.0, 65504.0, 7e4, 1e-8) + kv_data[:96])
-    put("fuzz_quant", "small-values", b"\x02" + bytes(range(256)))
-    put("fuzz_quant", "packed", b"\x01" + kv_data[4096:4096 + 600])
-
+    # fuzz_scheme: byte 0 % 3 = mode (0 text, 1 floats, 2 unit bytes); see tests/fuzz/fuzz_scheme.c
+    put("fuzz_scheme", "text-layered", b"\x00int2-g64;0:int8-g64;20-21:int4-g32-asym+had")
+    put("fuzz_scheme", "text-modifiers", b"\x00int4-g32+had+prerope+out1+res16+sink2;1-3:int2-t32-asym+res128+sink4")
+    put("fuzz_scheme", "text-floats", b"\x00fp16;0:bf16+had;1:fp32")
+    put("fuzz_scheme", "text-refused", b"\x00int4-g64;;0:int5-g65+hadd")
+    # floats: selector, width, raw (0) or small (1), then the values
+    put("fuzz_scheme", "floats-kv", b"\x01\x05\x04\x00" + kv_data[:1024])
+    put("fuzz_scheme", "floats-special", b"\x01\x06\x03\x00" + struct.pack(
+        "<8f", float("nan"), float("inf"), -float("inf"), 1e-45, -0.0, 65504.0, 7e4, 1e-8) + kv_data[:96])
+    put("fuzz_scheme", "small-values", b"\x01\x11\x04\x01" + bytes(range(256)))
+    put("fuzz_scheme", "small-values-tokens", b"\x01\x17\x04\x01" + bytes(range(255, -1, -3)))
+    # unit bytes: selector, width, first row, row count, then the bytes
+    put("fuzz_scheme", "units", b"\x02\x05\x04\x00\x01" + kv_data[4096:4096 + 600])
+    put("fuzz_scheme", "units-nan-scales", b"\x02\x09\x04\x01\x07" + b"\x9a" * 32 + b"\x00\x7e\x00\xfc\xc8")
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,227 @@
+/* tests/fuzz/fuzz_scheme.c: the scheme language (quant/scheme.h) and every codec of the table
+ * (quant/codec.h) on hostile input. Byte 0 picks the mode (mode % 3), the rest is payload:
+ *   0  text: kv_layered_parse on it, then kv_layered_bind on a few model shapes. A refusal
+ *      says why; an accepted value's canonical text parses back to itself; every bound
+ *      layer's spec has a unit size, stored bits and a positions rule that make sense, and
+ *      one unit of it encodes and decodes.
+ *   1  floats: byte 1 picks a spec (every codec's examples, alone and with +had, +out2,
+ *      +had+out1), byte 2 the row width, byte 3 raw float bits (NaN, inf, subnormals, huge)
+ *      or small values (int8 / 16, where real keys and values live); the rest fills one
+ *      unit's rows. kv_spec_encode, kv_spec_decode, kv_spec_decode_t64 and the domain moves.
+ *      With finite moderate inputs: decoded values are finite, decode_t64 (when it has a
+ *      fast path) equals decode transposed, and one row at a time equals the whole run.
+ *   2  bytes: the same specs decode arbitrary units (any codes, NaN/inf fp16 parameters,
+ *      outlier indices past the row): two units, any run of rows, no crash.
+ * Every buffer is malloc'd at exactly the size the API promises (units, scratch, output
+ * rows, the 64-row transposed block), so ASan sees any overrun. */
+#include <math.h>
+#include <string.h>
+#include "quant/codec.h"
+#include "quant/scheme.h"
+#include "tests/fuzz/fuzz.h"
+
+#define MAX_SPECS 256
+#define MODERATE 1000.0f
+
+static char specs[MAX_SPECS][64];
+static int n_specs;
+
+static void add_spec(const char *base, const char *mods) {
+    if (n_specs < MAX_SPECS) snprintf(specs[n_specs++], sizeof specs[0], "%s%s", base, mods);
+}
+
+/* Every codec's listed examples, alone and with the row modifiers (+out only where the base
+ * quantizes along the row). Built once. */
+static void build_specs(void) {
+    if (n_specs) return;
+    for (int i = 0; i < kv_codec_count(); i++) {
+        char list[512];
+        snprintf(list, sizeof list, "%s", kv_codec_at(i)->examples);
+        for (char *e = strtok(list, " "); e; e = strtok(NULL, " ")) {
+            KvBase b;
+            char why[160];
+            fuzz_assert(kv_base_parse(e, &b, why, sizeof why) == 0, "a listed example does not parse");
+            add_spec(e, "");
+            add_spec(e, "+had");
+            if (b.axis == KV_AXIS_CHANNELS) {
+                add_spec(e, "+out2");
+                add_spec(e, "+had+out1");
+            }
+        }
+    }
+}
+
+static void *alloc_exact(size_t n) {
+    void *p = malloc(n ? n : 1);
+    fuzz_assert(p != NULL, "out of memory");
+    return p;
+}
+
+/* A bound spec for rows of hd values, or -1 when the spec cannot take that width. */
+static int bind_one(const char *text, int hd, KvLayered *l) {
+    char why[256];
+    if (kv_layered_parse(text, l, why, sizeof why)) return -1;
+    return kv_layered_bind(l, 1, hd, KV_SIDE_KEYS, why, sizeof why);
+}
+
+/* ---- mode 0: the parser ---- */
+
+static void check_spec(const KvSpec *s, int hd) {
+    size_t ub = kv_spec_unit_bytes(s, hd);
+    fuzz_assert(ub > 0 && s->base.rows >= 1, "empty unit");
+    double bits = kv_spec_stored_bits(s, hd);
+    fuzz_assert(bits > 0 && isfinite(bits), "stored bits");
+    for (int n = 0; n <= 300; n += 37) {
+        int end = kv_spec_quantized_end(s, n), lo = s->sinks < n ? s->sinks : n;
+        fuzz_assert(end >= lo && (end <= n || end == s->sinks), "quantized end outside the written positions");
+        double eff = kv_spec_effective_bits(s, hd, n);
+        fuzz_assert(eff > 0 && isfinite(eff), "effective bits");
+    }
+}
+
+/* One unit of a bound spec: encode deterministic values, decode, move back from the domain. */
+static void round_trip(const KvSpec *s, int hd) {
+    int rows = s->base.rows;
+    size_t values = (size_t)rows * hd, ub = kv_spec_unit_bytes(s, hd);
+    float *x = alloc_exact(values * sizeof(float)), *scratch = alloc_exact(values * sizeof(float));
+    float *out = alloc_exact(values * sizeof(float));
+    unsigned char *unit = alloc_exact(ub);
+    for (size_t i = 0; i < values; i++) x[i] = (float)((int)(i * 7 % 23) - 11) * 0.125f;
+    kv_spec_encode(s, x, hd, unit, scratch);
+    kv_spec_decode(s, unit, hd, 0, rows, out);
+    for (int r = 0; r < rows; r++) kv_spec_from_domain(s, out + (size_t)r * hd, hd);
+    for (size_t i = 0; i < values; i++) fuzz_assert(isfinite(out[i]), "small values decoded to a non-finite value");
+    free(x); free(scratch); free(out); free(unit);
+}
+
+static void fuzz_text(const uint8_t *p, size_t len) {
+    char text[1100];
+    if (len >= sizeof text) len = sizeof text - 1;
+    memcpy(text, p, len);
+    text[len] = '\0';
+    KvLayered l;
+    char why[256];
+    why[0] = '\0';
+    if (kv_layered_parse(text, &l, why, sizeof why)) {
+        fuzz_assert(why[0] && strlen(why) < sizeof why, "a refusal without a reason");
+        return;
+    }
+    KvLayered again;
+    fuzz_assert(kv_layered_parse(l.text, &again, why, sizeof why) == 0, "canonical text does not parse");
+    fuzz_assert(strcmp(again.text, l.text) == 0, "canonical text is not a fixed point");
+    static const int shapes[][2] = {{1, 64}, {22, 64}, {4, 128}, {32, 96}, {2, 48}, {1, 8}, {3, 256}};
+    int tried = 0;
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        KvLayered b = l;
+        for (int side = KV_SIDE_KEYS; side <= KV_SIDE_VALUES; side++) {
+            why[0] = '\0';
+            if (kv_layered_bind(&b, shapes[k][0], shapes[k][1], (KvSide)side, why, sizeof why)) {
+                fuzz_assert(why[0] && strlen(why) < sizeof why, "a bind refusal without a reason");
+                continue;
+            }
+            for (int layer = 0; layer < shapes[k][0]; layer++) check_spec(kv_layered_at(&b, layer), shapes[k][1]);
+            if (!tried++) round_trip(kv_layered_at(&b, shapes[k][0] - 1), shapes[k][1]);
+        }
+    }
+}
+
+/* ---- modes 1 and 2: the codecs ---- */
+
+static const int WIDTHS[] = {8, 16, 24, 32, 64, 128, 256};
+
+/* The spec picked by sel, bound at the width picked by w (or the first width it takes). */
+static int pick(uint8_t sel, uint8_t w, KvLayered *l, int *hd) {
+    const char *text = specs[sel % n_specs];
+    int nw = (int)(sizeof WIDTHS / sizeof WIDTHS[0]);
+    for (int k = 0; k < nw; k++) {
+        *hd = WIDTHS[(w + k) % nw];
+        if (bind_one(text, *hd, l) == 0) return 0;
+    }
+    return -1;
+}
+
+static int moderate(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabsf(x[i]) <= MODERATE)) return 0;
+    return 1;
+}
+
+static void fuzz_values(const uint8_t *p, size_t len) {
+    if (len < 3) return;
+    KvLayered l;
+    int hd;
+    if (pick(p[0], p[1], &l, &hd)) return;
+    int small = p[2] & 1;
+    p += 3, len -= 3;
+    size_t have = small ? len : len / 4;
+    if (have == 0) return;
+    const KvSpec *s = &l.all;
+    int rows = s->base.rows;
+    size_t values = (size_t)rows * hd, ub = kv_spec_unit_bytes(s, hd);
+    float *x = alloc_exact(values * sizeof(float)), *scratch = alloc_exact(values * sizeof(float));
+    float *out = alloc_exact(values * sizeof(float)), *one = alloc_exact((size_t)hd * sizeof(float));
+    float *kt = alloc_exact((size_t)64 * hd * sizeof(float)), *row = alloc_exact((size_t)hd * sizeof(float));
+    unsigned char *unit = alloc_exact(ub);
+    for (size_t i = 0; i < values; i++) {
+        size_t j = i % have;
+        if (small) x[i] = (float)(int8_t)p[j] / 16.0f;
+        else memcpy(&x[i], p + 4 * j, 4);
+    }
+    int check = moderate(x, values);
+    kv_spec_encode(s, x, hd, unit, scratch);
+    kv_spec_decode(s, unit, hd, 0, rows, out);
+    int count = rows < 64 ? rows : 64;
+    int fast = kv_spec_decode_t64(s, unit, hd, 0, count, kt);
+    if (check) {
+        for (size_t i = 0; i < values; i++) fuzz_assert(isfinite(out[i]), "finite input decoded to a non-finite value");
+        if (fast)
+            for (int i = 0; i < hd; i++)
+                for (int q = 0; q < 64; q++)
+                    fuzz_assert(kt[(size_t)i * 64 + q] == (q < count ? out[(size_t)q * hd + i] : 0.0f),
+                                "decode_t64 differs from decode");
+        for (int r = 0; r < rows; r++) {
+            kv_spec_decode(s, unit, hd, r, 1, one);
+            fuzz_assert(memcmp(one, out + (size_t)r * hd, (size_t)hd * sizeof(float)) == 0,
+                        "a single row differs from the whole unit's decode");
+        }
+    }
+    for (int r = 0; r < rows; r++) {   /* the domain moves on whatever came out */
+        memcpy(row, out + (size_t)r * hd, (size_t)hd * sizeof(float));
+        kv_spec_from_domain(s, row, hd);
+        kv_spec_to_domain(s, row, hd);
+    }
+    free(x); free(scratch); free(out); free(one); free(kt); free(row); free(unit);
+}
+
+static void fuzz_units(const uint8_t *p, size_t len) {
+    if (len < 4) return;
+    KvLayered l;
+    int hd;
+    if (pick(p[0], p[1], &l, &hd)) return;
+    uint8_t start = p[2], span = p[3];
+    p += 4, len -= 4;
+    if (len == 0) return;
+    const KvSpec *s = &l.all;
+    int rows = 2 * s->base.rows;   /* two units back to back */
+    size_t ub = kv_spec_unit_bytes(s, hd);
+    unsigned char *units = alloc_exact(2 * ub);
+    for (size_t i = 0; i < 2 * ub; i++) units[i] = p[i % len];
+    int r0 = start % rows, count = 1 + span % (rows - r0);
+    float *out = alloc_exact((size_t)count * hd * sizeof(float));
+    float *kt = alloc_exact((size_t)64 * hd * sizeof(float));
+    kv_spec_decode(s, units, hd, r0, count, out);
+    for (int r = 0; r < count; r++) kv_spec_from_domain(s, out + (size_t)r * hd, hd);
+    (void)kv_spec_decode_t64(s, units, hd, r0, count < 64 ? count : 64, kt);
+    free(units); free(out); free(kt);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    build_specs();
+    switch (data[0] % 3) {
+    case 0: fuzz_text(data + 1, size - 1); break;
+    case 1: fuzz_values(data + 1, size - 1); break;
+    default: fuzz_units(data + 1, size - 1); break;
+    }
+    return 0;
+}
