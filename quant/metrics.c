@@ -16,7 +16,7 @@ void kv_metrics_add(KvMetrics *m, const float *x, const float *x_hat, size_t n) 
         m->sum_x2 += a * a;
         m->sum_xhat2 += b * b;
         m->sum_dot += a * b;
-        if (fabs(e) > m->max_err)
+        if (!(fabs(e) <= m->max_err))   /* a NaN error makes the maximum NaN: no check passes over it */
             m->max_err = fabs(e);
     }
     m->count += n;
