@@ -475,6 +475,13 @@ static int cmd_ppl(int argc, char **argv) {
     snprintf(report.text_file, sizeof report.text_file, "%s", text_file);
     snprintf(report.k_scheme, sizeof report.k_scheme, "%s", k_scheme.text);
     snprintf(report.v_scheme, sizeof report.v_scheme, "%s", v_scheme.text);
+    /* the schemes were bound to this model when its caches were made, so these cannot fail */
+    char why[160];
+    if (kv_layered_bind(&k_scheme, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) == 0 &&
+        kv_layered_bind(&v_scheme, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why) == 0) {
+        kv_layered_bits(&k_scheme, c->n_layers, c->head_dim, o.ctx, &report.k_bits[0], &report.k_bits[1]);
+        kv_layered_bits(&v_scheme, c->n_layers, c->head_dim, o.ctx, &report.v_bits[0], &report.v_bits[1]);
+    }
     snprintf(report.precision, sizeof report.precision, "%s", precision);
     report.protocol_llamacpp = o.protocol == PPL_LLAMACPP;
     report.ctx = o.ctx;

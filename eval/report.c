@@ -20,6 +20,9 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (r->merged_shards > 1) fprintf(f, " (merged from %d shards)", r->merged_shards);
     fprintf(f, ", %ld scored tokens\n", x->scored);
     fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
+    if (r->k_bits[0] > 0)
+        fprintf(f, "bits:      keys %.4g stored, %.4g effective at ctx %d; values %.4g stored, %.4g effective\n",
+                r->k_bits[0], r->k_bits[1], r->ctx, r->v_bits[0], r->v_bits[1]);
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
     double se = ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored);
     double ppl = ppl_value(x->nll_sum, x->scored);
@@ -49,6 +52,8 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     json_out_string(f, "k_scheme", r->k_scheme, 0);
     json_out_string(f, "v_scheme", r->v_scheme, 0);
+    fprintf(f, "  \"k_stored_bits\": %.6g,\n  \"k_effective_bits\": %.6g,\n", r->k_bits[0], r->k_bits[1]);
+    fprintf(f, "  \"v_stored_bits\": %.6g,\n  \"v_effective_bits\": %.6g,\n", r->v_bits[0], r->v_bits[1]);
     json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);

@@ -10,6 +10,7 @@ typedef struct {
     char model[1024];
     char text_file[1024];
     char k_scheme[512], v_scheme[512];
+    double k_bits[2], v_bits[2];   /* stored bits per value, and effective at ctx (SCHEMES.md 6) */
     char precision[8];          /* "exact" (f32 activations) or "bf16" */
     int protocol_llamacpp;
     int ctx, stride, n_tokens;

@@ -272,6 +272,17 @@ int kv_spec_quantized_end(const KvSpec *spec, int n) {
     return n - r > s ? n - r : s;
 }
 
+void kv_layered_bits(const KvLayered *l, int n_layers, int head_dim, int ctx, double *stored, double *effective) {
+    double s = 0, e = 0;
+    for (int layer = 0; layer < n_layers; layer++) {
+        const KvSpec *spec = kv_layered_at(l, layer);
+        s += kv_spec_stored_bits(spec, head_dim);
+        e += kv_spec_effective_bits(spec, head_dim, ctx);
+    }
+    *stored = n_layers > 0 ? s / n_layers : 0;
+    *effective = n_layers > 0 ? e / n_layers : 0;
+}
+
 double kv_spec_effective_bits(const KvSpec *spec, int n, int ctx) {
     if (ctx <= 0) return kv_spec_stored_bits(spec, n);
     int end = kv_spec_quantized_end(spec, ctx), quantized = end - spec->sinks;

@@ -92,6 +92,9 @@ size_t kv_spec_unit_bytes(const KvSpec *spec, int n);
 double kv_spec_stored_bits(const KvSpec *spec, int n);
 /* Effective bits per value over a cache of ctx positions, full-precision positions at 16 bits. */
 double kv_spec_effective_bits(const KvSpec *spec, int n, int ctx);
+/* Over every layer of l (bound): the mean stored bits per value, and the mean effective bits
+ * over a cache of ctx positions. */
+void kv_layered_bits(const KvLayered *l, int n_layers, int head_dim, int ctx, double *stored, double *effective);
 /* With n positions written, positions [sinks, end) hold quantized values, the rest full
  * precision (SCHEMES.md §4, +res): end = max(S, n - R), or for a token-axis base
  * S + G * floor(max(0, n - S - R) / G). */
