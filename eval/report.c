@@ -105,6 +105,8 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
         snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
+        out->k_bits[0] = num(j, "k_stored_bits"), out->k_bits[1] = num(j, "k_effective_bits");
+        out->v_bits[0] = num(j, "v_stored_bits"), out->v_bits[1] = num(j, "v_effective_bits");
         snprintf(out->precision, sizeof out->precision, "%s", str(j, "precision"));
         out->protocol_llamacpp = !strcmp(str(j, "protocol"), "llamacpp");
         out->ctx = (int)num(j, "ctx");
