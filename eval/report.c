@@ -52,8 +52,10 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     json_out_string(f, "k_scheme", r->k_scheme, 0);
     json_out_string(f, "v_scheme", r->v_scheme, 0);
-    fprintf(f, "  \"k_stored_bits\": %.6g,\n  \"k_effective_bits\": %.6g,\n", r->k_bits[0], r->k_bits[1]);
-    fprintf(f, "  \"v_stored_bits\": %.6g,\n  \"v_effective_bits\": %.6g,\n", r->v_bits[0], r->v_bits[1]);
+    json_out_number(f, "k_stored_bits", r->k_bits[0], 0);
+    json_out_number(f, "k_effective_bits", r->k_bits[1], 0);
+    json_out_number(f, "v_stored_bits", r->v_bits[0], 0);
+    json_out_number(f, "v_effective_bits", r->v_bits[1], 0);
     json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
