@@ -18,6 +18,7 @@
 #include "quant/codec.h"
 #include "quant/half.h"
 #include "tests/test.h"
+#include "tests/test_random.h"
 
 extern const KvCodec kv_codec_tq;
 
@@ -128,20 +129,6 @@ static uint16_t unit_r16(const unsigned char *unit, int B, int d) {
 }
 
 /* ---- helpers ---- */
-
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double uniform(uint64_t *s) { return (double)(next_u64(s) >> 11) * 0x1.0p-53; }
-
-static float normal(uint64_t *s) {
-    double u = uniform(s) + 1e-300, v = uniform(s);
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
 
 /* |a - b| <= tol, false on NaN. */
 static int close_to(double a, double b, double tol) { return fabs(a - b) <= tol; }

@@ -7,6 +7,7 @@
  * stage (kv_sparsify against a sort), and kv-extract against the reference cache of
  * mini-llama-brown. */
 #include "tests/test.h"
+#include "tests/test_random.h"
 #include "model/compress.h"
 #include "model/model.h"
 #include "model/json.h"
@@ -256,18 +257,6 @@ static void check_extract(void) {
 }
 
 /* kv_sparsify (compress's -sparsity stage) against a full sort by (magnitude, index). */
-static uint64_t next_u64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static float normal(uint64_t *s) {
-    double u = (double)(next_u64(s) >> 11) * 0x1.0p-53 + 1e-300, v = (double)(next_u64(s) >> 11) * 0x1.0p-53;
-    return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
-}
-
 static int cmp_rank(const void *a, const void *b) {
     const double *x = a, *y = b;   /* pairs (magnitude, index) */
     if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
