@@ -583,7 +583,11 @@ static int cmd_kv_info(int argc, char **argv) {
     if (a.bad[0]) return usage_error("kv-info", a.bad);
     Error err;
     KvSnapshot snap;
-    if (kv_snapshot_load(file, &snap, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    char k_scheme[512], v_scheme[512];
+    if (kv_load_any(file, &snap, k_scheme, v_scheme, sizeof k_scheme, &err)) {
+        fprintf(stderr, "kv-info: %s\n", err.msg);
+        return EXIT_BAD_INPUT;
+    }
     KvStats stats;
     kv_snapshot_stats(&snap, &stats);
     char mismatches[1024] = "";
@@ -595,7 +599,7 @@ static int cmd_kv_info(int argc, char **argv) {
         if (config_load(&c, path, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); kv_snapshot_free(&snap); return EXIT_BAD_INPUT; }
         n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
     }
-    report_kv_info(stdout, file, &snap, &stats, mismatches, n_mismatches, json);
+    report_kv_info(stdout, file, k_scheme, v_scheme, &snap, &stats, mismatches, n_mismatches, json);
     kv_snapshot_free(&snap);
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
 }

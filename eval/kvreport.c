@@ -54,11 +54,14 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
     if (r->file_bytes) fprintf(f, "file on disk: %zu bytes\n", r->file_bytes);
 }
 
-void report_kv_info(FILE *f, const char *path, const KvSnapshot *s, const KvStats *st,
+void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
+                    const KvStats *st,
                     const char *mismatches, int n_mismatches, int json) {
     if (json) {
         fprintf(f, "{\n");
         json_out_string(f, "file", path, 0);
+        if (*k_scheme) json_out_string(f, "k_scheme", k_scheme, 0);
+        if (*v_scheme) json_out_string(f, "v_scheme", v_scheme, 0);
         json_out_string(f, "model_name", s->model_name, 0);
         json_out_string(f, "dtype", s->dtype, 0);
         fprintf(f, "  \"num_layers\": %d,\n  \"num_kv_heads\": %d,\n  \"seq_len\": %d,\n  \"head_dim\": %d,\n",
@@ -81,6 +84,7 @@ void report_kv_info(FILE *f, const char *path, const KvSnapshot *s, const KvStat
         return;
     }
     fprintf(f, "file:      %s\nmodel:     %s\ndtype:     %s\n", path, s->model_name[0] ? s->model_name : "?", s->dtype);
+    if (*k_scheme) fprintf(f, "stored:    compressed, keys %s, values %s (statistics of the decompressed values)\n", k_scheme, v_scheme);
     fprintf(f, "shape:     %d layers x [1, %d heads, %d tokens, %d dims] keys and values\n",
             s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
     fprintf(f, "elements:  %zu (%zu bytes, %.3f MB)\n", st->elements, st->bytes, st->megabytes);

@@ -12,7 +12,9 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
 /* A few human lines (-verbose prints them on stderr beside the JSON). */
 void report_compress_text(FILE *f, const CompressReport *r, const CompressOptions *o);
 
-void report_kv_info(FILE *f, const char *path, const KvSnapshot *s, const KvStats *st,
+/* k_scheme / v_scheme: a compressed file's schemes ("" for a plain cache file). */
+void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
+                    const KvStats *st,
                     const char *mismatches, int n_mismatches, int json);
 
 /* The quick test's synthetic cache: 22 layers, 4 KV heads, head_dim 64, 128 tokens, drawn

@@ -460,6 +460,18 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
     return rc;
 }
 
+int kv_load_any(const char *path, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len, Error *err) {
+    SafeTensors st;
+    if (st_open(&st, path, err)) return -1;
+    const char *format = st_meta(&st, "format"), *k = st_meta(&st, "k_scheme"), *v = st_meta(&st, "v_scheme");
+    int compressed = format && !strcmp(format, FORMAT_NAME);
+    snprintf(k_scheme, len, "%s", compressed && k ? k : "");
+    snprintf(v_scheme, len, "%s", compressed && v ? v : "");
+    int rc = compressed ? kv_decompress_safetensors(&st, out, err) : kv_snapshot_from_safetensors(&st, out, err);
+    st_close(&st);
+    return rc;
+}
+
 int kv_decompress_file(const char *path, KvSnapshot *out, Error *err) {
     SafeTensors st;
     if (st_open(&st, path, err)) return -1;

@@ -67,6 +67,10 @@ void compress_report_free(CompressReport *r);
 int kv_decompress_file(const char *path, KvSnapshot *out, Error *err);
 int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err);
 
+/* A KV cache file of either kind: a plain cache, or a compressed file, read back (decompressed)
+ * with its schemes' text in k_scheme and v_scheme (both empty for a plain file). */
+int kv_load_any(const char *path, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len, Error *err);
+
 /* Quality level from RMSE and SNR, as the seed defines it. */
 const char *quality_level(double rmse, double snr_db);
 

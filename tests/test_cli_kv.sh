@@ -229,3 +229,19 @@ expect_exit "--validate --threshold 0.5, int4-g64 (ref +0.65): exit 1" 1 ./run -
 expect_exit "--validate: no such model" 2 ./run --validate --model "$T/none"
 expect_exit "--validate: unknown scheme" 2 ./run --validate --model $M --kv-scheme nope
 expect_exit "--validate: bad threshold" 2 ./run --validate --model $M --threshold -1
+
+# --- the scheme language through the CLI: a compressed file under two composed schemes, and the
+# bad specs that need the model to be refused (exit 2, one line naming the part)
+expect_exit "compress --k-scheme q4_0+had --v-scheme int4-t8-asym+res4" 0 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/s2.st" --k-scheme q4_0+had --v-scheme int4-t8-asym+res4 --max-rmse 1 --min-snr 0 --min-cosine 0
+./run kv-info "$T/s2.st" >"$T/info.txt" 2>&1
+grep -q "stored:    compressed, keys q4_0+had, values int4-t8-asym+res4" "$T/info.txt" && pass "kv-info names a compressed file's schemes" || fail "kv-info on a compressed file" "$(head -5 "$T/info.txt")"
+expect_exit "decompress a q4_0+had / int4-t8-asym+res4 file" 0 ./run decompress -input "$T/s2.st" -output "$T/s2r.st"
+expect_exit "compress: +prerope keys refused for a file" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/p.st" --k-scheme int4-g64+prerope --v-scheme int4-g64
+grep -q "+prerope" "$T/err" && pass "compress: the +prerope refusal names it" || fail "compress +prerope message" "$(cat "$T/err")"
+no_file "compress: +prerope leaves no output" "$T/p.st"
+expect_exit "ppl: a layer past the model's 4" 2 ./run ppl $M --windows 1 --kv-scheme "int4-g64;9:int8-g64" --quiet
+grep -q "layer 9" "$T/err" && pass "ppl: the layer error names layer 9" || fail "ppl layer message" "$(cat "$T/err")"
+expect_exit "ppl: +prerope on values" 2 ./run ppl $M --windows 1 --v-scheme int4-g64+prerope --quiet
+expect_exit "ppl: overlapping layer items" 2 ./run ppl $M --windows 1 --kv-scheme "int4-g64;0-2:fp32;2:int8-g64" --quiet
+expect_exit "ppl: an unknown modifier" 2 ./run ppl $M --windows 1 --kv-scheme "int4-g64+hadamard" --quiet
+grep -q "+hadamard" "$T/err" && pass "ppl: the modifier error names +hadamard" || fail "ppl modifier message" "$(cat "$T/err")"
