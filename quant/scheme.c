@@ -197,7 +197,9 @@ static int spec_check(KvSpec *spec, int head_dim, KvSide side, char *why, size_t
         return -1;
     }
     if (!kv_base_check(&spec->base, head_dim, base_why, sizeof base_why)) {
-        snprintf(why, why_len, "%s: %s", spec->text, base_why);
+        /* the codec names its base; the spec adds its modifiers only when it has some */
+        if (strcmp(spec->text, spec->base.name)) snprintf(why, why_len, "%s: %s", spec->text, base_why);
+        else snprintf(why, why_len, "%s", base_why);
         return -1;
     }
     if (spec->hadamard && !hadamard_size_ok(head_dim)) {
