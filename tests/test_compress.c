@@ -76,8 +76,9 @@ static double variant_diff(const KvSnapshot *s, const KvBase *b, const JsonValue
         }
     free(x_hat);
     KvQuality v = kv_metrics_finish(&m);
-    return fmax(fmax(rel_diff(v.rmse, json_get(row, "rmse")->number), rel_diff(v.snr_db, json_get(row, "snr_db")->number)),
-                rel_diff(v.cosine_similarity, json_get(row, "cosine_similarity")->number));
+    return max_or_inf(max_or_inf(rel_diff(v.rmse, json_get(row, "rmse")->number),
+                                 rel_diff(v.snr_db, json_get(row, "snr_db")->number)),
+                      rel_diff(v.cosine_similarity, json_get(row, "cosine_similarity")->number));
 }
 
 /* Every scheme of one .metrics.json: sizes and ratio exact, quality to METRIC_REL_TOL, the
@@ -127,7 +128,7 @@ static void check_metrics(const char *cache, const char *metrics) {
         double got[4] = {r.quality.rmse, r.quality.snr_db, r.quality.cosine_similarity, r.quality.max_error};
         for (int k = 0; k < 4; k++) {
             double want = json_get(row, keys[k])->number, d = rel_diff(got[k], want);
-            worst = fmax(worst, d);
+            worst = max_or_inf(worst, d);
             snprintf(name, sizeof name, "%s %s %s", cache, scheme, keys[k]);
             check(d <= METRIC_REL_TOL, name, "%.10g vs reference %.10g (rel %.2g > %.0e)", got[k], want, d, METRIC_REL_TOL);
         }
