@@ -207,10 +207,9 @@ static int needs_second_view(QuantizedSpan q, int p0, int np) {
 /* Scores for a block that needs both views: view B's scores replace A's at each row's positions
  * from its own Q on. */
 static void mixed_block_scores(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
-                               const AttentionScratch *a, int t0, int t1, int kvh, int pos, int p0, int np, int pairs,
-                               float scale, int n_max) {
+                               QuantizedSpan q, const AttentionScratch *a, int t0, int t1, int kvh, int pos, int p0,
+                               int np, int pairs, float scale, int n_max) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, rows = (t1 - t0) * group;
-    QuantizedSpan q = quantized_span(cache, st, pos, t0, t1);
     const void *keys_b = key_block(cache, st, kvh, p0, np, q.lo, hd, pairs, a->rows_b, a->kt_b);
     all_block_scores(s, c, keys_b, pairs ? a->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a->score_b, ATT_POSITIONS);
     for (int i = 0; i < rows; i++) {
@@ -277,7 +276,7 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
         const void *keys = key_block(cache, keys_st, kvh, p0, np, kq.hi, hd, pairs, a.rows, a.kt);
         all_block_scores(s, c, keys, pairs ? a.q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, (size_t)n_max);
         if (needs_second_view(kq, p0, np))
-            mixed_block_scores(s, c, cache, keys_st, &a, t0, t1, kvh, pos, p0, np, pairs, scale, n_max);
+            mixed_block_scores(s, c, cache, keys_st, kq, &a, t0, t1, kvh, pos, p0, np, pairs, scale, n_max);
     }
     for (int i = 0; i < rows; i++) {
         QueryRow r = query_row(t0, kvh, group, i);
