@@ -62,8 +62,8 @@ static void print_usage(FILE *f) {
         "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"
         "  schemes                         list the KV-cache quantization schemes\n"
         "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
-        "           [--long-scheme S] [--threads N] [--repeat R] [--precision bf16|exact]\n"
-        "           [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
+        "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
+        "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
         "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine\n"
         "  --help                          this text (also after any command: ./run ppl --help)\n"
         "\n"
@@ -838,7 +838,12 @@ static int cmd_bench(int argc, char **argv) {
         else if (flag(&a, "n", 1)) parse_int(&a, "n", 1, 1 << 16, &o.gen);
         else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 0, 1 << 20, &o.long_ctx);
         else if (flag(&a, "kv-scheme", 1)) layered_or_error(a.value, &o.scheme, a.bad, sizeof a.bad);
-        else if (flag(&a, "long-scheme", 1)) layered_or_error(a.value, &o.long_scheme, a.bad, sizeof a.bad);
+        else if (flag(&a, "long-scheme", 1)) {
+            layered_or_error(a.value, &o.long_k, a.bad, sizeof a.bad);
+            o.long_v = o.long_k;
+        }
+        else if (flag(&a, "long-k-scheme", 1)) layered_or_error(a.value, &o.long_k, a.bad, sizeof a.bad);
+        else if (flag(&a, "long-v-scheme", 1)) layered_or_error(a.value, &o.long_v, a.bad, sizeof a.bad);
         else if (flag(&a, "threads", 1)) parse_int(&a, "threads", 1, 1024, &o.threads);
         else if (flag(&a, "repeat", 1)) parse_int(&a, "repeat", 1, 64, &o.repeats);
         else if (flag(&a, "dtype", 1)) dtype = a.value;

@@ -5,7 +5,7 @@
  *            last token only (what llama-bench's pp test does).
  *   decode   `gen` single-token calls right after that prompt.
  *   long     `gen` single-token calls ending at long_ctx, once with an fp32 cache and once
- *            with long_scheme. The cache positions before them are filled with random keys
+ *            with the long schemes (keys and values may differ). The cache positions before them are filled with random keys
  *            and values through kv_cache_write (the speed of attention does not depend on
  *            the values, and a 2048-token prefill per run would dominate the bench).
  * Achieved GFLOP/s counts 2 per multiply-add of the matmuls and attention; GB/s counts the
@@ -49,7 +49,8 @@ void bench_default_options(BenchOptions *o) {
     o->long_ctx = 2048;
     char why[128];
     kv_layered_parse("fp32", &o->scheme, why, sizeof why);
-    kv_layered_parse("int4-g64", &o->long_scheme, why, sizeof why);
+    kv_layered_parse("int4-g64", &o->long_k, why, sizeof why);
+    o->long_v = o->long_k;
     o->repeats = 3;
     o->probe_machine = 1;
 }
@@ -259,13 +260,13 @@ static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *t
     return gen / (now() - t0);
 }
 
-/* One long-context decode measurement with scheme (NULL: fp32): cache filled to ctx - gen, then
+/* One long-context decode measurement with the keys' and values' schemes (NULL: fp32): cache filled to ctx - gen, then
  * gen steps. position_bytes: the cache's bytes per position. */
-static double time_long(const Model *m, RunState *s, const KvLayered *scheme, int ctx, int gen, const int *tokens,
-                        double *position_bytes, double *cache_bytes, Error *err) {
+static double time_long(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme, int ctx,
+                        int gen, const int *tokens, double *position_bytes, double *cache_bytes, Error *err) {
     const Config *c = &m->config;
     KvCache kv;
-    if (kv_cache_init(&kv, c, ctx, 1, scheme, scheme, m->rope_inv_freq, err)) return -1;
+    if (kv_cache_init(&kv, c, ctx, 1, k_scheme, v_scheme, m->rope_inv_freq, err)) return -1;
     *position_bytes = kv_cache_position_bytes(&kv);
     *cache_bytes = (double)kv_cache_bytes(&kv);
     float *k = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
@@ -283,11 +284,11 @@ static double time_long(const Model *m, RunState *s, const KvLayered *scheme, in
     return rate;
 }
 
-/* A prefill of `prompt` tokens into a fresh cache with scheme; returns tokens/s. */
-static double time_prefill(const Model *m, RunState *s, const KvLayered *scheme, int prompt, const int *tokens,
-                           Error *err) {
+/* A prefill of `prompt` tokens into a fresh cache with these schemes; returns tokens/s. */
+static double time_prefill(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme,
+                           int prompt, const int *tokens, Error *err) {
     KvCache kv;
-    if (kv_cache_init(&kv, &m->config, prompt, prompt, scheme, scheme, m->rope_inv_freq, err)) return -1;
+    if (kv_cache_init(&kv, &m->config, prompt, prompt, k_scheme, v_scheme, m->rope_inv_freq, err)) return -1;
     double t0 = now();
     forward(m, s, &kv, tokens, prompt, 0, prompt - 1);
     double rate = prompt / (now() - t0);
@@ -321,10 +322,10 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
         if (o->probe_machine) dec_read[i] = read_fraction(m, kv_bytes, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
-            lf[i] = time_long(m, &s, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, &r->cache_bytes_f32, err);
+            lf[i] = time_long(m, &s, NULL, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, &r->cache_bytes_f32, err);
             if (o->probe_machine) lf_read[i] = read_fraction(m, f32_bytes, long_ctx, lf[i]);
-            lq[i] = time_long(m, &s, &o->long_scheme, r->long_ctx, o->gen, tokens, &quant_bytes, &r->cache_bytes_quant, err);
-            pq[i] = time_prefill(m, &s, &o->long_scheme, o->prompt, tokens, err);
+            lq[i] = time_long(m, &s, &o->long_k, &o->long_v, r->long_ctx, o->gen, tokens, &quant_bytes, &r->cache_bytes_quant, err);
+            pq[i] = time_prefill(m, &s, &o->long_k, &o->long_v, o->prompt, tokens, err);
             if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes, long_ctx, lq[i]);
             if (lf[i] < 0 || lq[i] < 0 || pq[i] < 0) rc = -1;
         }
@@ -383,7 +384,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     r->gen = o->gen;
     r->long_ctx = o->long_ctx > c->max_seq_len ? c->max_seq_len : o->long_ctx;
     if (r->long_ctx > 0 && r->long_ctx < o->gen + 1) r->long_ctx = 0;
-    KvLayered fits_k = o->long_scheme, fits_v = o->long_scheme;
+    KvLayered fits_k = o->long_k, fits_v = o->long_v;
     char why[256];
     if (r->long_ctx > 0 && (kv_layered_bind(&fits_k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
                             kv_layered_bind(&fits_v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))) {
@@ -391,7 +392,10 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
         r->long_skipped = 1;
     }
     snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme.text);
-    snprintf(r->long_scheme, sizeof r->long_scheme, "%s", o->long_scheme.text);
+    if (strcmp(o->long_k.text, o->long_v.text))
+        snprintf(r->long_scheme, sizeof r->long_scheme, "%s / %s", o->long_k.text, o->long_v.text);
+    else
+        snprintf(r->long_scheme, sizeof r->long_scheme, "%s", o->long_k.text);
 
     int n_tok = o->prompt + o->gen > r->long_ctx ? o->prompt + o->gen : r->long_ctx;
     int *tokens = malloc((size_t)n_tok * sizeof *tokens);
@@ -438,7 +442,7 @@ static void print_phase(FILE *f, const char *name, const BenchPhase *p, const Be
 }
 
 void bench_print_text(FILE *f, const BenchResult *r) {
-    char label[96];
+    char label[1100];
     fprintf(f, "model:     %s (%s weights, %.2f GB read per decode step)\n", r->model, r->dtype, r->weight_bytes * 1e-9);
     fprintf(f, "kernel:    %s, %s, %d threads\n", r->kernel, r->precision, r->threads);
     snprintf(label, sizeof label, "prefill %d", r->prompt);
@@ -448,9 +452,9 @@ void bench_print_text(FILE *f, const BenchResult *r) {
     if (r->long_ctx > 0) {
         snprintf(label, sizeof label, "decode @ctx %d (fp32)", r->long_ctx);
         print_phase(f, label, &r->long_f32, r);
-        snprintf(label, sizeof label, "decode @ctx %d (%.40s)", r->long_ctx, r->long_scheme);
+        snprintf(label, sizeof label, "decode @ctx %d (%s)", r->long_ctx, r->long_scheme);
         print_phase(f, label, &r->long_quant, r);
-        snprintf(label, sizeof label, "prefill %d (%.40s)", r->prompt, r->long_scheme);
+        snprintf(label, sizeof label, "prefill %d (%s)", r->prompt, r->long_scheme);
         print_phase(f, label, &r->prefill_quant, r);
         fprintf(f, "kv cache:  %.1f MiB fp32, %.1f MiB %s at ctx %d (%.2fx smaller)\n", r->cache_bytes_f32 / 1048576.0,
                 r->cache_bytes_quant / 1048576.0, r->long_scheme, r->long_ctx, r->cache_bytes_f32 / r->cache_bytes_quant);

@@ -14,7 +14,8 @@ typedef struct {
     int gen;                     /* decode steps measured (-n, 64) */
     int long_ctx;                /* decode measured ending at this context (0: skip) */
     KvLayered scheme;            /* cache of the prefill/decode runs, keys and values (fp32 by default) */
-    KvLayered long_scheme;       /* compared with fp32 at long_ctx (int4-g64 by default) */
+    KvLayered long_k, long_v;    /* keys' and values' schemes compared with fp32 at long_ctx
+                                    (int4-g64 for both by default) */
     int repeats;                 /* each figure is the median of this many runs */
     int threads;                 /* 0: OpenMP's default */
     int probe_machine;           /* measure the FMA / bf16 / memory peaks */
@@ -36,7 +37,7 @@ typedef struct {
     int threads;
     int prompt, gen, long_ctx;
     int long_skipped;            /* long_scheme cannot pack this model's head size */
-    char scheme[512], long_scheme[512];
+    char scheme[512], long_scheme[1040];   /* long_scheme: "K" or "K / V" */
     double weight_bytes;         /* bytes of weights a decode step reads */
     BenchPhase prefill, decode, long_f32, long_quant;
     BenchPhase prefill_quant;    /* the prefill again with long_scheme's cache (when long_ctx > 0) */

@@ -41,8 +41,8 @@ static int thread_index(void) {
 _Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a block");
 
 /* Per-thread attention scratch (floats): scores of one work item; two views of a block of rows
- * (see attention_block), each as rows and as a transposed block; the second view's scores and
- * weights; the work item's queries as bf16 pairs. */
+ * (see attention_block), each as rows and as a transposed block; the second view's scores;
+ * four rows' weights split between the views; the work item's queries as bf16 pairs. */
 typedef struct {
     float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w;
     uint32_t *q2;
@@ -51,7 +51,7 @@ typedef struct {
 static double attention_scratch_count(const Config *c) {
     double group = (double)(c->n_heads / c->n_kv_heads), block = (double)ATT_POSITIONS * c->head_dim;
     return ATT_TOKENS * group * ((double)c->max_seq_len + ATT_POSITIONS + c->head_dim / 2.0 + 1) + 4 * block +
-           2 * ATT_POSITIONS;
+           8 * ATT_POSITIONS;
 }
 
 static size_t attention_scratch_floats(const Config *c) { return (size_t)attention_scratch_count(c); }
@@ -66,7 +66,7 @@ static AttentionScratch attention_scratch(const Config *c, float *base) {
     a.kt_b = a.rows_b + block;
     a.score_b = a.kt_b + block;
     a.w = a.score_b + rows * ATT_POSITIONS;
-    a.q2 = (uint32_t *)(a.w + 2 * ATT_POSITIONS);
+    a.q2 = (uint32_t *)(a.w + 8 * ATT_POSITIONS);
     return a;
 }
 
@@ -220,23 +220,6 @@ static void mixed_block_scores(const RunState *s, const Config *c, const KvCache
     }
 }
 
-/* Values for a block that needs both views, one query row at a time in f32: the row's weights
- * split at its own Q between the two views' rows. w: the row's softmax weights of the block. */
-static void mixed_block_values(const Config *c, const KvCache *cache, const KvStore *st, const AttentionScratch *a,
-                               const float *rows_a, int t, int pos, int p0, int np, const float *w, float *out) {
-    int hd = c->head_dim, own = kv_cache_quantized_end(cache, st, pos + t + 1), end = causal_end(pos, t, p0, np);
-    float *w_a = a->w, *w_b = a->w + ATT_POSITIONS;
-    for (int p = 0; p < end; p++) {
-        int quantized = p0 + p < own;
-        w_a[p] = quantized ? w[p] : 0.0f;
-        w_b[p] = quantized ? 0.0f : w[p];
-    }
-    if (end > 0) {
-        add_weighted_rows(out, w_a, rows_a, end, hd);
-        add_weighted_rows(out, w_b, a->rows_b, end, hd);
-    }
-}
-
 /* The weights of one score row as f32 for the positions of one block (bf16 pairs unpacked). */
 static const float *block_weights(const float *row, int pairs, int p0, int np, float *buf) {
     if (!pairs) return row + p0;
@@ -247,6 +230,43 @@ static const float *block_weights(const float *row, int pairs, int p0, int np, f
         if (p + 1 < np) memcpy(&buf[p + 1], &hi, sizeof hi);
     }
     return buf;
+}
+
+/* Values for a block that needs both views, in f32, four query rows at a time: each row's
+ * weights split at its own Q between the two views' rows (A's below it, B's from it on). */
+static void mixed_block_values(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
+                               const AttentionScratch *a, const float *rows_a, int t0, int kvh, int rows, int pos,
+                               int p0, int np, int pairs, size_t n_max) {
+    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
+    for (int i = 0; i < rows;) {
+        int nq = rows - i >= 4 ? 4 : 1;
+        int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the longest */
+        float *out[4];
+        const float *w_a[4], *w_b[4];
+        for (int j = 0; j < nq; j++) {
+            QueryRow r = query_row(t0, kvh, group, i + j);
+            int own = kv_cache_quantized_end(cache, st, pos + r.t + 1);
+            const float *w = block_weights(a->score + (size_t)(i + j) * n_max, pairs, p0, np,
+                                           a->score_b + (size_t)j * ATT_POSITIONS);
+            float *wa = a->w + (size_t)2 * j * ATT_POSITIONS, *wb = wa + ATT_POSITIONS;
+            for (int p = 0; p < end; p++) {   /* zero past the row's causal end already */
+                int quantized = p0 + p < own;
+                wa[p] = quantized ? w[p] : 0.0f;
+                wb[p] = quantized ? 0.0f : w[p];
+            }
+            out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
+            w_a[j] = wa;
+            w_b[j] = wb;
+        }
+        if (end > 0 && nq == 4) {
+            add_weighted_rows_x4(out, w_a, rows_a, end, hd);
+            add_weighted_rows_x4(out, w_b, a->rows_b, end, hd);
+        } else if (end > 0) {
+            add_weighted_rows(out[0], w_a[0], rows_a, end, hd);
+            add_weighted_rows(out[0], w_b[0], a->rows_b, end, hd);
+        }
+        i += nq;
+    }
 }
 
 /* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values.
@@ -291,12 +311,7 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
         const float *vb = kv_cache_rows(cache, values_st, kvh, p0, np, vq.hi, a.rows);
         if (needs_second_view(vq, p0, np)) {
             kv_cache_rows(cache, values_st, kvh, p0, np, vq.lo, a.rows_b);
-            for (int i = 0; i < rows; i++) {
-                QueryRow r = query_row(t0, kvh, group, i);
-                const float *w = block_weights(a.score + (size_t)i * n_max, pairs, p0, np, a.score_b);
-                mixed_block_values(c, cache, values_st, &a, vb, r.t, pos, p0, np, w,
-                                   s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd);
-            }
+            mixed_block_values(s, c, cache, values_st, &a, vb, t0, kvh, rows, pos, p0, np, pairs, (size_t)n_max);
             continue;
         }
         if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)a.kt);   /* kt is free in this pass */

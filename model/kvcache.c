@@ -37,7 +37,8 @@ static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, int is_
         st->window = huge_alloc(heads * (size_t)st->window_rows * d * sizeof(float));
         if (!st->window) return -1;
     }
-    if (!st->plain && st->group > 1 && !(st->pack_rows = malloc(2 * (size_t)st->group * d * sizeof(float)))) return -1;
+    if (!st->plain && st->group > 1 && !(st->pack_rows = malloc(heads * 2 * (size_t)st->group * d * sizeof(float))))
+        return -1;
     return 0;
 }
 
@@ -188,15 +189,20 @@ static void store_commit(const KvCache *c, KvStore *st, int first, int end) {
     int d = c->head_dim, g = st->group, s = sinks_of(st);
     if (st->plain || g == 1) return;
     if (st->encoded_end > first) st->encoded_end = first <= s ? s : s + g * ((first - s) / g);
-    for (; st->encoded_end + g <= end; st->encoded_end += g) {
-        int r = (st->encoded_end - s) / g;
-        for (int h = 0; h < c->n_kv_heads; h++) {
-            float *rows = st->pack_rows;
+    int from = st->encoded_end, groups = end - from < g ? 0 : (end - from) / g;
+    /* heads are independent (each has its own pack rows): a prefill's many groups split over
+     * the threads */
+    #pragma omp parallel for schedule(static) if (groups > 1)
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        float *rows = st->pack_rows + (size_t)h * 2 * g * d;
+        for (int k = 0; k < groups; k++) {
+            int p0 = from + k * g, r = (p0 - s) / g;
             for (int i = 0; i < g; i++)
-                memcpy(rows + (size_t)i * d, window_row(c, st, h, st->encoded_end + i), (size_t)d * sizeof(float));
+                memcpy(rows + (size_t)i * d, window_row(c, st, h, p0 + i), (size_t)d * sizeof(float));
             kv_spec_encode(st->spec, rows, d, head_units(st, h) + (size_t)r * st->unit_bytes, rows + (size_t)g * d);
         }
     }
+    st->encoded_end = from + groups * g;
 }
 
 void kv_cache_commit(KvCache *c, int layer, int first, int end) {

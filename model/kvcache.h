@@ -40,7 +40,7 @@ typedef struct {
     float *window;             /* [n_kv_heads][window_rows][head_dim], position p at p % window_rows, or NULL */
     int window_rows;
     int encoded_end;           /* token axis: positions [S, encoded_end) are in units */
-    float *pack_rows;          /* token axis: 2 * G * head_dim floats, one group and the encoder's scratch */
+    float *pack_rows;          /* token axis, per head: 2 * G * head_dim floats, one group and the encoder's scratch */
 } KvStore;
 
 typedef struct {

@@ -94,11 +94,13 @@ typedef struct {
 static GroupParams choose_params(const KvBase *b, const float *x, size_t stride, int count, unsigned char *p) {
     GroupParams gp = {0.0f, 0.0f, 0};
     float mn = x[0], mx = x[0], amax = 0.0f;
+    /* fminf/fmaxf written as comparisons (each is a library call without -ffinite-math-only),
+     * with the same result: a NaN is skipped, also when it is the first value */
     for (int i = 0; i < count; i++) {
         float v = x[(size_t)i * stride];
-        mn = fminf(mn, v);
-        mx = fmaxf(mx, v);
-        amax = fmaxf(amax, fabsf(v));
+        if (v < mn || mn != mn) mn = v;
+        if (v > mx || mx != mx) mx = v;
+        if (fabsf(v) > amax) amax = fabsf(v);
     }
     if (!b->asym) {
         uint16_t scale = f32_to_f16(amax / (float)((1 << (b->bits - 1)) - 1));
@@ -123,13 +125,14 @@ static GroupParams read_params(const KvBase *b, const unsigned char *p) {
     return gp;
 }
 
-/* One value's stored (unsigned) code. fmaxf/fminf also send NaN to the lowest code. */
+/* One value's stored (unsigned) code, clamped to the code range; NaN goes to the lowest code. */
 static uint32_t code_of(const KvBase *b, float x, GroupParams gp) {
     if (gp.scale == 0.0f) return (uint32_t)gp.zero;   /* code 0 */
     int32_t qmin = b->asym ? 0 : -(1 << (b->bits - 1));
     int32_t qmax = b->asym ? (1 << b->bits) - 1 : (1 << (b->bits - 1)) - 1;
     float q = rintf((x - gp.lo) / gp.scale);
-    q = fminf(fmaxf(q, (float)qmin), (float)qmax);
+    if (!(q >= (float)qmin)) q = (float)qmin;   /* also NaN */
+    if (q > (float)qmax) q = (float)qmax;
     return (uint32_t)((int32_t)q + gp.zero);
 }
 
@@ -226,9 +229,43 @@ static void row_decode4_avx512(const KvBase *b, const unsigned char *row, int n,
 }
 #endif
 
+#if defined(__AVX512F__)
+/* 16 two-bit codes (4 bytes, the first in the lowest bits) dequantized: code * scale + bias,
+ * bias = lo (asym) or -2 * scale (sym). A 2-bit code times an fp16 scale is exact, so one fma
+ * rounds once, as dequant_value's two statements do: the same values. */
+static inline __m512 decode16_2bit(const unsigned char *p, __m512 scale, __m512 bias) {
+    const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    uint32_t w;
+    memcpy(&w, p, sizeof w);
+    __m512i c = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)w), shifts), _mm512_set1_epi32(3));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), scale, bias);
+}
+
+/* A group's scale and bias (see decode16_2bit) as vectors. */
+static inline void params_2bit(const KvBase *b, const unsigned char *par, __m512 *scale, __m512 *bias) {
+    *scale = _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par)));
+    *bias = b->asym ? _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par + 2)))
+                    : _mm512_mul_ps(*scale, _mm512_set1_ps(-2.0f));
+}
+
+/* 2-bit rows with groups of 16k: 16 values per 4 code bytes. */
+static void row_decode2_avx512(const KvBase *b, const unsigned char *row, int n, float *out) {
+    for (int d0 = 0; d0 < n; d0 += 16) {
+        __m512 scale, bias;
+        params_2bit(b, row + n / 4 + (size_t)(d0 / b->group) * (b->asym ? 4 : 2), &scale, &bias);
+        _mm512_storeu_ps(out + d0, decode16_2bit(row + d0 / 4, scale, bias));
+    }
+}
+#endif
+
 static void row_decode(const KvBase *b, const unsigned char *row, int n, float *out) {
     switch (b->bits) {   /* one copy per width: constant shifts */
-    case 2: row_decode_bits(b, row, n, out, 2); break;
+    case 2:
+#if defined(__AVX512F__)
+        if (n % 16 == 0 && b->group % 16 == 0) { row_decode2_avx512(b, row, n, out); break; }
+#endif
+        row_decode_bits(b, row, n, out, 2);
+        break;
     case 3: row_decode_bits(b, row, n, out, 3); break;
     case 4:
 #if defined(__AVX512F__)
@@ -305,8 +342,35 @@ static inline void tokens_decode_bits(const KvBase *b, const unsigned char *unit
     }
 }
 
+#if defined(__AVX512F__)
+/* tokens_decode_bits for 2 bits into a transposed block (positions contiguous per channel),
+ * when the rows wanted start and end on 16-row boundaries of the groups: 16 positions of a
+ * channel per 4 code bytes. */
+static void tokens_decode2_t64_avx512(const KvBase *b, const unsigned char *units, int n, int r0, int count,
+                                      float *kt) {
+    size_t ub = int_unit_bytes(b, n);
+    int G = b->group;
+    for (int r = r0; r < r0 + count; r += 16) {
+        const unsigned char *unit = units + (size_t)(r / G) * ub, *params = unit + (size_t)n * (size_t)G / 4;
+        int j = r % G;
+        for (int c = 0; c < n; c++) {
+            __m512 scale, bias;
+            params_2bit(b, params + (size_t)c * n_params(b) * 2, &scale, &bias);
+            _mm512_storeu_ps(kt + (size_t)c * 64 + (r - r0), decode16_2bit(unit + (size_t)c * G / 4 + j / 4, scale, bias));
+        }
+    }
+}
+#endif
+
 static void tokens_decode(const KvBase *b, const unsigned char *units, int n, int r0, int count, float *out,
                           size_t row_stride, size_t channel_stride) {
+#if defined(__AVX512F__)
+    if (b->bits == 2 && row_stride == 1 && channel_stride == 64 && b->group % 16 == 0 && r0 % 16 == 0 &&
+        count % 16 == 0) {
+        tokens_decode2_t64_avx512(b, units, n, r0, count, out);
+        return;
+    }
+#endif
     switch (b->bits) {
     case 2: tokens_decode_bits(b, units, n, r0, count, out, row_stride, channel_stride, 2); break;
     case 3: tokens_decode_bits(b, units, n, r0, count, out, row_stride, channel_stride, 3); break;
