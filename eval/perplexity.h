@@ -4,6 +4,7 @@
 #define KVQ_PERPLEXITY_H
 
 #include "model/model.h"
+#include "eval/stats.h"
 
 typedef enum {
     PPL_HF,        /* HF sliding window: windows of ctx advancing by stride, new tokens scored */
@@ -26,12 +27,7 @@ typedef struct {
 
 /* Sums, so that shards merge exactly by adding them. */
 typedef struct {
-    long scored;               /* tokens whose NLL counts */
-    double nll_sum, nll_sumsq; /* with the chosen schemes */
-    double base_nll_sum, base_nll_sumsq;  /* baseline, when compare */
-    double diff_sum, diff_sumsq;          /* per-token (nll - base_nll), for the error of the delta */
-    double kl_sum;             /* sum over scored positions of KL(baseline || quantized) */
-    long top1_agree;           /* positions where both argmaxes agree */
+    TokenSums sums;            /* per scored token (the baseline's part when compare) */
     int compared;              /* the baseline fields are filled */
     int windows;               /* windows evaluated by this run */
     int windows_total;         /* windows in the whole evaluation */
@@ -42,6 +38,45 @@ typedef struct {
 /* Number of windows the options give for n_tokens (before sharding / max_windows). */
 int ppl_window_count(const PplOptions *o, int n_tokens);
 
+/* Checks the options against the model and the tokens (ctx, stride, batch, vocabulary). */
+int ppl_check(const Model *m, const int *tokens, int n_tokens, const PplOptions *o, Error *err);
+
+/* The windows of one evaluation with several caches at once (./run sweep; ppl is the case of
+ * one): in each window the fp32 baseline runs once and its logits at the scored positions are
+ * held while every scheme runs on the same window, so n schemes cost n + 1 forward passes
+ * per window and KL is exact. */
+/* One window: its tokens and which targets count. Target j (predicted by the logits at
+ * j - 1) is scored when first_target <= j < n. */
+typedef struct {
+    const int *tokens;
+    int n;
+    int first_target;
+} PplWindow;
+
+typedef struct {
+    const Model *m;
+    PplOptions o;               /* protocol, ctx, stride, batch; its schemes are not used */
+    int n_schemes, compare;
+    RunState s;
+    KvCache base_kv;
+    KvCache *kv;                /* [n_schemes] */
+    float *base_logits;         /* [ctx][vocab]: the baseline's rows for a window's scored targets */
+    double *logp, *base_logp;   /* [vocab] */
+    int *bos_chunk;             /* [batch]: a chunk's first tokens with BOS first (llama.cpp protocol) */
+    PplWindow win;              /* the window begun last */
+} PplSession;
+
+/* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. */
+int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvLayered *const *k,
+                     const KvLayered *const *v, int n_schemes, int compare, Error *err);
+/* Begins window w: runs the baseline (when compare) and holds its logits. Returns the
+ * forward-pass tokens it ran. */
+long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, int w);
+/* Scheme i on the window begun last, its scored tokens added into sums. Returns the tokens run. */
+long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums);
+void ppl_session_free(PplSession *ps);
+
+/* The whole evaluation with o's schemes (progress after each window). */
 int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptions *o, PplResult *r, Error *err);
 
 /* Derived figures. */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static double num(const JsonValue *root, const char *key);
+
 void report_ppl_text(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
     fprintf(f, "model:     %s\n", r->model);
@@ -18,30 +20,85 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     fprintf(f, "windows:   %d of %d", x->windows, x->windows_total);
     if (r->shard_count > 1) fprintf(f, " (shard %d/%d)", r->shard_index, r->shard_count);
     if (r->merged_shards > 1) fprintf(f, " (merged from %d shards)", r->merged_shards);
-    fprintf(f, ", %ld scored tokens\n", x->scored);
+    fprintf(f, ", %ld scored tokens\n", x->sums.scored);
     fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
     if (r->k_bits[0] > 0)
         fprintf(f, "bits:      keys %.4g stored, %.4g effective at ctx %d; values %.4g stored, %.4g effective\n",
                 r->k_bits[0], r->k_bits[1], r->ctx, r->v_bits[0], r->v_bits[1]);
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
-    double se = ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored);
-    double ppl = ppl_value(x->nll_sum, x->scored);
+    double se = ppl_stderr_mean(x->sums.nll_sum, x->sums.nll_sumsq, x->sums.scored);
+    double ppl = ppl_value(x->sums.nll_sum, x->sums.scored);
     if (x->compared) {
-        double base = ppl_value(x->base_nll_sum, x->scored);
-        double base_se = ppl_stderr_mean(x->base_nll_sum, x->base_nll_sumsq, x->scored);
-        double dse = ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored);
+        double base = ppl_value(x->sums.base_nll_sum, x->sums.scored);
+        double base_se = ppl_stderr_mean(x->sums.base_nll_sum, x->sums.base_nll_sumsq, x->sums.scored);
+        double dse = ppl_stderr_mean(x->sums.diff_sum, x->sums.diff_sumsq, x->sums.scored);
         fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f, fp32 cache)\n", base,
-                x->base_nll_sum / x->scored, base_se, x->base_nll_sum);
-        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->nll_sum / x->scored, se, x->nll_sum);
+                x->sums.base_nll_sum / x->sums.scored, base_se, x->sums.base_nll_sum);
+        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored, se, x->sums.nll_sum);
         fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %.6f (paired)\n", ppl - base,
-                100.0 * (ppl - base) / base, x->diff_sum / x->scored, dse);
+                100.0 * (ppl - base) / base, x->sums.diff_sum / x->sums.scored, dse);
         fprintf(f, "agreement: KL(baseline||quantized) %.6f nats/token, top-1 %.2f%%\n",
-                x->kl_sum / x->scored, 100.0 * x->top1_agree / x->scored);
+                x->sums.kl_sum / x->sums.scored, 100.0 * x->sums.top1_agree / x->sums.scored);
+        PplSummary y = token_sums_summarize(&x->sums);
+        fprintf(f, "errors:    delta %+.4f +/- %.4f ppl (%+.3f%% +/- %.3f%%), ln(PPL_q/PPL_base) %+.6f +/- %.6f\n",
+                y.delta, y.delta_se, y.delta_pct, y.delta_pct_se, y.ln_ratio, y.ln_ratio_se);
+        fprintf(f, "KL:        mean %.6f +/- %.6f, median %.3g, p90 %.3g, p99 %.3g, p99.9 %.3g, max %.3g\n", y.kl_mean,
+                y.kl_se, y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max);
+        fprintf(f, "top-1:     %.3f%% +/- %.3f%% the same; p(correct token) %+.3f%% mean, %.3f%% RMS\n",
+                100 * y.top1, 100 * y.top1_se, 100 * y.dp_mean, 100 * y.dp_rms);
     } else {
-        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->nll_sum / x->scored, se, x->nll_sum);
+        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored, se, x->sums.nll_sum);
     }
     double rate = x->seconds > 0 ? x->tokens_processed * (x->compared ? 2 : 1) / x->seconds : 0;
     fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
+}
+
+void report_summary_json(FILE *f, PplSummary y) {
+    const char *names[] = {"ppl_stderr", "baseline_ppl_stderr", "delta_stderr", "delta_percent_stderr",
+                           "ln_ppl_ratio", "ln_ppl_ratio_stderr", "kl_stderr", "kl_median", "kl_p90",
+                           "kl_p99", "kl_p999", "kl_max", "top1_stderr", "dp_mean", "dp_rms"};
+    double values[] = {y.ppl_se, y.base_ppl_se, y.delta_se, y.delta_pct_se, y.ln_ratio, y.ln_ratio_se, y.kl_se,
+                       y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max, y.top1_se, y.dp_mean, y.dp_rms};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) json_out_number(f, names[i], values[i], 0);
+}
+
+/* The sums past the ppl ones, for merging: KL's square sum and maximum, the p(correct) sums and
+ * the KL histogram as [bin, count] pairs of its non-empty bins. */
+void report_sums_json(FILE *f, const TokenSums *s) {
+    json_out_number(f, "kl_sumsq", s->kl_sumsq, 0);
+    json_out_number(f, "kl_max_value", s->kl_max, 0);
+    json_out_number(f, "dp_sum", s->dp_sum, 0);
+    json_out_number(f, "dp_sumsq", s->dp_sumsq, 0);
+    fprintf(f, "  \"kl_histogram\": [");
+    int first = 1;
+    for (int i = 0; i < KL_BINS; i++) {
+        if (!s->kl_hist.count[i]) continue;
+        fprintf(f, "%s[%d, %lld]", first ? "" : ", ", i, s->kl_hist.count[i]);
+        first = 0;
+    }
+    fprintf(f, "],\n");
+}
+
+int report_sums_read(const JsonValue *j, TokenSums *s, const char *path, Error *err) {
+    const JsonValue *h = json_get(j, "kl_histogram");
+    if (!h || h->type != JSON_ARRAY) return error_set(err, "%s: no kl_histogram", path);
+    s->kl_sumsq = num(j, "kl_sumsq");
+    s->kl_max = num(j, "kl_max_value");
+    s->dp_sum = num(j, "dp_sum");
+    s->dp_sumsq = num(j, "dp_sumsq");
+    if (!isfinite(s->kl_sumsq) || !isfinite(s->kl_max) || !isfinite(s->dp_sum) || !isfinite(s->dp_sumsq))
+        return error_set(err, "%s: missing or invalid KL / p(correct) sums", path);
+    for (size_t i = 0; i < h->count; i++) {
+        const JsonValue *pair = &h->items[i];
+        if (pair->type != JSON_ARRAY || pair->count != 2 || pair->items[0].type != JSON_NUMBER ||
+            pair->items[1].type != JSON_NUMBER)
+            return error_set(err, "%s: kl_histogram entry %zu is not [bin, count]", path, i);
+        double bin = pair->items[0].number, count = pair->items[1].number;
+        if (!(bin >= 0 && bin < KL_BINS && bin == floor(bin)) || !(count >= 0 && count <= 9e15 && count == floor(count)))
+            return error_set(err, "%s: kl_histogram entry %zu out of range", path, i);
+        s->kl_hist.count[(int)bin] += (long long)count;
+    }
+    return 0;
 }
 
 void report_ppl_json(FILE *f, const PplReport *r) {
@@ -61,25 +118,27 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
     if (r->merged_shards) fprintf(f, "  \"merged_shards\": %d,\n", r->merged_shards);
     fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", x->windows, x->windows_total);
-    fprintf(f, "  \"scored_tokens\": %ld,\n  \"compared\": %s,\n", x->scored, x->compared ? "true" : "false");
-    json_out_number(f, "nll_sum", x->nll_sum, 0);
-    json_out_number(f, "nll_sumsq", x->nll_sumsq, 0);
-    json_out_number(f, "ppl", ppl_value(x->nll_sum, x->scored), 0);
-    json_out_number(f, "nll_stderr", ppl_stderr_mean(x->nll_sum, x->nll_sumsq, x->scored), 0);
+    fprintf(f, "  \"scored_tokens\": %ld,\n  \"compared\": %s,\n", x->sums.scored, x->compared ? "true" : "false");
+    json_out_number(f, "nll_sum", x->sums.nll_sum, 0);
+    json_out_number(f, "nll_sumsq", x->sums.nll_sumsq, 0);
+    json_out_number(f, "ppl", ppl_value(x->sums.nll_sum, x->sums.scored), 0);
+    json_out_number(f, "nll_stderr", ppl_stderr_mean(x->sums.nll_sum, x->sums.nll_sumsq, x->sums.scored), 0);
     if (x->compared) {
-        double base = ppl_value(x->base_nll_sum, x->scored), ppl = ppl_value(x->nll_sum, x->scored);
-        json_out_number(f, "base_nll_sum", x->base_nll_sum, 0);
-        json_out_number(f, "base_nll_sumsq", x->base_nll_sumsq, 0);
+        double base = ppl_value(x->sums.base_nll_sum, x->sums.scored), ppl = ppl_value(x->sums.nll_sum, x->sums.scored);
+        json_out_number(f, "base_nll_sum", x->sums.base_nll_sum, 0);
+        json_out_number(f, "base_nll_sumsq", x->sums.base_nll_sumsq, 0);
         json_out_number(f, "baseline_ppl", base, 0);
         json_out_number(f, "delta", ppl - base, 0);
         json_out_number(f, "delta_percent", 100.0 * (ppl - base) / base, 0);
-        json_out_number(f, "diff_sum", x->diff_sum, 0);
-        json_out_number(f, "diff_sumsq", x->diff_sumsq, 0);
-        json_out_number(f, "delta_nll_stderr", ppl_stderr_mean(x->diff_sum, x->diff_sumsq, x->scored), 0);
-        json_out_number(f, "kl_sum", x->kl_sum, 0);
-        json_out_number(f, "kl_mean", x->kl_sum / x->scored, 0);
-        fprintf(f, "  \"top1_agree\": %ld,\n", x->top1_agree);
-        json_out_number(f, "top1_agreement", (double)x->top1_agree / x->scored, 0);
+        json_out_number(f, "diff_sum", x->sums.diff_sum, 0);
+        json_out_number(f, "diff_sumsq", x->sums.diff_sumsq, 0);
+        json_out_number(f, "delta_nll_stderr", ppl_stderr_mean(x->sums.diff_sum, x->sums.diff_sumsq, x->sums.scored), 0);
+        json_out_number(f, "kl_sum", x->sums.kl_sum, 0);
+        json_out_number(f, "kl_mean", x->sums.kl_sum / x->sums.scored, 0);
+        fprintf(f, "  \"top1_agree\": %ld,\n", x->sums.top1_agree);
+        json_out_number(f, "top1_agreement", (double)x->sums.top1_agree / x->sums.scored, 0);
+        report_sums_json(f, &x->sums);
+        report_summary_json(f, token_sums_summarize(&x->sums));
     }
     json_out_number(f, "tokens_processed", (double)x->tokens_processed, 0);
     json_out_number(f, "seconds", x->seconds, 1);
@@ -126,20 +185,27 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         return error_set(err, "%s: a shard of a different evaluation (model, schemes, ctx, stride, text or shards differ)", path);
     }
     x->windows += (int)num(j, "windows");
-    x->scored += (long)num(j, "scored_tokens");
-    x->nll_sum += num(j, "nll_sum");
-    x->nll_sumsq += num(j, "nll_sumsq");
+    x->sums.scored += (long)num(j, "scored_tokens");
+    x->sums.nll_sum += num(j, "nll_sum");
+    x->sums.nll_sumsq += num(j, "nll_sumsq");
     x->tokens_processed += (long)num(j, "tokens_processed");
     x->seconds += num(j, "seconds");
     if (compared) {
-        x->base_nll_sum += num(j, "base_nll_sum");
-        x->base_nll_sumsq += num(j, "base_nll_sumsq");
-        x->diff_sum += num(j, "diff_sum");
-        x->diff_sumsq += num(j, "diff_sumsq");
-        x->kl_sum += num(j, "kl_sum");
-        x->top1_agree += (long)num(j, "top1_agree");
+        x->sums.base_nll_sum += num(j, "base_nll_sum");
+        x->sums.base_nll_sumsq += num(j, "base_nll_sumsq");
+        x->sums.diff_sum += num(j, "diff_sum");
+        x->sums.diff_sumsq += num(j, "diff_sumsq");
+        x->sums.kl_sum += num(j, "kl_sum");
+        x->sums.top1_agree += (long)num(j, "top1_agree");
+        TokenSums more = {0};
+        if (report_sums_read(j, &more, path, err)) return -1;
+        x->sums.kl_sumsq += more.kl_sumsq;
+        if (more.kl_max > x->sums.kl_max) x->sums.kl_max = more.kl_max;
+        x->sums.dp_sum += more.dp_sum;
+        x->sums.dp_sumsq += more.dp_sumsq;
+        kl_histogram_merge(&x->sums.kl_hist, &more.kl_hist);
     }
-    if (!isfinite(x->nll_sum) || x->scored <= 0) return error_set(err, "%s: missing or invalid sums", path);
+    if (!isfinite(x->sums.nll_sum) || x->sums.scored <= 0) return error_set(err, "%s: missing or invalid sums", path);
     return 0;
 }
 

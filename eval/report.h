@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "eval/perplexity.h"
+#include "model/json.h"
 
 typedef struct {
     char model[1024];
@@ -20,6 +21,12 @@ typedef struct {
 } PplReport;
 
 void report_ppl_text(FILE *f, const PplReport *r);
+/* The JSON lines of the comparison figures (eval/stats.h), shared with the sweep's outputs. */
+void report_summary_json(FILE *f, PplSummary y);
+/* The sums a merge needs beyond ppl's (KL square sum and maximum, p(correct) sums, KL histogram),
+ * as JSON lines, and read back from an object holding them (adding into s). */
+void report_sums_json(FILE *f, const TokenSums *s);
+int report_sums_read(const JsonValue *j, TokenSums *s, const char *path, Error *err);
 void report_ppl_json(FILE *f, const PplReport *r);
 
 /* Reads the --json outputs of shards 0..N-1 of one evaluation and adds them up.

@@ -125,9 +125,9 @@ static const PplResult *evaluation_or_fail(const Setup *s, const char *k, const 
 
 /* Perplexity (and scored tokens) against a reference row. */
 static void check_ppl(const PplResult *r, double want, long want_scored, const char *name) {
-    double got = ppl_value(r->nll_sum, r->scored), rel = fabs(got - want) / want;
-    check(rel <= PPL_REL_TOL && r->scored == want_scored, name, "ppl %.5f vs %.5f (rel %.2g > %.0e), %ld vs %ld tokens",
-          got, want, rel, PPL_REL_TOL, r->scored, want_scored);
+    double got = ppl_value(r->sums.nll_sum, r->sums.scored), rel = fabs(got - want) / want;
+    check(rel <= PPL_REL_TOL && r->sums.scored == want_scored, name, "ppl %.5f vs %.5f (rel %.2g > %.0e), %ld vs %ld tokens",
+          got, want, rel, PPL_REL_TOL, r->sums.scored, want_scored);
     printf("     ppl %.5f, reference %.5f, relative difference %.2g (tolerance %.0e)\n", got, want, rel, PPL_REL_TOL);
 }
 
@@ -171,14 +171,14 @@ static void check_shards(const Setup *s) {
     for (int i = 0; i < 3 && failed < 0; i++) {
         o.shard_index = i;
         if (ppl_evaluate(&s->model, s->tokens, s->n_tokens, &o, &part, &err)) failed = i;
-        nll += part.nll_sum; base += part.base_nll_sum; kl += part.kl_sum;
-        scored += part.scored; agree += part.top1_agree;
+        nll += part.sums.nll_sum; base += part.sums.base_nll_sum; kl += part.sums.kl_sum;
+        scored += part.sums.scored; agree += part.sums.top1_agree;
     }
     if (!check(failed < 0, "shards: each of 3 shards runs", "shard %d: %s", failed, err.msg)) return;
     /* int4 moves some predictions: a run that scored nothing would add up too, trivially */
-    check(whole.scored > 0 && whole.kl_sum > 0 && scored == whole.scored && agree == whole.top1_agree &&
-          sums_agree(nll, whole.nll_sum) && sums_agree(base, whole.base_nll_sum) && sums_agree(kl, whole.kl_sum),
-          "3 shards add up to the single run", "nll %.12g vs %.12g, %ld vs %ld tokens", nll, whole.nll_sum, scored, whole.scored);
+    check(whole.sums.scored > 0 && whole.sums.kl_sum > 0 && scored == whole.sums.scored && agree == whole.sums.top1_agree &&
+          sums_agree(nll, whole.sums.nll_sum) && sums_agree(base, whole.sums.base_nll_sum) && sums_agree(kl, whole.sums.kl_sum),
+          "3 shards add up to the single run", "nll %.12g vs %.12g, %ld vs %ld tokens", nll, whole.sums.nll_sum, scored, whole.sums.scored);
 }
 
 /* -log softmax(row)[target], in double. */
@@ -233,9 +233,9 @@ static void check_paired_stderr(const Setup *s) {
     KvLayered int4_buf;
     const KvLayered *int4 = scheme_named("int4-g64", &int4_buf), *fp32 = NULL;
     const Evaluation *self = evaluate(s, "fp32", "fp32");
-    check(self && self->rc == 0 && self->r.compared && self->r.diff_sum == 0 && self->r.diff_sumsq == 0 &&
-          ppl_stderr_mean(self->r.diff_sum, self->r.diff_sumsq, self->r.scored) == 0,
-          "paired standard error of fp32 against itself is 0", "differences summed to %g", self ? self->r.diff_sum : NAN);
+    check(self && self->rc == 0 && self->r.compared && self->r.sums.diff_sum == 0 && self->r.sums.diff_sumsq == 0 &&
+          ppl_stderr_mean(self->r.sums.diff_sum, self->r.sums.diff_sumsq, self->r.sums.scored) == 0,
+          "paired standard error of fp32 against itself is 0", "differences summed to %g", self ? self->r.sums.diff_sum : NAN);
     PplOptions o = hf_options(int4, 3);
     o.ctx = 256;
     o.stride = 128;
@@ -245,16 +245,16 @@ static void check_paired_stderr(const Setup *s) {
     if (!check(ppl_evaluate(&s->model, s->tokens, s->n_tokens, &o, &r, &err) == 0, "int4-g64 NLL delta: evaluation runs",
                "%s", err.msg))
         return;
-    double se = ppl_stderr_mean(r.diff_sum, r.diff_sumsq, r.scored), mean_direct, se_direct;
+    double se = ppl_stderr_mean(r.sums.diff_sum, r.sums.diff_sumsq, r.sums.scored), mean_direct, se_direct;
     check(isfinite(se) && se > 0, "int4-g64 NLL delta: paired standard error finite and positive", "%g", se);
-    double *quant = calloc((size_t)r.scored + 1, sizeof(double)), *base = calloc((size_t)r.scored + 1, sizeof(double));
-    long n_quant = per_token_nll(s, &o, int4, int4, quant, r.scored, &err);
-    long n_base = n_quant == r.scored ? per_token_nll(s, &o, fp32, fp32, base, r.scored, &err) : -1;
+    double *quant = calloc((size_t)r.sums.scored + 1, sizeof(double)), *base = calloc((size_t)r.sums.scored + 1, sizeof(double));
+    long n_quant = per_token_nll(s, &o, int4, int4, quant, r.sums.scored, &err);
+    long n_base = n_quant == r.sums.scored ? per_token_nll(s, &o, fp32, fp32, base, r.sums.scored, &err) : -1;
     const char *name = "int4-g64 NLL delta: mean and paired standard error equal a two-pass computation over per-token NLLs";
-    if (check(n_quant == r.scored && n_base == r.scored, "int4-g64 NLL delta: one per-token value per scored token",
-              "%ld and %ld per-token values for %ld scored tokens %s", n_quant, n_base, r.scored, err.msg)) {
-        paired_mean_stderr(quant, base, r.scored, &mean_direct, &se_direct);
-        double mean = r.diff_sum / r.scored, dmean = fabs(mean - mean_direct), dse = fabs(se - se_direct) / se_direct;
+    if (check(n_quant == r.sums.scored && n_base == r.sums.scored, "int4-g64 NLL delta: one per-token value per scored token",
+              "%ld and %ld per-token values for %ld scored tokens %s", n_quant, n_base, r.sums.scored, err.msg)) {
+        paired_mean_stderr(quant, base, r.sums.scored, &mean_direct, &se_direct);
+        double mean = r.sums.diff_sum / r.sums.scored, dmean = fabs(mean - mean_direct), dse = fabs(se - se_direct) / se_direct;
         check(dmean <= STDERR_REL_TOL * fabs(mean_direct) && dse <= STDERR_REL_TOL, name,
               "mean %.9g vs %.9g, stderr %.9g vs %.9g (rel %.2g > %.0e)", mean, mean_direct, se, se_direct, dse, STDERR_REL_TOL);
         printf("     mean delta %.6g +/- %.6g, per-token computation %.6g +/- %.6g (rel %.2g, %.2g; tolerance %.0e)\n", mean,
@@ -289,11 +289,11 @@ static void check_llamacpp(void) {
     PplResult r;
     Error err;
     if (check(ppl_evaluate(&s.model, s.tokens, s.n_tokens, &o, &r, &err) == 0, "llama.cpp protocol runs", "%s", err.msg)) {
-        double got = ppl_value(r.nll_sum, r.scored), rel = fabs(got - llamacpp) / llamacpp;
+        double got = ppl_value(r.sums.nll_sum, r.sums.scored), rel = fabs(got - llamacpp) / llamacpp;
         check(rel <= LLAMACPP_REL_TOL, "llama.cpp protocol within 0.05% of llama-perplexity", "%.5f vs %.4f (rel %.2g)", got, llamacpp, rel);
         printf("     ppl %.5f, llama.cpp %.4f (rel %.2g, tolerance %.0e), independent reference %.5f\n", got, llamacpp, rel,
                LLAMACPP_REL_TOL, want);
-        check(r.scored == 16 * 63, "llama.cpp protocol scores 63 tokens per chunk", "%ld", r.scored);
+        check(r.sums.scored == 16 * 63, "llama.cpp protocol scores 63 tokens per chunk", "%ld", r.sums.scored);
     }
     json_free(ref);
     teardown(&s);

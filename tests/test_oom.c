@@ -51,7 +51,7 @@ static int run_ppl(const void *ctx, double *result, Error *err) {
                     .k_scheme = NULL, .v_scheme = NULL, .compare = 1};   /* fp32 */
     PplResult r;
     if (ppl_evaluate(j->m, j->tokens, N_TOKENS, &o, &r, err)) return -1;
-    *result = r.nll_sum + 1e3 * r.kl_sum + (double)r.top1_agree + (double)r.scored;
+    *result = r.sums.nll_sum + 1e3 * r.sums.kl_sum + (double)r.sums.top1_agree + (double)r.sums.scored;
     return 0;
 }
 

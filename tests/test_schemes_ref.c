@@ -77,13 +77,13 @@ static void check_row(const Model *m, const int *tokens, int n_tokens, const cha
         check(0, name, "%s", err.msg);
         return;
     }
-    double ppl = ppl_value(r.nll_sum, r.scored), kl = r.kl_sum / r.scored, top1 = (double)r.top1_agree / r.scored;
+    double ppl = ppl_value(r.sums.nll_sum, r.sums.scored), kl = r.sums.kl_sum / r.sums.scored, top1 = (double)r.sums.top1_agree / r.sums.scored;
     double want_ppl = number(row, "ppl"), want_kl = number(row, "kl"), want_top1 = number(row, "top1");
     double ppl_rel = fabs(ppl - want_ppl) / want_ppl, kl_diff = fabs(kl - want_kl), top1_diff = fabs(top1 - want_top1);
     int ok = ppl_rel <= PPL_REL_TOL && (kl_diff <= KL_ABS_TOL || kl_diff <= KL_REL_TOL * want_kl) &&
-             top1_diff <= TOP1_TOL && r.scored == (long)number(row, "scored_tokens");
+             top1_diff <= TOP1_TOL && r.sums.scored == (long)number(row, "scored_tokens");
     check(ok, name, "ppl %.5f vs %.5f (rel %.2g, tol %.0e), KL %.5g vs %.5g (tol 2%% or 2e-6), top-1 %.4f vs %.4f "
-          "(tol 0.002), %ld tokens", ppl, want_ppl, ppl_rel, PPL_REL_TOL, kl, want_kl, top1, want_top1, r.scored);
+          "(tol 0.002), %ld tokens", ppl, want_ppl, ppl_rel, PPL_REL_TOL, kl, want_kl, top1, want_top1, r.sums.scored);
     printf("     ppl %.5f (ref %.5f, rel %.1e)  KL %.4e (ref %.4e, rel %.1e)  top-1 %.4f (ref %.4f)\n", ppl, want_ppl,
            ppl_rel, kl, want_kl, want_kl > 0 ? kl_diff / want_kl : kl_diff, top1, want_top1);
 }

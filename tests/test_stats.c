@@ -1,0 +1,166 @@
+/* tests/test_stats.c: eval/stats.c's figures against direct computations from per-token
+ * values: the KL percentiles of the histogram against sorted values (within the stated bin
+ * width), the means and standard errors against two-pass formulas, the delta method's
+ * standard error of delta ppl against a bootstrap, and merging = one pass over all tokens. */
+#include "tests/test.h"
+#include "tests/test_random.h"
+#include "eval/stats.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define N 20000
+
+typedef struct {
+    double nll[N], base[N], kl[N], dp[N];
+    int agree[N];
+} Tokens;
+
+/* Realistic per-token figures: NLLs around 3 with a spread, a quantized NLL a little higher
+ * and correlated, KL log-normal around 1e-3 with a few zeros, top-1 agreement ~97%. */
+static void make_tokens(Tokens *t, uint64_t *rng) {
+    for (int i = 0; i < N; i++) {
+        t->base[i] = 3.0 + 1.5 * normal(rng);
+        if (t->base[i] < 0.01) t->base[i] = 0.01;
+        t->nll[i] = t->base[i] + 0.02 + 0.05 * normal(rng);
+        t->kl[i] = i % 500 == 0 ? 0.0 : exp(log(1e-3) + 1.5 * normal(rng));
+        t->dp[i] = exp(-t->nll[i]) - exp(-t->base[i]);
+        t->agree[i] = uniform(rng) < 0.97;
+    }
+}
+
+static TokenSums sums_of(const Tokens *t, int from, int to) {
+    TokenSums s;
+    memset(&s, 0, sizeof s);
+    for (int i = from; i < to; i++) token_sums_add(&s, t->nll[i], 1, t->base[i], t->kl[i], t->agree[i], t->dp[i]);
+    return s;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The value of rank ceil(q n) in increasing order: the definition kl_histogram_quantile states. */
+static double exact_quantile(const double *sorted, int n, double q) {
+    int rank = (int)ceil(q * n);
+    return sorted[(rank < 1 ? 1 : rank) - 1];
+}
+
+static double mean_of(const double *x, int n) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    return s / n;
+}
+
+/* Standard error of the mean, two-pass. */
+static double se_of(const double *x, int n) {
+    double m = mean_of(x, n), v = 0;
+    for (int i = 0; i < n; i++) v += (x[i] - m) * (x[i] - m);
+    return sqrt(v / (n - 1) / n);
+}
+
+static void test_quantiles(const Tokens *t, const PplSummary *y) {
+    double *sorted = malloc(N * sizeof *sorted);
+    memcpy(sorted, t->kl, N * sizeof *sorted);
+    qsort(sorted, N, sizeof *sorted, by_value);
+    const double qs[] = {0.5, 0.9, 0.99, 0.999};
+    const double got[] = {y->kl_median, y->kl_p90, y->kl_p99, y->kl_p999};
+    double worst = 0;
+    for (int i = 0; i < 4; i++) {
+        double want = exact_quantile(sorted, N, qs[i]);
+        worst = max_or_inf(worst, fabs(got[i] - want) / want);
+    }
+    /* one bin is a factor 10^(1/200) = 1.0116 wide; the estimate stays inside the bin */
+    check(worst <= 0.0116, "stats: KL median, p90, p99, p99.9 within one histogram bin (1.16%) of the sorted values",
+          "worst relative error %.4g", worst);
+    printf("     worst relative error of the four percentiles %.2e (bin width 1.16e-02)\n", worst);
+    check(y->kl_max == sorted[N - 1], "stats: KL max is the largest value exactly", "%.17g vs %.17g", y->kl_max,
+          sorted[N - 1]);
+    free(sorted);
+}
+
+static void test_histogram_edges(void) {
+    KlHistogram h;
+    memset(&h, 0, sizeof h);
+    check(isnan(kl_histogram_quantile(&h, 0.5, 1.0)), "stats: quantile of an empty histogram is NaN", "not NaN");
+    kl_histogram_add(&h, -1e-17);   /* rounding's tiny negatives */
+    kl_histogram_add(&h, 0.0);
+    kl_histogram_add(&h, NAN);
+    check(h.count[0] == 3 && kl_histogram_quantile(&h, 1.0, 0.0) == 0.0,
+          "stats: negative, zero and NaN KL land in bin 0, whose quantile is 0", "bin 0 holds %lld", h.count[0]);
+    int ok = kl_bin(1e-12) == 1 && kl_bin(1e5) == KL_BINS - 1 && kl_bin(1.0) == 1 + 12 * KL_BINS_PER_DECADE &&
+             fabs(kl_bin_low(kl_bin(3.7e-4)) - 3.7e-4) / 3.7e-4 < 0.0116 && kl_bin_low(kl_bin(3.7e-4)) <= 3.7e-4;
+    check(ok, "stats: bins are 1/200 decade from 1e-12, the last holds 1e3 and above", "bin(1) = %d", kl_bin(1.0));
+}
+
+static void test_means(const Tokens *t, const PplSummary *y) {
+    double d[N];
+    for (int i = 0; i < N; i++) d[i] = t->nll[i] - t->base[i];
+    double ppl = exp(mean_of(t->nll, N)), base = exp(mean_of(t->base, N));
+    double agree = 0, dp2 = 0;
+    for (int i = 0; i < N; i++) agree += t->agree[i], dp2 += t->dp[i] * t->dp[i];
+    agree /= N;
+    double rel[] = {
+        fabs(y->ppl - ppl) / ppl, fabs(y->base_ppl - base) / base,
+        fabs(y->ln_ratio - mean_of(d, N)) / fabs(mean_of(d, N)), fabs(y->ln_ratio_se - se_of(d, N)) / se_of(d, N),
+        fabs(y->kl_mean - mean_of(t->kl, N)) / mean_of(t->kl, N), fabs(y->kl_se - se_of(t->kl, N)) / se_of(t->kl, N),
+        fabs(y->ppl_se - ppl * se_of(t->nll, N)) / (ppl * se_of(t->nll, N)),
+        fabs(y->delta_pct - 100 * (ppl / base - 1)) / fabs(100 * (ppl / base - 1)),
+        fabs(y->top1 - agree) / agree, fabs(y->top1_se - sqrt(agree * (1 - agree) / N)) / sqrt(agree * (1 - agree) / N),
+        fabs(y->dp_mean - mean_of(t->dp, N)) / fabs(mean_of(t->dp, N)), fabs(y->dp_rms - sqrt(dp2 / N)) / sqrt(dp2 / N),
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) worst = max_or_inf(worst, rel[i]);
+    check(worst <= 1e-9, "stats: ppl, ln ratio, KL, top-1, p(correct) means and errors = two-pass formulas (1e-9 rel)",
+          "worst relative difference %.3g", worst);
+}
+
+/* The delta method's standard error of delta ppl against the spread of delta ppl over
+ * bootstrap resamples of the tokens (pairs kept together). */
+static void test_delta_se(const Tokens *t, const PplSummary *y, uint64_t *rng) {
+    const int B = 400;
+    double sum = 0, sumsq = 0;
+    for (int b = 0; b < B; b++) {
+        double a = 0, c = 0;
+        for (int i = 0; i < N; i++) {
+            int k = (int)(uniform(rng) * N);
+            a += t->nll[k];
+            c += t->base[k];
+        }
+        double delta = exp(a / N) - exp(c / N);
+        sum += delta;
+        sumsq += delta * delta;
+    }
+    double sd = sqrt((sumsq - sum * sum / B) / (B - 1)), rel = fabs(y->delta_se - sd) / sd;
+    /* a bootstrap of 400 resamples knows its spread to ~1/sqrt(2 * 400) = 3.5%: allow 4 sigma */
+    check(rel <= 0.15, "stats: delta ppl standard error (delta method) = bootstrap spread within 15%",
+          "%.5g vs bootstrap %.5g (rel %.3g)", y->delta_se, sd, rel);
+    printf("     delta ppl %.5f, standard error %.5f, bootstrap %.5f\n", y->delta, y->delta_se, sd);
+}
+
+static void test_merge(const Tokens *t, const TokenSums *whole) {
+    TokenSums parts = sums_of(t, 0, 7001), tail = sums_of(t, 7001, N);
+    token_sums_merge(&parts, &tail);
+    PplSummary a = token_sums_summarize(&parts), b = token_sums_summarize(whole);
+    int same_hist = !memcmp(&parts.kl_hist, &whole->kl_hist, sizeof parts.kl_hist);
+    double rel = fabs(a.kl_mean - b.kl_mean) / b.kl_mean + fabs(a.ppl - b.ppl) / b.ppl;
+    check(same_hist && parts.scored == whole->scored && parts.top1_agree == whole->top1_agree &&
+              parts.kl_max == whole->kl_max && a.kl_median == b.kl_median && a.kl_p999 == b.kl_p999 && rel < 1e-12,
+          "stats: two merged parts give the counts, histogram, maximum and percentiles of one pass", "rel %.3g, hist %d",
+          rel, same_hist);
+}
+
+int main(void) {
+    uint64_t rng = 20261123;
+    Tokens *t = malloc(sizeof *t);
+    make_tokens(t, &rng);
+    TokenSums whole = sums_of(t, 0, N);
+    PplSummary y = token_sums_summarize(&whole);
+    test_histogram_edges();
+    test_quantiles(t, &y);
+    test_means(t, &y);
+    test_delta_se(t, &y, &rng);
+    test_merge(t, &whole);
+    free(t);
+    return test_exit_code();
+}
