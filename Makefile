@@ -48,7 +48,7 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo all test test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -82,6 +82,14 @@ test: run $(TEST_BIN)
 
 bench: run
 	./run bench --random tinyllama
+
+# `make sweep-demo`: the README's sweep of data/sweeps/configs.txt on both bundled models,
+# from scratch (an existing journal would be resumed, not recomputed).
+SWEEP_DEMO_ARGS := --ctx 1024 --stride 512 --windows 8 --configs data/sweeps/configs.txt --quiet
+sweep-demo: run
+	rm -rf data/sweeps/mini-llama-brown data/sweeps/mini-llama-brown-outliers
+	./run sweep data/models/mini-llama-brown $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown
+	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown-outliers
 
 # `make test-aarch64`: the C tests cross-built for 64-bit Arm, so the NEON path
 # (model/gemm_neon.c) is the one they check against the scalar path, run under

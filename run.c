@@ -18,6 +18,7 @@
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "eval/report.h"
+#include "eval/sweep.h"
 #include "eval/bench.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
@@ -49,6 +50,10 @@ static void print_usage(FILE *f) {
         "                                  perplexity with the KV cache quantized as it is written\n"
         "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"
         "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"
+        "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
+        "                                  many KV-cache configurations over the same windows, each\n"
+        "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"
+        "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"
         "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
         "                                  run a prompt and save its KV cache (+ .metadata.json)\n"
         "  kv-info FILE [--model MODEL_DIR] [--json]\n"
@@ -404,57 +409,85 @@ static int parse_shard(Args *a, int *index, int *count) {
     return 0;
 }
 
+/* The evaluation flags ppl and sweep share. */
+typedef struct {
+    const char *text_file, *protocol, *precision;
+    int ctx, stride, windows, max_tokens, batch, shard_i, shard_n, quiet, json;
+} EvalFlags;
+
+static EvalFlags eval_flags_default(void) {
+    return (EvalFlags){DEFAULT_TEXT, "hf", "exact", 0, 512, 0, 0, 256, 0, 1, 0, 0};
+}
+
+/* 1 if argv[a->i] is one of the shared evaluation flags (and consumes it). */
+static int eval_flag(Args *a, EvalFlags *e) {
+    if (flag(a, "text-file", 1)) e->text_file = a->value;
+    else if (flag(a, "precision", 1)) e->precision = a->value;
+    else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 2, 1 << 20, &e->ctx);
+    else if (flag(a, "stride", 1)) parse_int(a, "stride", 1, 1 << 20, &e->stride);
+    else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 30, &e->windows);
+    else if (flag(a, "max-tokens", 1)) parse_int(a, "max-tokens", 2, 1 << 30, &e->max_tokens);
+    else if (flag(a, "protocol", 1)) e->protocol = a->value;
+    else if (flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
+    else if (flag(a, "batch", 1)) parse_int(a, "batch", 1, 4096, &e->batch);
+    else if (flag(a, "quiet", 0)) e->quiet = 1;
+    else if (flag(a, "json", 0)) e->json = 1;
+    else return 0;
+    return 1;
+}
+
+static void eval_flags_check(const EvalFlags *e, char *bad, size_t n) {
+    if (!bad[0] && strcmp(e->protocol, "hf") && strcmp(e->protocol, "llamacpp"))
+        snprintf(bad, n, "--protocol must be hf or llamacpp");
+    if (!bad[0] && strcmp(e->precision, "exact") && strcmp(e->precision, "bf16"))
+        snprintf(bad, n, "--precision must be exact or bf16");
+}
+
+/* The model's precision and the window options from the flags (schemes and compare left). */
+static PplOptions eval_options(const EvalFlags *e, ModelDir *L) {
+    /* bf16 activations are about 2x faster on CPUs with AVX-512 BF16 but move logits by ~1e-2. */
+    L->model.precision = strcmp(e->precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
+    PplOptions o = {0};
+    o.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
+    o.ctx = e->ctx ? e->ctx : L->model.config.max_seq_len;
+    o.stride = e->stride;
+    o.max_windows = e->windows;
+    o.shard_index = e->shard_i;
+    o.shard_count = e->shard_n;
+    o.batch = e->batch < o.ctx ? e->batch : o.ctx;
+    return o;
+}
+
 static int cmd_ppl(int argc, char **argv) {
     Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *text_file = DEFAULT_TEXT, *kv = NULL, *ks = NULL, *vs = NULL, *protocol = "hf";
-    int ctx = 0, stride = 512, windows = 0, max_tokens = 0, json = 0, quiet = 0, no_compare = 0, batch = 256;
-    int shard_i = 0, shard_n = 1;
-    const char *precision = "exact";
+    EvalFlags e = eval_flags_default();
+    const char *dir = NULL, *kv = NULL, *ks = NULL, *vs = NULL;
+    int no_compare = 0;
     while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "text-file", 1)) text_file = a.value;
-        else if (flag(&a, "precision", 1)) precision = a.value;
-        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 2, 1 << 20, &ctx);
-        else if (flag(&a, "stride", 1)) parse_int(&a, "stride", 1, 1 << 20, &stride);
-        else if (flag(&a, "windows", 1)) parse_int(&a, "windows", 1, 1 << 30, &windows);
-        else if (flag(&a, "max-tokens", 1)) parse_int(&a, "max-tokens", 2, 1 << 30, &max_tokens);
+        if (eval_flag(&a, &e)) continue;
         else if (flag(&a, "kv-scheme", 1)) kv = a.value;
         else if (flag(&a, "k-scheme", 1)) ks = a.value;
         else if (flag(&a, "v-scheme", 1)) vs = a.value;
-        else if (flag(&a, "protocol", 1)) protocol = a.value;
-        else if (flag(&a, "shard", 1)) parse_shard(&a, &shard_i, &shard_n);
-        else if (flag(&a, "batch", 1)) parse_int(&a, "batch", 1, 4096, &batch);
         else if (flag(&a, "no-compare", 0)) no_compare = 1;
-        else if (flag(&a, "quiet", 0)) quiet = 1;
-        else if (flag(&a, "json", 0)) json = 1;
         else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
         else unknown_arg(&a);
     }
     if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    if (!a.bad[0] && strcmp(protocol, "hf") && strcmp(protocol, "llamacpp"))
-        snprintf(a.bad, sizeof a.bad, "--protocol must be hf or llamacpp");
-    if (!a.bad[0] && strcmp(precision, "exact") && strcmp(precision, "bf16"))
-        snprintf(a.bad, sizeof a.bad, "--precision must be exact or bf16");
-    PplOptions o = {0};
+    eval_flags_check(&e, a.bad, sizeof a.bad);
     KvLayered k_scheme, v_scheme;
     if (!a.bad[0]) layered_or_error(ks ? ks : kv ? kv : "fp32", &k_scheme, a.bad, sizeof a.bad);
     if (!a.bad[0]) layered_or_error(vs ? vs : kv ? kv : "fp32", &v_scheme, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("ppl", a.bad);
-    o.k_scheme = &k_scheme;
-    o.v_scheme = &v_scheme;
+    const char *text_file = e.text_file, *precision = e.precision;
+    int max_tokens = e.max_tokens, json = e.json, quiet = e.quiet, shard_i = e.shard_i, shard_n = e.shard_n;
 
     Error err;
     ModelDir L;
     if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
     const Config *c = &L.model.config;
-    /* bf16 activations are about 2x faster on CPUs with AVX-512 BF16 but move logits by ~1e-2. */
-    L.model.precision = strcmp(precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
-    o.protocol = strcmp(protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
-    o.ctx = ctx ? ctx : c->max_seq_len;
-    o.stride = stride;
-    o.max_windows = windows;
-    o.shard_index = shard_i;
-    o.shard_count = shard_n;
-    o.batch = batch < o.ctx ? batch : o.ctx;
+    PplOptions o = eval_options(&e, &L);
+    o.k_scheme = &k_scheme;
+    o.v_scheme = &v_scheme;
     o.compare = !no_compare && !(kv_layered_is_fp32(&k_scheme) && kv_layered_is_fp32(&v_scheme));
     Progress progress;
     progress_init(&progress, "ppl", quiet);
@@ -516,6 +549,179 @@ static int cmd_ppl_merge(int argc, char **argv) {
     if (json) report_ppl_json(stdout, &report);
     else report_ppl_text(stdout, &report);
     return EXIT_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* sweep and sweep-merge */
+
+/* Splits "K[:V]" at the colon that ends K: a colon right after a layer range ("0:", "2-5:",
+ * the start of a per-layer item) belongs to the LAYERED value. V = K when there is none. */
+static int split_config(const char *text, char *k, char *v, size_t n) {
+    const char *item = text;   /* start of the current ';' item */
+    for (const char *p = text; *p; p++) {
+        if (*p == ';') item = p + 1;
+        if (*p != ':') continue;
+        size_t len = (size_t)(p - item);
+        int layer_range = len > 0 && strspn(item, "0123456789-") == len;
+        if (layer_range) continue;
+        if ((size_t)(p - text) >= n || strlen(p + 1) >= n) return -1;
+        snprintf(k, n, "%.*s", (int)(p - text), text);
+        snprintf(v, n, "%s", p + 1);
+        return 0;
+    }
+    if (strlen(text) >= n) return -1;
+    snprintf(k, n, "%s", text);
+    snprintf(v, n, "%s", text);
+    return 0;
+}
+
+/* Adds one configuration "K[:V]" (parsed now; checked against the model later). */
+static void add_config(SweepSettings *s, const char *text, char *bad, size_t n) {
+    if (s->n_configs == SWEEP_MAX_CONFIGS) { snprintf(bad, n, "more than %d configurations", SWEEP_MAX_CONFIGS); return; }
+    SweepConfig *c = &s->configs[s->n_configs];
+    if (split_config(text, c->k_text, c->v_text, sizeof c->k_text)) { snprintf(bad, n, "configuration too long"); return; }
+    if (!c->k_text[0] || !c->v_text[0]) { snprintf(bad, n, "configuration '%.60s': empty K or V", text); return; }
+    if (layered_or_error(c->k_text, &c->k, bad, n) || layered_or_error(c->v_text, &c->v, bad, n)) return;
+    s->n_configs++;
+}
+
+/* --configs FILE: one K[:V] per line; '#' starts a comment; blank lines are skipped. */
+static void add_config_file(SweepSettings *s, const char *path, char *bad, size_t n) {
+    Error err;
+    size_t len;
+    char *text = read_whole_file(path, 1 << 20, &len, &err);
+    if (!text) { snprintf(bad, n, "--configs %.200s", err.msg); return; }
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && !bad[0]; line = strtok_r(NULL, "\n", &save)) {
+        line[strcspn(line, "#\r")] = 0;
+        while (*line == ' ' || *line == '\t') line++;
+        size_t l = strlen(line);
+        while (l > 0 && (line[l - 1] == ' ' || line[l - 1] == '\t')) line[--l] = 0;
+        if (l > 0) add_config(s, line, bad, n);
+    }
+    free(text);
+    if (!bad[0] && s->n_configs == 0) snprintf(bad, n, "--configs %.200s: no configurations in it", path);
+}
+
+/* Binds each configuration to the model (a bad scheme for it: an error naming it) and
+ * computes its stored and effective bits at ctx. */
+static int bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err) {
+    for (int i = 0; i < s->n_configs; i++) {
+        SweepConfig *sc = &s->configs[i];
+        char why[200];
+        if (kv_layered_bind(&sc->k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
+            kv_layered_bind(&sc->v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))
+            return error_set(err, "configuration %d (%s : %s): %s", i + 1, sc->k_text, sc->v_text, why);
+        kv_layered_bits(&sc->k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
+        kv_layered_bits(&sc->v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
+    }
+    return 0;
+}
+
+/* Prints the table (or the JSON) and writes the out dir's files of a complete sweep. */
+static int sweep_finish(const char *cmd, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json) {
+    Error err;
+    if (sweep_write_outputs(out_dir, s, t, &err)) { fprintf(stderr, "%s: %s\n", cmd, err.msg); return EXIT_BAD_INPUT; }
+    if (json) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/results.json", out_dir);
+        size_t len;
+        char *text = read_whole_file(path, 1 << 26, &len, &err);
+        if (text) fputs(text, stdout);
+        free(text);
+    } else {
+        sweep_print_table(stdout, s, t);
+        printf("\nwrote %s/results.md, results.csv, results.json, chart.svg\n", out_dir);
+    }
+    return EXIT_OK;
+}
+
+static int cmd_sweep(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    EvalFlags e = eval_flags_default();
+    const char *dir = NULL, *out_dir = NULL;
+    SweepSettings s = {0};
+    s.configs = calloc(SWEEP_MAX_CONFIGS, sizeof *s.configs);
+    if (!s.configs) { fprintf(stderr, "sweep: out of memory\n"); return EXIT_BAD_INPUT; }
+    while (a.i < argc && !a.bad[0]) {
+        if (eval_flag(&a, &e)) continue;
+        else if (flag(&a, "config", 1)) add_config(&s, a.value, a.bad, sizeof a.bad);
+        else if (flag(&a, "configs", 1)) add_config_file(&s, a.value, a.bad, sizeof a.bad);
+        else if (flag(&a, "out-dir", 1)) out_dir = a.value;
+        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
+    if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR (the journal and results go there)");
+    if (!a.bad[0] && s.n_configs == 0) snprintf(a.bad, sizeof a.bad, "no configurations: give --config K[:V] or --configs FILE");
+    eval_flags_check(&e, a.bad, sizeof a.bad);
+    Error err;
+    ModelDir L;
+    if (a.bad[0] || modeldir_load(&L, dir, 1, &err)) {
+        free(s.configs);
+        if (a.bad[0]) return usage_error("sweep", a.bad);
+        fprintf(stderr, "sweep: %s\n", err.msg);
+        return EXIT_BAD_INPUT;
+    }
+    s.ppl = eval_options(&e, &L);
+    snprintf(s.model, sizeof s.model, "%s", dir);
+    snprintf(s.text_file, sizeof s.text_file, "%s", e.text_file);
+    snprintf(s.precision, sizeof s.precision, "%s", e.precision);
+    int rc = EXIT_BAD_INPUT;
+    SweepTotals totals = {0};
+    int *tokens = load_eval_tokens(e.text_file, L.tok, s.ppl.protocol == PPL_HF, &s.n_tokens, &err);
+    if (!tokens || bind_configs(&s, &L.model.config, s.ppl.ctx, &err)) { fprintf(stderr, "sweep: %s\n", err.msg); goto done; }
+    if (e.max_tokens && e.max_tokens < s.n_tokens) s.n_tokens = e.max_tokens;
+    s.tokens_hash = sweep_tokens_hash(tokens, s.n_tokens);
+    s.windows_total = ppl_window_count(&s.ppl, s.n_tokens);
+    if (s.ppl.max_windows > 0 && s.ppl.max_windows < s.windows_total) s.windows_total = s.ppl.max_windows;
+    Progress progress;
+    progress_init(&progress, "sweep", e.quiet);
+    if (sweep_run(&L.model, tokens, &s, out_dir, &progress, &totals, &err)) {
+        progress_finish(&progress);
+        fprintf(stderr, "sweep: %s\n", err.msg);
+        goto done;
+    }
+    progress_finish(&progress);
+    if (s.ppl.shard_count > 1) {
+        printf("shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
+               s.ppl.shard_index, s.ppl.shard_count, totals.windows, out_dir);
+        rc = EXIT_OK;
+    } else {
+        rc = sweep_finish("sweep", out_dir, &s, &totals, e.json);
+    }
+done:
+    sweep_totals_free(&totals);
+    free(tokens);
+    free(s.configs);
+    modeldir_free(&L);
+    return rc;
+}
+
+static int cmd_sweep_merge(int argc, char **argv) {
+    Args a = {argc, argv, 2, NULL, {0}};
+    const char *out_dir = NULL;
+    int json = 0, n = 0;
+    char **dirs = calloc((size_t)argc, sizeof *dirs);
+    if (!dirs) { fprintf(stderr, "sweep-merge: out of memory\n"); return EXIT_BAD_INPUT; }
+    while (a.i < argc && !a.bad[0]) {
+        if (flag(&a, "out-dir", 1)) out_dir = a.value;
+        else if (flag(&a, "json", 0)) json = 1;
+        else if (argv[a.i][0] != '-') dirs[n++] = argv[a.i++];
+        else unknown_arg(&a);
+    }
+    if (!a.bad[0] && n == 0) snprintf(a.bad, sizeof a.bad, "give the shards' --out-dir directories");
+    if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR for the merged results");
+    if (a.bad[0]) { free(dirs); return usage_error("sweep-merge", a.bad); }
+    SweepSettings s;
+    SweepTotals totals;
+    Error err;
+    int rc = EXIT_BAD_INPUT;
+    if (sweep_merge(dirs, n, &s, &totals, &err)) fprintf(stderr, "sweep-merge: %s\n", err.msg);
+    else rc = sweep_finish("sweep-merge", out_dir, &s, &totals, json), free(s.configs);
+    sweep_totals_free(&totals);
+    free(dirs);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -932,6 +1138,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
     if (!strcmp(cmd, "ppl")) return cmd_ppl(argc, argv);
     if (!strcmp(cmd, "ppl-merge")) return cmd_ppl_merge(argc, argv);
+    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc, argv);
+    if (!strcmp(cmd, "sweep-merge")) return cmd_sweep_merge(argc, argv);
     if (!strcmp(cmd, "kv-extract")) return cmd_kv_extract(argc, argv);
     if (!strcmp(cmd, "kv-info")) return cmd_kv_info(argc, argv);
     if (!strcmp(cmd, "compress")) return cmd_compress(argc, argv);

@@ -1,5 +1,7 @@
-/* model/fileio.c: whole-file reads and temp-file-then-rename writes. */
+/* model/fileio.c: whole-file reads, temp-file-then-rename writes, and appends to journals. */
 #include "model/fileio.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,4 +84,27 @@ int write_floats_file(const char *path, const float *x, size_t count, Error *err
 int path_exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+int make_directory(const char *path, Error *err) {
+    struct stat sb;
+    if (stat(path, &sb) == 0) return S_ISDIR(sb.st_mode) ? 0 : error_set(err, "%s: exists and is not a directory", path);
+    if (mkdir(path, 0777) != 0) return error_set(err, "%s: cannot create the directory (%s)", path, strerror(errno));
+    return 0;
+}
+
+int append_record(const char *path, const char *text, size_t len, Error *err) {
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0666);
+    if (fd < 0) return error_set(err, "%s: cannot open for appending (%s)", path, strerror(errno));
+    ssize_t wrote = write(fd, text, len);
+    int synced = wrote == (ssize_t)len && fsync(fd) == 0;
+    int closed = close(fd) == 0;
+    if (wrote != (ssize_t)len || !synced || !closed)
+        return error_set(err, "%s: cannot append a record (%s)", path, wrote < 0 ? strerror(errno) : "short write");
+    return 0;
+}
+
+int truncate_to(const char *path, size_t len, Error *err) {
+    if (truncate(path, (off_t)len) != 0) return error_set(err, "%s: cannot truncate (%s)", path, strerror(errno));
+    return 0;
 }

@@ -28,6 +28,15 @@ int write_text_file(const char *path, const char *text, Error *err);
  * x86 and ARM): `./run logits --out`. */
 int write_floats_file(const char *path, const float *x, size_t count, Error *err);
 
+/* Creates the directory unless it exists (a file in its place is an error). */
+int make_directory(const char *path, Error *err);
+
+/* Appends len bytes to path (created if missing) with one write() on an O_APPEND descriptor,
+ * then fsync: a journal's records go in whole or, after a crash mid-write, as a torn tail
+ * that the reader recognizes and cuts off (truncate_to). */
+int append_record(const char *path, const char *text, size_t len, Error *err);
+int truncate_to(const char *path, size_t len, Error *err);
+
 /* 1 if path exists (any type). */
 int path_exists(const char *path);
 

@@ -1,0 +1,463 @@
+/* eval/sweep.c: the sweep's loop, its journal and the merge of shards (see sweep.h). The
+ * tables and the chart it writes are in eval/sweep_report.c. */
+#include "eval/sweep.h"
+#include "eval/report.h"
+#include "eval/json_out.h"
+#include "model/fileio.h"
+#include "model/json.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SETTINGS_FILE "sweep.json"
+#define JOURNAL_FILE "journal.jsonl"
+#define MAX_JOURNAL_BYTES ((size_t)1 << 34)
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+unsigned long long sweep_tokens_hash(const int *tokens, int n) {
+    unsigned long long h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) {
+        unsigned v = (unsigned)tokens[i];
+        for (int b = 0; b < 4; b++) h = (h ^ ((v >> (8 * b)) & 0xffu)) * 1099511628211ull;
+    }
+    return h;
+}
+
+static void path_in(char *out, size_t n, const char *dir, const char *file) { snprintf(out, n, "%s/%s", dir, file); }
+
+/* ---- settings: DIR/sweep.json ---- */
+
+/* The settings as text, one key per line (so a difference can be shown as a line). */
+static char *settings_text(const SweepSettings *s, size_t *len) {
+    char *text = NULL;
+    FILE *f = open_memstream(&text, len);
+    if (!f) return NULL;
+    const PplOptions *o = &s->ppl;
+    fprintf(f, "{\n  \"kvq_sweep\": 1,\n");
+    json_out_string(f, "model", s->model, 0);
+    json_out_string(f, "text_file", s->text_file, 0);
+    json_out_string(f, "precision", s->precision, 0);
+    json_out_string(f, "protocol", o->protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
+    fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"max_windows\": %d,\n  \"batch\": %d,\n", o->ctx, o->stride,
+            o->max_windows, o->batch);
+    fprintf(f, "  \"n_tokens\": %d,\n  \"tokens_hash\": \"%016llx\",\n  \"windows_total\": %d,\n", s->n_tokens,
+            s->tokens_hash, s->windows_total);
+    fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n  \"configs\": [\n", o->shard_index, o->shard_count);
+    for (int i = 0; i < s->n_configs; i++) {
+        const SweepConfig *c = &s->configs[i];
+        fprintf(f, "    {\"k\": ");
+        json_out_quoted(f, c->k_text, strlen(c->k_text));
+        fprintf(f, ", \"v\": ");
+        json_out_quoted(f, c->v_text, strlen(c->v_text));
+        fprintf(f, ", \"k_bits\": [%.17g, %.17g], \"v_bits\": [%.17g, %.17g]}%s\n", c->k_bits[0], c->k_bits[1],
+                c->v_bits[0], c->v_bits[1], i + 1 < s->n_configs ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+    if (fclose(f)) { free(text); return NULL; }
+    return text;
+}
+
+/* The first line where a and b differ, into out (for the error message). */
+static void first_difference(const char *a, const char *b, char *out, size_t n) {
+    for (;;) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        if (la != lb || strncmp(a, b, la)) {
+            snprintf(out, n, "there %.*s, now %.*s", (int)(la < 120 ? la : 120), a, (int)(lb < 120 ? lb : 120), b);
+            return;
+        }
+        if (!a[la] || !b[lb]) { snprintf(out, n, "the files differ in length"); return; }
+        a += la + 1;
+        b += lb + 1;
+    }
+}
+
+/* Writes DIR/sweep.json, or checks that the one there says the same. */
+static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
+    char path[4200];
+    path_in(path, sizeof path, dir, SETTINGS_FILE);
+    size_t len;
+    char *want = settings_text(s, &len);
+    if (!want) return error_set(err, "out of memory");
+    int rc = 0;
+    if (path_exists(path)) {
+        size_t have_len;
+        char *have = read_whole_file(path, 1 << 24, &have_len, err);
+        if (!have) rc = -1;
+        else if (strcmp(have, want)) {
+            char diff[300];
+            first_difference(have, want, diff, sizeof diff);
+            rc = error_set(err, "%s: a sweep with other arguments is in this directory (%s); use another --out-dir "
+                                "or the same arguments", path, diff);
+        }
+        free(have);
+    } else {
+        rc = write_text_file(path, want, err);
+    }
+    free(want);
+    return rc;
+}
+
+static double num(const JsonValue *o, const char *key) {
+    const JsonValue *v = json_get(o, key);
+    return v && v->type == JSON_NUMBER ? v->number : NAN;
+}
+
+static const char *str(const JsonValue *o, const char *key) {
+    const JsonValue *v = json_get(o, key);
+    return v && v->type == JSON_STRING ? v->string : NULL;
+}
+
+static int int_field(const JsonValue *o, const char *key, int lo, int hi, int *out, const char *path, Error *err) {
+    double x = num(o, key);
+    if (!(x >= lo && x <= hi && x == floor(x))) return error_set(err, "%s: \"%s\" missing or out of range", path, key);
+    *out = (int)x;
+    return 0;
+}
+
+static int bits_field(const JsonValue *o, const char *key, double bits[2], const char *path, Error *err) {
+    const JsonValue *a = json_get(o, key);
+    if (!a || a->type != JSON_ARRAY || a->count != 2 || a->items[0].type != JSON_NUMBER || a->items[1].type != JSON_NUMBER)
+        return error_set(err, "%s: a configuration's \"%s\" is not [stored, effective]", path, key);
+    bits[0] = a->items[0].number;
+    bits[1] = a->items[1].number;
+    return 0;
+}
+
+/* Reads DIR/sweep.json back into s (configs allocated; their KvLayered left empty). */
+static int settings_read(const char *dir, SweepSettings *s, Error *err) {
+    memset(s, 0, sizeof *s);
+    char path[4200];
+    path_in(path, sizeof path, dir, SETTINGS_FILE);
+    size_t len;
+    char *text = read_whole_file(path, 1 << 24, &len, err);
+    if (!text) return -1;
+    Error jerr;
+    JsonValue *j = json_parse(text, len, &jerr);
+    free(text);
+    int rc = 0;
+    const JsonValue *configs = j ? json_get(j, "configs") : NULL;
+    if (!j || j->type != JSON_OBJECT || num(j, "kvq_sweep") != 1 || !configs || configs->type != JSON_ARRAY ||
+        !str(j, "model") || !str(j, "text_file") || !str(j, "precision") || !str(j, "protocol") || !str(j, "tokens_hash")) {
+        rc = error_set(err, "%s: not a sweep's settings%s%s", path, j ? "" : ": ", j ? "" : jerr.msg);
+        goto done;
+    }
+    snprintf(s->model, sizeof s->model, "%s", str(j, "model"));
+    snprintf(s->text_file, sizeof s->text_file, "%s", str(j, "text_file"));
+    snprintf(s->precision, sizeof s->precision, "%s", str(j, "precision"));
+    s->ppl.protocol = strcmp(str(j, "protocol"), "llamacpp") ? PPL_HF : PPL_LLAMACPP;
+    s->tokens_hash = strtoull(str(j, "tokens_hash"), NULL, 16);
+    if (int_field(j, "ctx", 2, 1 << 24, &s->ppl.ctx, path, err) || int_field(j, "stride", 0, 1 << 24, &s->ppl.stride, path, err) ||
+        int_field(j, "max_windows", 0, 1 << 30, &s->ppl.max_windows, path, err) ||
+        int_field(j, "batch", 1, 1 << 24, &s->ppl.batch, path, err) ||
+        int_field(j, "n_tokens", 0, 1 << 30, &s->n_tokens, path, err) ||
+        int_field(j, "windows_total", 1, 1 << 30, &s->windows_total, path, err) ||
+        int_field(j, "shard_count", 1, 1 << 20, &s->ppl.shard_count, path, err) ||
+        int_field(j, "shard_index", 0, s->ppl.shard_count - 1, &s->ppl.shard_index, path, err)) {
+        rc = -1;
+        goto done;
+    }
+    if (configs->count < 1 || configs->count > SWEEP_MAX_CONFIGS) {
+        rc = error_set(err, "%s: %zu configurations (1 to %d)", path, configs->count, SWEEP_MAX_CONFIGS);
+        goto done;
+    }
+    s->configs = calloc(configs->count, sizeof *s->configs);
+    if (!s->configs) { rc = error_set(err, "out of memory"); goto done; }
+    s->n_configs = (int)configs->count;
+    for (int i = 0; i < s->n_configs && !rc; i++) {
+        const JsonValue *c = &configs->items[i];
+        SweepConfig *sc = &s->configs[i];
+        if (c->type != JSON_OBJECT || !str(c, "k") || !str(c, "v")) {
+            rc = error_set(err, "%s: configuration %d is not {\"k\", \"v\", ...}", path, i);
+            break;
+        }
+        snprintf(sc->k_text, sizeof sc->k_text, "%s", str(c, "k"));
+        snprintf(sc->v_text, sizeof sc->v_text, "%s", str(c, "v"));
+        rc = bits_field(c, "k_bits", sc->k_bits, path, err) || bits_field(c, "v_bits", sc->v_bits, path, err) ? -1 : 0;
+    }
+done:
+    json_free(j);
+    return rc;
+}
+
+/* ---- the journal: DIR/journal.jsonl, one (window, configuration) result per line ---- */
+
+static int record_append(const char *dir, int w, int c, const SweepConfig *cfg, const TokenSums *t, long tokens,
+                         double seconds, Error *err) {
+    char *text = NULL, path[4200];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return error_set(err, "out of memory");
+    fprintf(f, "{\"window\": %d, \"config\": %d, \"k\": ", w, c);
+    json_out_quoted(f, cfg->k_text, strlen(cfg->k_text));
+    fprintf(f, ", \"v\": ");
+    json_out_quoted(f, cfg->v_text, strlen(cfg->v_text));
+    fprintf(f, ", \"scored_tokens\": %ld, \"top1_agree\": %ld, \"tokens\": %ld", t->scored, t->top1_agree, tokens);
+    const char *names[] = {"nll_sum", "nll_sumsq", "base_nll_sum", "base_nll_sumsq", "diff_sum", "diff_sumsq",
+                           "kl_sum", "kl_sumsq", "kl_max_value", "dp_sum", "dp_sumsq", "seconds"};
+    double values[] = {t->nll_sum, t->nll_sumsq, t->base_nll_sum, t->base_nll_sumsq, t->diff_sum, t->diff_sumsq,
+                       t->kl_sum, t->kl_sumsq, t->kl_max, t->dp_sum, t->dp_sumsq, seconds};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        if (isfinite(values[i])) fprintf(f, ", \"%s\": %.17g", names[i], values[i]);
+        else fprintf(f, ", \"%s\": null", names[i]);
+    }
+    fprintf(f, ", \"kl_histogram\": [");
+    int first = 1;
+    for (int b = 0; b < KL_BINS; b++)
+        if (t->kl_hist.count[b]) {
+            fprintf(f, "%s[%d, %lld]", first ? "" : ", ", b, t->kl_hist.count[b]);
+            first = 0;
+        }
+    fprintf(f, "]}\n");
+    if (fclose(f)) { free(text); return error_set(err, "out of memory"); }
+    path_in(path, sizeof path, dir, JOURNAL_FILE);
+    int rc = append_record(path, text, len, err);
+    free(text);
+    return rc;
+}
+
+/* A record's place: which window and configuration, and its line in a journal's text. */
+typedef struct {
+    int window, config;
+    const char *line;
+    size_t len;
+    const char *dir;
+} RecordRef;
+
+/* One journal's text, with the records it holds. */
+typedef struct {
+    char *text;
+    size_t len, good_len;   /* good_len: up to the end of the last whole line */
+    RecordRef *records;
+    int n_records;
+} Journal;
+
+static void journal_free(Journal *j) {
+    free(j->text);
+    free(j->records);
+    memset(j, 0, sizeof *j);
+}
+
+static const char *nl(const char *p, const char *end) { return memchr(p, '\n', (size_t)(end - p)); }
+
+/* Reads DIR/journal.jsonl (missing: empty) and checks each whole line against s: its window
+ * is one of s's shard, its configuration one of s's with the same schemes. A last line without
+ * its newline is a torn append: left out, good_len says where the whole lines end. */
+static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Error *err) {
+    memset(j, 0, sizeof *j);
+    char path[4200];
+    path_in(path, sizeof path, dir, JOURNAL_FILE);
+    if (!path_exists(path)) return 0;
+    if (!(j->text = read_whole_file(path, MAX_JOURNAL_BYTES, &j->len, err))) return -1;
+    size_t lines = 0;
+    for (size_t i = 0; i < j->len; i++) lines += j->text[i] == '\n';
+    j->records = calloc(lines + 1, sizeof *j->records);
+    if (!j->records) return error_set(err, "out of memory");
+    const char *p = j->text, *end = j->text + j->len;
+    for (int n = 1; p < end; n++) {
+        const char *e = nl(p, end);
+        if (!e) break;   /* torn tail */
+        Error jerr;
+        JsonValue *r = json_parse(p, (size_t)(e - p), &jerr);
+        RecordRef ref = {-1, -1, p, (size_t)(e - p), dir};
+        int ok = r && r->type == JSON_OBJECT;
+        double w = ok ? num(r, "window") : NAN, c = ok ? num(r, "config") : NAN;
+        if (ok && w >= 0 && w < s->windows_total && w == floor(w) && c >= 0 && c < s->n_configs && c == floor(c)) {
+            ref.window = (int)w;
+            ref.config = (int)c;
+            const char *k = str(r, "k"), *v = str(r, "v");
+            ok = (ref.window % s->ppl.shard_count == s->ppl.shard_index) && k && v &&
+                 !strcmp(k, s->configs[ref.config].k_text) && !strcmp(v, s->configs[ref.config].v_text);
+        } else {
+            ok = 0;
+        }
+        json_free(r);
+        if (!ok) return error_set(err, "%s: line %d is not a record of this sweep", path, n);
+        j->records[j->n_records++] = ref;
+        p = e + 1;
+    }
+    j->good_len = (size_t)(p - j->text);
+    return 0;
+}
+
+static int by_window_then_config(const void *a, const void *b) {
+    const RecordRef *x = a, *y = b;
+    if (x->window != y->window) return (x->window > y->window) - (x->window < y->window);
+    return (x->config > y->config) - (x->config < y->config);
+}
+
+/* Adds one record line into totals. */
+static int record_add(const RecordRef *ref, SweepTotals *t, Error *err) {
+    Error jerr;
+    JsonValue *r = json_parse(ref->line, ref->len, &jerr);
+    if (!r) return error_set(err, "%s/%s: a record no longer parses: %s", ref->dir, JOURNAL_FILE, jerr.msg);
+    TokenSums x = {0};
+    x.scored = (long)num(r, "scored_tokens");
+    x.top1_agree = (long)num(r, "top1_agree");
+    x.nll_sum = num(r, "nll_sum"), x.nll_sumsq = num(r, "nll_sumsq");
+    x.base_nll_sum = num(r, "base_nll_sum"), x.base_nll_sumsq = num(r, "base_nll_sumsq");
+    x.diff_sum = num(r, "diff_sum"), x.diff_sumsq = num(r, "diff_sumsq");
+    x.kl_sum = num(r, "kl_sum");
+    char where[4300];
+    snprintf(where, sizeof where, "%s/%s", ref->dir, JOURNAL_FILE);
+    int rc = report_sums_read(r, &x, where, err);   /* kl_sumsq, kl_max, dp sums, histogram */
+    if (!rc && !(x.scored >= 0)) rc = error_set(err, "%s: a record without scored_tokens", where);
+    if (!rc) {
+        token_sums_merge(&t->sums[ref->config], &x);
+        t->tokens_processed += (long)num(r, "tokens");
+        t->seconds += num(r, "seconds");
+    }
+    json_free(r);
+    return rc;
+}
+
+/* Totals from the records of journals j[0..n): each (window, configuration) once, added in
+ * window order. need_all: every window of the sweep must be there. */
+static int totals_from(const Journal *j, int n, const SweepSettings *s, int need_all, SweepTotals *t, Error *err) {
+    memset(t, 0, sizeof *t);
+    int count = 0;
+    for (int i = 0; i < n; i++) count += j[i].n_records;
+    RecordRef *all = malloc(((size_t)count + 1) * sizeof *all);
+    t->sums = calloc((size_t)s->n_configs, sizeof *t->sums);
+    if (!all || !t->sums) { free(all); return error_set(err, "out of memory"); }
+    for (int i = 0, k = 0; i < n; i++)
+        for (int r = 0; r < j[i].n_records; r++) all[k++] = j[i].records[r];
+    qsort(all, (size_t)count, sizeof *all, by_window_then_config);
+    int rc = 0, in_window = 0;
+    for (int k = 0; k < count && !rc; k++) {
+        if (k > 0 && !by_window_then_config(&all[k - 1], &all[k]))
+            rc = error_set(err, "%s/%s: window %d, configuration %d is there twice", all[k].dir, JOURNAL_FILE,
+                           all[k].window, all[k].config);
+        else rc = record_add(&all[k], t, err);
+        in_window = (k > 0 && all[k - 1].window == all[k].window) ? in_window + 1 : 1;
+        if (in_window == s->n_configs) t->windows++;
+    }
+    if (!rc && need_all && t->windows != s->windows_total)
+        rc = error_set(err, "the shards hold %d of the sweep's %d windows complete: a shard is unfinished", t->windows,
+                       s->windows_total);
+    free(all);
+    return rc;
+}
+
+void sweep_totals_free(SweepTotals *t) {
+    free(t->sums);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- the sweep ---- */
+
+/* Runs the windows of s's shard that the journal does not finish. */
+static int run_missing(const Model *m, const int *tokens, const SweepSettings *s, const char *dir, const Journal *j,
+                       Progress *progress, Error *err) {
+    int W = s->windows_total, C = s->n_configs, I = s->ppl.shard_index, N = s->ppl.shard_count;
+    unsigned char *done = calloc((size_t)W * C, 1);
+    if (!done) return error_set(err, "out of memory");
+    for (int r = 0; r < j->n_records; r++) done[(size_t)j->records[r].window * C + j->records[r].config] = 1;
+    int todo = 0;
+    for (int w = I; w < W; w += N)
+        for (int c = 0; c < C; c++)
+            if (!done[(size_t)w * C + c]) { todo++; break; }
+    const KvLayered **k = malloc((size_t)C * sizeof *k), **v = malloc((size_t)C * sizeof *v);
+    PplSession ps = {0};
+    int rc = 0;
+    if (!k || !v) rc = error_set(err, "out of memory");
+    for (int c = 0; c < C && !rc; c++) k[c] = &s->configs[c].k, v[c] = &s->configs[c].v;
+    if (!rc && todo > 0) rc = ppl_session_init(&ps, m, &s->ppl, k, v, C, 1, err);
+    double t0 = seconds_now();
+    long ran = 0;
+    int finished = 0;
+    for (int w = I; w < W && todo > 0 && !rc; w += N) {
+        int missing = 0;
+        for (int c = 0; c < C; c++) missing += !done[(size_t)w * C + c];
+        if (!missing) continue;
+        ran += ppl_session_begin_window(&ps, tokens, s->n_tokens, w);
+        for (int c = 0; c < C && !rc; c++) {
+            if (done[(size_t)w * C + c]) continue;
+            TokenSums sums = {0};
+            double t1 = seconds_now();
+            long n = ppl_session_run_scheme(&ps, c, &sums);
+            ran += n;
+            rc = record_append(dir, w, c, &s->configs[c], &sums, n, seconds_now() - t1, err);
+        }
+        finished++;
+        if (progress) progress_update(progress, finished, todo, ran, seconds_now() - t0);
+    }
+    ppl_session_free(&ps);
+    free(k);
+    free(v);
+    free(done);
+    return rc;
+}
+
+int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const char *out_dir, Progress *progress,
+              SweepTotals *totals, Error *err) {
+    memset(totals, 0, sizeof *totals);
+    if (ppl_check(m, tokens, s->n_tokens, &s->ppl, err) || make_directory(out_dir, err) ||
+        settings_claim(out_dir, s, err))
+        return -1;
+    Journal j;
+    char path[4200];
+    path_in(path, sizeof path, out_dir, JOURNAL_FILE);
+    int rc = journal_read(out_dir, s, &j, err);
+    if (!rc && j.good_len < j.len) rc = truncate_to(path, j.good_len, err);   /* a torn last append */
+    if (!rc) rc = run_missing(m, tokens, s, out_dir, &j, progress, err);
+    journal_free(&j);
+    /* the totals come from the journal as it now stands, whatever ran when */
+    if (!rc) rc = journal_read(out_dir, s, &j, err);
+    if (!rc) rc = totals_from(&j, 1, s, 0, totals, err);
+    journal_free(&j);
+    return rc;
+}
+
+/* Settings of two shards of one sweep: the same in everything but the shard index. */
+static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
+    if (strcmp(a->model, b->model) || strcmp(a->text_file, b->text_file) || strcmp(a->precision, b->precision) ||
+        a->ppl.protocol != b->ppl.protocol || a->ppl.ctx != b->ppl.ctx || a->ppl.stride != b->ppl.stride ||
+        a->ppl.max_windows != b->ppl.max_windows || a->ppl.batch != b->ppl.batch || a->n_tokens != b->n_tokens ||
+        a->tokens_hash != b->tokens_hash || a->windows_total != b->windows_total ||
+        a->ppl.shard_count != b->ppl.shard_count || a->n_configs != b->n_configs)
+        return 0;
+    for (int i = 0; i < a->n_configs; i++)
+        if (strcmp(a->configs[i].k_text, b->configs[i].k_text) || strcmp(a->configs[i].v_text, b->configs[i].v_text))
+            return 0;
+    return 1;
+}
+
+int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err) {
+    memset(totals, 0, sizeof *totals);
+    SweepSettings *all = calloc((size_t)n, sizeof *all);
+    Journal *j = calloc((size_t)n, sizeof *j);
+    int rc = all && j ? 0 : error_set(err, "out of memory");
+    for (int i = 0; i < n && !rc; i++) {
+        rc = settings_read(dirs[i], &all[i], err);
+        if (!rc && !same_sweep(&all[0], &all[i]))
+            rc = error_set(err, "%s: a shard of a different sweep than %s (settings differ)", dirs[i], dirs[0]);
+        if (!rc && all[i].ppl.shard_count != n)
+            rc = error_set(err, "%s: shard %d of %d, but %d directories were given", dirs[i], all[i].ppl.shard_index,
+                           all[i].ppl.shard_count, n);
+        for (int k = 0; k < i && !rc; k++)
+            if (all[k].ppl.shard_index == all[i].ppl.shard_index)
+                rc = error_set(err, "%s: shard %d again (also %s)", dirs[i], all[i].ppl.shard_index, dirs[k]);
+        if (!rc) rc = journal_read(dirs[i], &all[i], &j[i], err);
+        if (!rc && j[i].good_len < j[i].len)
+            rc = error_set(err, "%s/%s: its last record is torn: finish that shard first", dirs[i], JOURNAL_FILE);
+    }
+    if (!rc) rc = totals_from(j, n, &all[0], 1, totals, err);
+    for (int i = 0; i < n && j; i++) journal_free(&j[i]);
+    for (int i = 1; i < n && all; i++) free(all[i].configs);
+    if (!rc) {
+        *s = all[0];
+        s->ppl.shard_index = 0;
+        s->ppl.shard_count = 1;
+    } else if (all) {
+        free(all[0].configs);
+    }
+    free(all);
+    free(j);
+    return rc;
+}

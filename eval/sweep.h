@@ -1,0 +1,66 @@
+/* eval/sweep.h: many KV-cache configurations over the same windows (./run sweep).
+ *
+ * Windows are the outer loop and configurations the inner one (eval/perplexity.h's
+ * PplSession): each window's fp32 baseline runs once and every configuration is compared
+ * with it, so N configurations cost N + 1 forward passes per window and KL stays exact.
+ *
+ * Each (window, configuration) result becomes one line of DIR/journal.jsonl the moment it
+ * exists. DIR/sweep.json holds the arguments; a sweep started again with the same ones skips
+ * what the journal holds, and refuses different ones. Totals are always added up from the
+ * journal in (window, configuration) order, so an interrupted and resumed sweep, an
+ * uninterrupted one and shards put together by sweep-merge give the same numbers to the bit. */
+#ifndef KVQ_SWEEP_H
+#define KVQ_SWEEP_H
+
+#include "eval/perplexity.h"
+#include "eval/progress.h"
+
+#define SWEEP_MAX_CONFIGS 256
+
+typedef struct {
+    char k_text[512], v_text[512];   /* the schemes as given (V = K when not given) */
+    KvLayered k, v;                  /* parsed (not filled by sweep_merge) */
+    double k_bits[2], v_bits[2];     /* stored and effective bits per value at ctx (SCHEMES.md 6) */
+} SweepConfig;
+
+/* What identifies a sweep: equal settings, equal numbers. */
+typedef struct {
+    char model[1024];            /* the model directory as given */
+    char text_file[1024];
+    char precision[8];           /* "exact" or "bf16" */
+    PplOptions ppl;              /* protocol, ctx, stride, max_windows, batch, shard; schemes unused */
+    int n_tokens;
+    unsigned long long tokens_hash;   /* FNV-1a of the token ids: the same text, tokenized the same */
+    int windows_total;           /* after max_windows */
+    SweepConfig *configs;
+    int n_configs;
+} SweepSettings;
+
+/* The sums of every configuration over the windows the journal(s) hold. */
+typedef struct {
+    TokenSums *sums;             /* [n_configs] */
+    int windows;                 /* windows whose every configuration is in */
+    long tokens_processed;       /* forward-pass tokens of all records */
+    double seconds;              /* compute time of all records (not counting the baselines) */
+} SweepTotals;
+
+unsigned long long sweep_tokens_hash(const int *tokens, int n);
+
+/* Runs (or resumes) the sweep into out_dir: the windows of s's shard, every configuration.
+ * Fills totals from the journal when done. progress may be NULL. */
+int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const char *out_dir, Progress *progress,
+              SweepTotals *totals, Error *err);
+
+/* Reads the n shard directories of one sweep (shards 0..n-1 of n, each complete) into s
+ * (configurations' texts and bits; s->configs allocated) and totals. */
+int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err);
+
+/* results.md, results.csv, results.json and chart.svg in out_dir (each written atomically). */
+int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const SweepTotals *totals, Error *err);
+
+/* The Markdown table alone (what ./run sweep prints). */
+void sweep_print_table(FILE *f, const SweepSettings *s, const SweepTotals *totals);
+
+void sweep_totals_free(SweepTotals *t);
+
+#endif

@@ -1,0 +1,180 @@
+/* eval/sweep_report.c: a sweep's results as a Markdown table, CSV, JSON and an SVG chart
+ * (eval/chart.c): one row per configuration, with the statistics of eval/stats.h. */
+#include "eval/sweep.h"
+#include "eval/chart.h"
+#include "eval/json_out.h"
+#include "eval/report.h"
+#include "model/fileio.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Bits per cached value, keys and values together: their mean (both have head_dim values per
+ * head and position). which: 0 stored, 1 effective. */
+static double config_bits(const SweepConfig *c, int which) { return 0.5 * (c->k_bits[which] + c->v_bits[which]); }
+
+/* "int4-g64" when keys and values share the scheme, else "K int2-t32 / V int2-g32". */
+static void config_label(const SweepConfig *c, char *out, size_t n) {
+    if (!strcmp(c->k_text, c->v_text)) snprintf(out, n, "%s", c->k_text);
+    else snprintf(out, n, "K %s / V %s", c->k_text, c->v_text);
+}
+
+/* Every configuration's summary and the Pareto front of (effective bits, mean KL). */
+static int summaries(const SweepSettings *s, const SweepTotals *t, PplSummary *y, unsigned char *front,
+                     ChartPoint *points, char (*labels)[1100]) {
+    for (int i = 0; i < s->n_configs; i++) {
+        y[i] = token_sums_summarize(&t->sums[i]);
+        config_label(&s->configs[i], labels[i], sizeof labels[i]);
+        points[i] = (ChartPoint){labels[i], config_bits(&s->configs[i], 1), y[i].kl_mean, y[i].delta_pct};
+    }
+    chart_pareto_front(points, s->n_configs, front);
+    return 0;
+}
+
+static void print_header(FILE *f, const SweepSettings *s, const SweepTotals *t, const PplSummary *first) {
+    fprintf(f, "Model `%s`, text `%s` (%d tokens), ", s->model, s->text_file, s->n_tokens);
+    if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
+    else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
+    fprintf(f, ", %d of %d windows, %ld scored tokens per configuration, %s matmuls. ", t->windows, s->windows_total,
+            first ? first->n : 0L, s->precision);
+    if (first) fprintf(f, "Baseline (fp32 cache) perplexity %.4f.\n\n", first->base_ppl);
+    else fprintf(f, "\n\n");
+}
+
+void sweep_print_table(FILE *f, const SweepSettings *s, const SweepTotals *t) {
+    int n = s->n_configs;
+    PplSummary *y = calloc((size_t)n, sizeof *y);
+    unsigned char *front = calloc((size_t)n, 1);
+    ChartPoint *points = calloc((size_t)n, sizeof *points);
+    char (*labels)[1100] = calloc((size_t)n, sizeof *labels);
+    if (!y || !front || !points || !labels) {
+        fprintf(f, "(out of memory for the table)\n");
+        goto done;
+    }
+    summaries(s, t, y, front, points, labels);
+    print_header(f, s, t, n > 0 ? &y[0] : NULL);
+    fprintf(f, "| configuration | bits stored | bits effective | x fp16 | ppl | delta ppl | delta %% | KL mean | "
+               "KL median | KL p99 | KL max | top-1 %% | front |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:-:|\n");
+    for (int i = 0; i < n; i++) {
+        double eff = config_bits(&s->configs[i], 1);
+        fprintf(f, "| %s | %.3g | %.3g | %.2f | %.4f | %+.4f +/- %.4f | %+.3f +/- %.3f | %.3g +/- %.2g | %.3g | %.3g | "
+                   "%.3g | %.2f +/- %.2f | %s |\n",
+                labels[i], config_bits(&s->configs[i], 0), eff, 16.0 / eff, y[i].ppl, y[i].delta, y[i].delta_se,
+                y[i].delta_pct, y[i].delta_pct_se, y[i].kl_mean, y[i].kl_se, y[i].kl_median, y[i].kl_p99, y[i].kl_max,
+                100 * y[i].top1, 100 * y[i].top1_se, front[i] ? "*" : "");
+    }
+done:
+    free(y);
+    free(front);
+    free(points);
+    free(labels);
+}
+
+static void csv_field(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void write_csv(FILE *f, const SweepSettings *s, const PplSummary *y, const unsigned char *front) {
+    fprintf(f, "k_scheme,v_scheme,k_stored_bits,k_effective_bits,v_stored_bits,v_effective_bits,effective_bits,"
+               "ratio_to_fp16,scored_tokens,ppl,ppl_stderr,baseline_ppl,delta,delta_stderr,delta_percent,"
+               "delta_percent_stderr,ln_ppl_ratio,ln_ppl_ratio_stderr,kl_mean,kl_stderr,kl_median,kl_p90,kl_p99,"
+               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto\n");
+    for (int i = 0; i < s->n_configs; i++) {
+        const SweepConfig *c = &s->configs[i];
+        double eff = config_bits(c, 1);
+        csv_field(f, c->k_text);
+        fputc(',', f);
+        csv_field(f, c->v_text);
+        fprintf(f, ",%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%ld", c->k_bits[0], c->k_bits[1], c->v_bits[0], c->v_bits[1], eff,
+                16.0 / eff, y[i].n);
+        double v[] = {y[i].ppl, y[i].ppl_se, y[i].base_ppl, y[i].delta, y[i].delta_se, y[i].delta_pct,
+                      y[i].delta_pct_se, y[i].ln_ratio, y[i].ln_ratio_se, y[i].kl_mean, y[i].kl_se, y[i].kl_median,
+                      y[i].kl_p90, y[i].kl_p99, y[i].kl_p999, y[i].kl_max, y[i].top1, y[i].top1_se, y[i].dp_mean,
+                      y[i].dp_rms};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) fprintf(f, ",%.9g", v[k]);
+        fprintf(f, ",%d\n", front[i]);
+    }
+}
+
+static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, const PplSummary *y,
+                       const unsigned char *front) {
+    fprintf(f, "{\n");
+    json_out_string(f, "model", s->model, 0);
+    json_out_string(f, "text_file", s->text_file, 0);
+    json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
+    json_out_string(f, "precision", s->precision, 0);
+    fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", s->ppl.ctx, s->ppl.stride, s->n_tokens);
+    fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", t->windows, s->windows_total);
+    json_out_number(f, "tokens_processed", (double)t->tokens_processed, 0);
+    json_out_number(f, "seconds", t->seconds, 0);
+    fprintf(f, "  \"configs\": [\n");
+    for (int i = 0; i < s->n_configs; i++) {
+        const SweepConfig *c = &s->configs[i];
+        fprintf(f, "  {\n");
+        json_out_string(f, "k_scheme", c->k_text, 0);
+        json_out_string(f, "v_scheme", c->v_text, 0);
+        json_out_number(f, "k_stored_bits", c->k_bits[0], 0);
+        json_out_number(f, "k_effective_bits", c->k_bits[1], 0);
+        json_out_number(f, "v_stored_bits", c->v_bits[0], 0);
+        json_out_number(f, "v_effective_bits", c->v_bits[1], 0);
+        json_out_number(f, "effective_bits", config_bits(c, 1), 0);
+        json_out_number(f, "ratio_to_fp16", 16.0 / config_bits(c, 1), 0);
+        fprintf(f, "  \"scored_tokens\": %ld,\n  \"pareto\": %s,\n", y[i].n, front[i] ? "true" : "false");
+        json_out_number(f, "ppl", y[i].ppl, 0);
+        json_out_number(f, "baseline_ppl", y[i].base_ppl, 0);
+        json_out_number(f, "delta", y[i].delta, 0);
+        json_out_number(f, "delta_percent", y[i].delta_pct, 0);
+        json_out_number(f, "kl_mean", y[i].kl_mean, 0);
+        json_out_number(f, "top1_agreement", y[i].top1, 0);
+        report_summary_json(f, y[i]);
+        /* the sums, so that the figures can be checked or combined */
+        json_out_number(f, "nll_sum", t->sums[i].nll_sum, 0);
+        json_out_number(f, "base_nll_sum", t->sums[i].base_nll_sum, 0);
+        json_out_number(f, "kl_sum", t->sums[i].kl_sum, 1);
+        fprintf(f, "  }%s\n", i + 1 < s->n_configs ? "," : "");
+    }
+    fprintf(f, "  ]\n}\n");
+}
+
+/* Writes one output file atomically with the writer chosen by kind. */
+static int write_output(const char *dir, const char *name, int kind, const SweepSettings *s, const SweepTotals *t,
+                        const PplSummary *y, const unsigned char *front, const ChartPoint *points, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    if (kind == 0) sweep_print_table(af.f, s, t);
+    else if (kind == 1) write_csv(af.f, s, y, front);
+    else if (kind == 2) write_json(af.f, s, t, y, front);
+    else {
+        char title[1200];
+        snprintf(title, sizeof title, "KV-cache schemes on %s (ctx %d, %ld tokens)", s->model, s->ppl.ctx,
+                 s->n_configs > 0 ? y[0].n : 0L);
+        chart_write_svg(af.f, title, points, s->n_configs);
+    }
+    return atomic_commit(&af, err);
+}
+
+int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const SweepTotals *t, Error *err) {
+    int n = s->n_configs, rc = 0;
+    PplSummary *y = calloc((size_t)n, sizeof *y);
+    unsigned char *front = calloc((size_t)n, 1);
+    ChartPoint *points = calloc((size_t)n, sizeof *points);
+    char (*labels)[1100] = calloc((size_t)n, sizeof *labels);
+    if (!y || !front || !points || !labels) rc = error_set(err, "out of memory");
+    if (!rc) rc = make_directory(out_dir, err);
+    if (!rc) summaries(s, t, y, front, points, labels);
+    static const char *const names[] = {"results.md", "results.csv", "results.json", "chart.svg"};
+    for (int k = 0; k < 4 && !rc; k++) rc = write_output(out_dir, names[k], k, s, t, y, front, points, err);
+    free(y);
+    free(front);
+    free(points);
+    free(labels);
+    return rc;
+}

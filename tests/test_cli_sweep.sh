@@ -1,0 +1,141 @@
+#!/bin/sh
+# tests/test_cli_sweep.sh: ./run sweep and sweep-merge end to end: the statistics equal ppl's
+# for the same configuration and agree with the reference file; a killed sweep resumes to the
+# same numbers; a torn journal line is cut off; shards merge to the single run's numbers; the
+# chart is well-formed XML and renders to a PNG; bad input gets exit 2 and one line.
+. tests/cli_helpers.sh
+M=data/models/mini-llama-brown
+REF=tests/fixtures/reference
+# small windows: seconds per configuration
+W="--ctx 128 --stride 64 --windows 6"
+CONFIGS="$T/configs.txt"
+cat >"$CONFIGS" <<'EOF'
+# the configurations of this test: one K[:V] per line
+int8-g64
+int4-g64   # a comment after a configuration
+int2-t32-asym+res16:int2-g32-asym+res16
+
+q4_0+had
+EOF
+
+# --- a whole sweep, and each configuration's numbers against ppl's
+expect_exit "sweep of 4 configurations runs" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/full" --quiet
+for f in results.md results.csv results.json chart.svg journal.jsonl sweep.json; do
+    [ -s "$T/full/$f" ] || fail "sweep writes $f" "missing or empty"
+done
+./run ppl $M $W --k-scheme int2-t32-asym+res16 --v-scheme int2-g32-asym+res16 --json --quiet >"$T/ppl.json" 2>/dev/null
+python3 - "$T/full/results.json" "$T/ppl.json" <<'PY' && pass "sweep = ppl --json for K int2-t32 / V int2-g32 (ppl, delta, KL mean/percentiles/max, top-1, p(correct): rel 1e-9)" || fail "sweep = ppl" "see above"
+import json, sys
+sweep = json.load(open(sys.argv[1]))
+ppl = json.load(open(sys.argv[2]))
+row = [c for c in sweep["configs"] if c["k_scheme"].startswith("int2-t32")][0]
+worst = 0.0
+for key in ["ppl", "baseline_ppl", "delta", "delta_percent", "delta_stderr", "kl_mean", "kl_stderr", "kl_median",
+            "kl_p90", "kl_p99", "kl_p999", "kl_max", "top1_agreement", "dp_mean", "dp_rms", "ln_ppl_ratio"]:
+    a, b = row[key], ppl[key]
+    rel = abs(a - b) / max(abs(b), 1e-300)
+    if not rel <= 1e-9:   # ppl adds tokens in one sum, the sweep window by window: rounding differs
+        print("differs:", key, a, b)
+        sys.exit(1)
+sys.exit(0 if row["scored_tokens"] == ppl["scored_tokens"] else 1)
+PY
+
+# --- the statistics of one configuration against the independent reference (the reference
+# protocol: HF ctx 1024 stride 512, 4 windows)
+expect_exit "sweep with the reference protocol" 0 ./run sweep data/models/mini-llama-brown-outliers --ctx 1024 --stride 512 --windows 4 \
+    --config int4-g64 --config 'int2-t32-asym+res128:int2-g32-asym+res128' --out-dir "$T/ref" --quiet
+python3 - "$T/ref/results.json" "$REF/kv-schemes-mini-llama-brown-outliers.json" <<'PY' && pass "sweep statistics = kv-schemes-mini-llama-brown-outliers.json (ppl 1e-4 rel, KL 2% rel, top-1 0.2 points)" || fail "sweep vs reference" "see above"
+import json, sys
+sweep = json.load(open(sys.argv[1]))
+ref = json.load(open(sys.argv[2]))
+rows = ref["rows"]
+def find(k, v):
+    for r in rows:
+        if r["k_scheme"] == k and r["v_scheme"] == v:
+            return r
+    return None
+ok = 0
+for c in sweep["configs"]:
+    r = find(c["k_scheme"], c["v_scheme"])
+    if r is None:
+        print("no reference row for", c["k_scheme"], c["v_scheme"]); sys.exit(1)
+    ppl_rel = abs(c["ppl"] - r["ppl"]) / r["ppl"]
+    kl_ref = r["kl"]
+    kl_ok = abs(c["kl_mean"] - kl_ref) <= max(0.02 * kl_ref, 2e-6)
+    top1 = r["top1"]
+    top_ok = abs(c["top1_agreement"] - top1) <= 0.002
+    print("  %s / %s: ppl %.5f vs %.5f, KL %.6g vs %.6g, top-1 %.4f vs %.4f" % (c["k_scheme"], c["v_scheme"], c["ppl"], r["ppl"], c["kl_mean"], kl_ref, c["top1_agreement"], top1))
+    if ppl_rel <= 1e-4 and kl_ok and top_ok:
+        ok += 1
+sys.exit(0 if ok == len(sweep["configs"]) else 1)
+PY
+
+# --- the chart: XML, and a real renderer makes a PNG of it
+python3 -c "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith('svg') else 1)" "$T/full/chart.svg" \
+    && pass "chart.svg parses as XML with an svg root" || fail "chart.svg XML" "$(head -c 300 "$T/full/chart.svg")"
+if command -v rsvg-convert >/dev/null 2>&1; then
+    rsvg-convert "$T/full/chart.svg" -o "$T/chart.png" 2>"$T/rsvg.err"
+    size=$(wc -c <"$T/chart.png" 2>/dev/null || echo 0)
+    [ "$size" -gt 1000 ] && head -c 8 "$T/chart.png" | grep -q PNG && pass "rsvg-convert renders chart.svg to a PNG ($size bytes)" \
+        || fail "rsvg-convert renders chart.svg" "$size bytes: $(cat "$T/rsvg.err")"
+else
+    fail "rsvg-convert renders chart.svg" "rsvg-convert not installed (Debian package librsvg2-bin)"
+fi
+
+# --- killed mid-run, started again: the same numbers
+./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/killed" --quiet >/dev/null 2>&1 &
+pid=$!
+i=0
+while [ "$i" -lt 600 ] && [ "$(cat "$T/killed/journal.jsonl" 2>/dev/null | wc -l)" -lt 5 ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+lines=$(wc -l <"$T/killed/journal.jsonl")
+[ "$lines" -ge 5 ] && [ "$lines" -lt 24 ] && pass "a sweep killed mid-run leaves a journal of finished results ($lines of 24)" \
+    || fail "kill mid-run" "$lines journal lines"
+printf '{"window": 5, "config": 3, "k": "q4_0+ha' >>"$T/killed/journal.jsonl"   # a torn append
+expect_exit "the killed sweep started again finishes" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/killed" --quiet
+cmp -s "$T/full/results.csv" "$T/killed/results.csv" && cmp -s "$T/full/results.md" "$T/killed/results.md" \
+    && pass "killed, torn and resumed: results.csv and results.md identical to the uninterrupted run" \
+    || fail "resume identical" "$(diff "$T/full/results.csv" "$T/killed/results.csv" | head -5)"
+[ "$(wc -l <"$T/killed/journal.jsonl")" -eq 24 ] && pass "the resumed journal holds each (window, configuration) once" \
+    || fail "resumed journal" "$(wc -l <"$T/killed/journal.jsonl") lines"
+expect_exit "a finished sweep started again runs nothing and prints the same table" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/killed" --quiet
+
+# --- other arguments on an existing journal
+expect_exit "other arguments on an existing sweep directory: exit 2" 2 ./run sweep $M --ctx 128 --stride 32 --windows 6 --configs "$CONFIGS" --out-dir "$T/full"
+grep -q 'sweep.json' "$T/err" && grep -q 'stride' "$T/err" && pass "the refusal names sweep.json and the differing setting" || fail "refusal message" "$(cat "$T/err")"
+
+# --- shards
+expect_exit "shard 0/2" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/s0" --shard 0/2 --quiet
+expect_exit "shard 1/2" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/s1" --shard 1/2 --quiet
+expect_exit "sweep-merge of the two shards" 0 ./run sweep-merge "$T/s1" "$T/s0" --out-dir "$T/merged"
+cmp -s "$T/full/results.csv" "$T/merged/results.csv" && pass "2 shards merged: results.csv identical to the single run" \
+    || fail "shards merged" "$(diff "$T/full/results.csv" "$T/merged/results.csv" | head -5)"
+expect_exit "sweep-merge with a shard missing: exit 2" 2 ./run sweep-merge "$T/s0" --out-dir "$T/m1"
+expect_exit "sweep-merge with a shard twice: exit 2" 2 ./run sweep-merge "$T/s0" "$T/s0" --out-dir "$T/m2"
+expect_exit "sweep-merge of shards of different sweeps: exit 2" 2 ./run sweep-merge "$T/s0" "$T/full" --out-dir "$T/m3"
+no_file "a refused merge writes no results" "$T/m3/results.csv"
+
+# --- bad input
+expect_exit "sweep: unknown base in a configuration: exit 2" 2 ./run sweep $M $W --config int5-g64 --out-dir "$T/bad1"
+grep -q "int5-g64" "$T/err" && pass "the message names the bad configuration" || fail "bad config message" "$(cat "$T/err")"
+expect_exit "sweep: a scheme the model cannot hold: exit 2" 2 ./run sweep $M $W --config int4-g128 --out-dir "$T/bad2"
+expect_exit "sweep: missing --configs file: exit 2" 2 ./run sweep $M $W --configs "$T/nope.txt" --out-dir "$T/bad3"
+expect_exit "sweep: no configurations: exit 2" 2 ./run sweep $M $W --out-dir "$T/bad4"
+expect_exit "sweep: no --out-dir: exit 2" 2 ./run sweep $M $W --config int4-g64
+printf 'garbage\n' >"$T/full2.jsonl"
+mkdir -p "$T/corrupt" && cp "$T/full/sweep.json" "$T/corrupt/" && printf 'not json\n' >"$T/corrupt/journal.jsonl"
+expect_exit "sweep: a journal line that is not a record: exit 2" 2 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/corrupt"
+
+# --- ppl shards merge the new statistics exactly (the KL histogram adds up)
+./run ppl $M $W --kv-scheme int4-g64 --json --quiet >"$T/whole.json" 2>/dev/null
+./run ppl $M $W --kv-scheme int4-g64 --json --quiet --shard 0/2 >"$T/p0.json" 2>/dev/null
+./run ppl $M $W --kv-scheme int4-g64 --json --quiet --shard 1/2 >"$T/p1.json" 2>/dev/null
+./run ppl-merge "$T/p0.json" "$T/p1.json" --json >"$T/merged.json" 2>/dev/null
+python3 - "$T/whole.json" "$T/merged.json" <<'PY' && pass "ppl-merge: KL median, p99, p99.9 and max equal the single run's" || fail "ppl-merge percentiles" "see above"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+for k in ["kl_median", "kl_p99", "kl_p999", "kl_max"]:
+    if a[k] != b[k]:
+        print(k, a[k], b[k]); sys.exit(1)
+PY
