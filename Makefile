@@ -85,7 +85,7 @@ bench: run
 
 # `make sweep-demo`: the README's sweep of data/sweeps/configs.txt on both bundled models,
 # from scratch (an existing journal would be resumed, not recomputed).
-SWEEP_DEMO_ARGS := --ctx 1024 --stride 512 --windows 8 --configs data/sweeps/configs.txt --quiet
+SWEEP_DEMO_ARGS := --ctx 1024 --stride 512 --windows 16 --configs data/sweeps/configs.txt --quiet
 sweep-demo: run
 	rm -rf data/sweeps/mini-llama-brown data/sweeps/mini-llama-brown-outliers
 	./run sweep data/models/mini-llama-brown $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown

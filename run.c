@@ -683,6 +683,9 @@ static int cmd_sweep(int argc, char **argv) {
         goto done;
     }
     progress_finish(&progress);
+    if (!e.quiet)
+        fprintf(stderr, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
+                totals.run_seconds, totals.run_tokens, totals.run_seconds > 0 ? totals.run_tokens / totals.run_seconds : 0);
     if (s.ppl.shard_count > 1) {
         printf("shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
                s.ppl.shard_index, s.ppl.shard_count, totals.windows, out_dir);

@@ -12,6 +12,12 @@
 #include <string.h>
 #include <time.h>
 
+/* One scored target's figures (token_sums_add's arguments). */
+typedef struct TargetScore {
+    double nll, base_nll, kl, dp;
+    int agree;
+} TargetScore;
+
 static double seconds_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -41,22 +47,31 @@ static PplWindow make_window(const PplOptions *o, const int *tokens, int n_token
     return win;
 }
 
-/* log-softmax of row into out; returns the argmax. */
-static int log_softmax(const float *row, int n, double *out) {
+/* A row of logits' log-normalizer log(sum_i exp(x_i)) and its argmax (the lowest index on
+ * ties). exp_out (may be NULL) receives exp(x_i - max) and *sum their sum: the distribution up
+ * to that factor. Everything in double, from the float logits. */
+static double log_normalizer(const float *row, int n, int *argmax, double *exp_out, double *sum_out) {
     int best = 0;
     for (int i = 1; i < n; i++) if (row[i] > row[best]) best = i;
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += exp((double)row[i] - row[best]);
-    double log_z = row[best] + log(sum);
-    for (int i = 0; i < n; i++) out[i] = row[i] - log_z;
-    return best;
+    double sum = 0, top = row[best];
+    for (int i = 0; i < n; i++) {
+        double e = exp((double)row[i] - top);
+        if (exp_out) exp_out[i] = e;
+        sum += e;
+    }
+    *argmax = best;
+    if (sum_out) *sum_out = sum;
+    return top + log(sum);
 }
 
-/* KL(p || q) from log-probabilities. */
-static double kl_divergence(const double *logp, const double *logq, int n) {
+/* KL(base || q) from the baseline's probabilities p (summing to p_sum) and both rows of logits:
+ * sum_i p_i (log p_i - log q_i) = sum_i p_i (xb_i - xq_i) + (Z_q - Z_b) p_sum, one pass of
+ * multiply-adds where the log-softmax form would need an exp per entry. */
+static double kl_divergence(const double *p, double p_sum, const float *base, double z_base, const float *q, double z_q,
+                            int n) {
     double kl = 0;
-    for (int i = 0; i < n; i++) kl += exp(logp[i]) * (logp[i] - logq[i]);
-    return kl;
+    for (int i = 0; i < n; i++) kl += p[i] * ((double)base[i] - (double)q[i]);
+    return kl + (z_q - z_base) * p_sum;
 }
 
 /* ---- one window, several caches ---- */
@@ -89,17 +104,20 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
         if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], m->rope_inv_freq, err)) return -1;
         ps->n_schemes = i + 1;
     }
-    ps->logp = malloc((size_t)c->vocab_size * sizeof(double));
-    ps->base_logp = malloc((size_t)c->vocab_size * sizeof(double));
-    if (o->protocol == PPL_LLAMACPP) ps->bos_chunk = malloc((size_t)o->batch * sizeof(int));
-    if (!ps->logp || !ps->base_logp || (o->protocol == PPL_LLAMACPP && !ps->bos_chunk))
+    if (o->protocol == PPL_LLAMACPP && !(ps->bos_chunk = malloc((size_t)o->batch * sizeof(int))))
         return error_set(err, "out of memory");
+    if (!(ps->scores = malloc((size_t)o->batch * sizeof *ps->scores))) return error_set(err, "out of memory");
     if (!compare) return 0;
     if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, err)) return -1;
-    size_t held = (size_t)o->ctx * (size_t)c->vocab_size;   /* at most ctx - 1 targets per window */
-    if (!(ps->base_logits = malloc(held * sizeof(float))))
-        return error_set(err, "out of memory for the baseline's logits of one window (%.0f MiB)",
-                         (double)held * sizeof(float) / 1048576.0);
+    size_t rows = (size_t)o->ctx, held = rows * (size_t)c->vocab_size;   /* at most ctx - 1 targets per window */
+    ps->base_logits = malloc(held * sizeof(float));
+    ps->base_p = malloc(held * sizeof(double));
+    ps->base_z = malloc(rows * sizeof(double));
+    ps->base_p_sum = malloc(rows * sizeof(double));
+    ps->base_top = malloc(rows * sizeof(int));
+    if (!ps->base_logits || !ps->base_p || !ps->base_z || !ps->base_p_sum || !ps->base_top)
+        return error_set(err, "out of memory for the baseline's distributions of one window (%.0f MiB)",
+                         (double)held * (sizeof(float) + sizeof(double)) / 1048576.0);
     return 0;
 }
 
@@ -109,8 +127,11 @@ void ppl_session_free(PplSession *ps) {
     free(ps->kv);
     kv_cache_free(&ps->base_kv);
     free(ps->base_logits);
-    free(ps->logp);
-    free(ps->base_logp);
+    free(ps->base_p);
+    free(ps->base_z);
+    free(ps->base_p_sum);
+    free(ps->base_top);
+    free(ps->scores);
     free(ps->bos_chunk);
     memset(ps, 0, sizeof *ps);
 }
@@ -121,19 +142,52 @@ static int first_scored_row(const PplWindow *win, int pos, int T) {
     return row < 0 ? 0 : row > T ? T : row;
 }
 
-/* One scored target: its logits with the scheme's cache against the baseline's (NULL: none). */
-static void score_target(PplSession *ps, const float *logits, const float *base, int tok, TokenSums *sums) {
-    int V = ps->m->config.vocab_size;
-    int top = log_softmax(logits, V, ps->logp);
-    double nll = -ps->logp[tok];
-    if (!base) {
-        token_sums_add(sums, nll, 0, 0, 0, 0, 0);
-        return;
+/* The baseline's row for target row r of the window: its logits are kept, and its
+ * normalizer, argmax and probabilities computed once for every scheme that follows. */
+static void hold_baseline(PplSession *ps, size_t r, const float *logits) {
+    size_t V = (size_t)ps->m->config.vocab_size;
+    memcpy(ps->base_logits + r * V, logits, V * sizeof(float));
+    double *p = ps->base_p + r * V, sum;
+    ps->base_z[r] = log_normalizer(logits, (int)V, &ps->base_top[r], p, &sum);
+    double p_sum = 0;
+    for (size_t i = 0; i < V; i++) p_sum += (p[i] /= sum);
+    ps->base_p_sum[r] = p_sum;
+}
+
+/* Scores one target (token tok, row r of the window's targets) from the scheme's logits,
+ * against the held baseline when compare is set. */
+static TargetScore score_target(const PplSession *ps, const float *logits, size_t r, int tok) {
+    int V = ps->m->config.vocab_size, top;
+    TargetScore x = {0, 0, 0, 0, 0};
+    double z = log_normalizer(logits, V, &top, NULL, NULL);
+    x.nll = z - (double)logits[tok];
+    if (!ps->compare) return x;
+    const float *base = ps->base_logits + r * (size_t)V;
+    x.base_nll = ps->base_z[r] - (double)base[tok];
+    x.kl = kl_divergence(ps->base_p + r * (size_t)V, ps->base_p_sum[r], base, ps->base_z[r], logits, z, V);
+    x.agree = top == ps->base_top[r];
+    x.dp = exp(-x.nll) - exp(-x.base_nll);
+    return x;
+}
+
+/* Rows from..T-1 of a batch at pos: the baseline's held (sums NULL), or the scheme's scored and
+ * added into sums. Rows are independent (a pass over the vocabulary each, as costly as a small
+ * model's forward pass), so the threads share them; the sums are added in token order after,
+ * the same for any number of threads. */
+static void score_rows(PplSession *ps, const PplWindow *win, int pos, int from, int T, TokenSums *sums) {
+    size_t V = (size_t)ps->m->config.vocab_size;
+    int last = win->n - 1 - pos < T ? win->n - 1 - pos : T;   /* rows predicting a target inside the window */
+    #pragma omp parallel for schedule(static)
+    for (int t = from; t < last; t++) {
+        const float *row = ps->s.logits + (size_t)(t - from) * V;
+        size_t r = (size_t)(pos + t + 1 - win->first_target);
+        if (!sums) hold_baseline(ps, r, row);
+        else ps->scores[t] = score_target(ps, row, r, win->tokens[pos + t + 1]);
     }
-    int base_top = log_softmax(base, V, ps->base_logp);
-    double base_nll = -ps->base_logp[tok];
-    token_sums_add(sums, nll, 1, base_nll, kl_divergence(ps->base_logp, ps->logp, V), top == base_top,
-                   exp(-nll) - exp(-base_nll));
+    for (int t = from; sums && t < last; t++) {
+        const TargetScore *x = &ps->scores[t];
+        token_sums_add(sums, x->nll, ps->compare, x->base_nll, x->kl, x->agree, x->dp);
+    }
 }
 
 /* Runs the window through the model with cache kv, batch by batch. Scoring run (sums set):
@@ -141,7 +195,6 @@ static void score_target(PplSession *ps, const float *logits, const float *base,
  * NULL): the scored targets' logits are kept in base_logits. Returns the tokens it ran. */
 static long run_window(PplSession *ps, KvCache *kv, const PplWindow *win, const int *bos_first, TokenSums *sums) {
     const PplOptions *o = &ps->o;
-    size_t V = (size_t)ps->m->config.vocab_size;
     long ran = 0;
     kv->len = 0;
     for (int pos = 0; pos < win->n; pos += o->batch) {
@@ -151,14 +204,7 @@ static long run_window(PplSession *ps, KvCache *kv, const PplWindow *win, const 
         int from = first_scored_row(win, pos, T);
         forward(ps->m, &ps->s, kv, toks, T, pos, from);
         ran += T;
-        for (int t = from; t < T; t++) {
-            int target = pos + t + 1;
-            if (target >= win->n) continue;
-            const float *row = ps->s.logits + (size_t)(t - from) * V;
-            float *held = ps->base_logits + (size_t)(target - win->first_target) * V;
-            if (!sums) memcpy(held, row, V * sizeof(float));
-            else score_target(ps, row, ps->compare ? held : NULL, win->tokens[target], sums);
-        }
+        score_rows(ps, win, pos, from, T, sums);
     }
     return ran;
 }

@@ -60,8 +60,12 @@ typedef struct {
     RunState s;
     KvCache base_kv;
     KvCache *kv;                /* [n_schemes] */
-    float *base_logits;         /* [ctx][vocab]: the baseline's rows for a window's scored targets */
-    double *logp, *base_logp;   /* [vocab] */
+    /* the baseline at a window's scored targets, row r for target first_target + r: */
+    float *base_logits;         /* [ctx][vocab] its logits */
+    double *base_p;             /* [ctx][vocab] its probabilities */
+    double *base_z, *base_p_sum;   /* [ctx] log-normalizer, sum of the probabilities */
+    int *base_top;              /* [ctx] argmax */
+    struct TargetScore *scores; /* [batch]: one batch's per-target figures, before they are added */
     int *bos_chunk;             /* [batch]: a chunk's first tokens with BOS first (llama.cpp protocol) */
     PplWindow win;              /* the window begun last */
 } PplSession;

@@ -353,7 +353,7 @@ void sweep_totals_free(SweepTotals *t) {
 
 /* Runs the windows of s's shard that the journal does not finish. */
 static int run_missing(const Model *m, const int *tokens, const SweepSettings *s, const char *dir, const Journal *j,
-                       Progress *progress, Error *err) {
+                       Progress *progress, double *seconds, long *tokens_run, Error *err) {
     int W = s->windows_total, C = s->n_configs, I = s->ppl.shard_index, N = s->ppl.shard_count;
     unsigned char *done = calloc((size_t)W * C, 1);
     if (!done) return error_set(err, "out of memory");
@@ -387,6 +387,8 @@ static int run_missing(const Model *m, const int *tokens, const SweepSettings *s
         finished++;
         if (progress) progress_update(progress, finished, todo, ran, seconds_now() - t0);
     }
+    *seconds = seconds_now() - t0;
+    *tokens_run = ran;
     ppl_session_free(&ps);
     free(k);
     free(v);
@@ -405,11 +407,15 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
     path_in(path, sizeof path, out_dir, JOURNAL_FILE);
     int rc = journal_read(out_dir, s, &j, err);
     if (!rc && j.good_len < j.len) rc = truncate_to(path, j.good_len, err);   /* a torn last append */
-    if (!rc) rc = run_missing(m, tokens, s, out_dir, &j, progress, err);
+    double seconds = 0;
+    long ran = 0;
+    if (!rc) rc = run_missing(m, tokens, s, out_dir, &j, progress, &seconds, &ran, err);
     journal_free(&j);
     /* the totals come from the journal as it now stands, whatever ran when */
     if (!rc) rc = journal_read(out_dir, s, &j, err);
     if (!rc) rc = totals_from(&j, 1, s, 0, totals, err);
+    totals->run_seconds = seconds;
+    totals->run_tokens = ran;
     journal_free(&j);
     return rc;
 }

@@ -42,6 +42,8 @@ typedef struct {
     int windows;                 /* windows whose every configuration is in */
     long tokens_processed;       /* forward-pass tokens of all records */
     double seconds;              /* compute time of all records (not counting the baselines) */
+    double run_seconds;          /* this process: wall time of the windows it ran, baselines included */
+    long run_tokens;             /* ... and their forward-pass tokens */
 } SweepTotals;
 
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
