@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """tests/test_readme.py: the numbers README.md shows are the ones ./run prints today.
 
-Two places in the README quote program output: the sample `./run --validate` report and the table
-"What int4 does to the bundled model". Both are re-run here and compared digit for digit (the
-run time is the one field left out), so a change that moves a number makes this test fail until
-the README is regenerated from the program. Run from the repo root after `make`."""
+Three places in the README quote program output: the sample `./run --validate` report, the table
+"What int4 does to the bundled model" and the sweep demo's table (data/sweeps/, `make sweep-demo`).
+They are re-run here and compared digit for digit (the run time is the one field left out), so a
+change that moves a number makes this test fail until the README is regenerated from the program.
+Run from the repo root after `make`."""
 import json
 import re
+import os
 import subprocess
 import sys
+import tempfile
 
 MODEL = "data/models/mini-llama-brown"
 README = open("README.md", encoding="utf-8").read()
@@ -77,5 +80,22 @@ def check_scheme_table():
                    f"README {fp32[0]}, ./run {base:.3f}")
 
 
+def check_sweep_demo():
+    """The README's demo table is the committed results.md's, and a fresh run of the demo's
+    outlier-model sweep (Makefile SWEEP_DEMO_ARGS) writes the same results.md."""
+    demo = "data/sweeps/mini-llama-brown-outliers"
+    committed = open(f"{demo}/results.md", encoding="utf-8").read()
+    table = committed.split("\n\n", 1)[1].strip("\n")
+    report("README: the sweep demo table is data/sweeps/mini-llama-brown-outliers/results.md's", table in README,
+           "regenerate the README's table from results.md (make sweep-demo)")
+    args = re.search(r"^SWEEP_DEMO_ARGS := (.*)$", open("Makefile", encoding="utf-8").read(), re.M).group(1).split()
+    with tempfile.TemporaryDirectory() as out:
+        got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out])
+        fresh = open(os.path.join(out, "results.md"), encoding="utf-8").read() if got.returncode == 0 else got.stderr
+    report("README: a fresh run of the demo sweep writes the committed results.md", fresh == committed,
+           f"differs: first lines {fresh[:300]!r}")
+
+
 check_validate_sample()
 check_scheme_table()
+check_sweep_demo()
