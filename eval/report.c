@@ -53,6 +53,16 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
 }
 
+void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, const double k_bits[2],
+                         const double v_bits[2]) {
+    json_out_string(f, "k_scheme", k_scheme, 0);
+    json_out_string(f, "v_scheme", v_scheme, 0);
+    json_out_number(f, "k_stored_bits", k_bits[0], 0);
+    json_out_number(f, "k_effective_bits", k_bits[1], 0);
+    json_out_number(f, "v_stored_bits", v_bits[0], 0);
+    json_out_number(f, "v_effective_bits", v_bits[1], 0);
+}
+
 void report_summary_json(FILE *f, PplSummary y) {
     const char *names[] = {"ppl_stderr", "baseline_ppl_stderr", "delta_stderr", "delta_percent_stderr",
                            "ln_ppl_ratio", "ln_ppl_ratio_stderr", "kl_stderr", "kl_median", "kl_p90",
@@ -107,12 +117,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "model", r->model, 0);
     json_out_string(f, "text_file", r->text_file, 0);
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
-    json_out_string(f, "k_scheme", r->k_scheme, 0);
-    json_out_string(f, "v_scheme", r->v_scheme, 0);
-    json_out_number(f, "k_stored_bits", r->k_bits[0], 0);
-    json_out_number(f, "k_effective_bits", r->k_bits[1], 0);
-    json_out_number(f, "v_stored_bits", r->v_bits[0], 0);
-    json_out_number(f, "v_effective_bits", r->v_bits[1], 0);
+    report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
     json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);

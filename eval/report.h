@@ -21,6 +21,9 @@ typedef struct {
 } PplReport;
 
 void report_ppl_text(FILE *f, const PplReport *r);
+/* The JSON lines of the schemes and their stored / effective bits, shared with the sweep's outputs. */
+void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, const double k_bits[2],
+                         const double v_bits[2]);
 /* The JSON lines of the comparison figures (eval/stats.h), shared with the sweep's outputs. */
 void report_summary_json(FILE *f, PplSummary y);
 /* The sums a merge needs beyond ppl's (KL square sum and maximum, p(correct) sums, KL histogram),

@@ -117,12 +117,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
     for (int i = 0; i < s->n_configs; i++) {
         const SweepConfig *c = &s->configs[i];
         fprintf(f, "  {\n");
-        json_out_string(f, "k_scheme", c->k_text, 0);
-        json_out_string(f, "v_scheme", c->v_text, 0);
-        json_out_number(f, "k_stored_bits", c->k_bits[0], 0);
-        json_out_number(f, "k_effective_bits", c->k_bits[1], 0);
-        json_out_number(f, "v_stored_bits", c->v_bits[0], 0);
-        json_out_number(f, "v_effective_bits", c->v_bits[1], 0);
+        report_schemes_json(f, c->k_text, c->v_text, c->k_bits, c->v_bits);
         json_out_number(f, "effective_bits", config_bits(c, 1), 0);
         json_out_number(f, "ratio_to_fp16", 16.0 / config_bits(c, 1), 0);
         fprintf(f, "  \"scored_tokens\": %ld,\n  \"pareto\": %s,\n", y[i].n, front[i] ? "true" : "false");
