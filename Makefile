@@ -81,7 +81,8 @@ test: run $(TEST_BIN)
 	@sh tests/run_tests.sh $(BUILD)/tests
 
 bench: run
-	./run bench --random tinyllama
+	./run bench --random tinyllama --ppl
+	./run bench --random tinyllama --precision exact --ppl --no-probe
 
 # `make sweep-demo`: the README's sweep of data/sweeps/configs.txt on both bundled models,
 # from scratch (an existing journal would be resumed, not recomputed).

@@ -69,7 +69,9 @@ static void print_usage(FILE *f) {
         "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
         "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
         "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
-        "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine\n"
+        "           [--ppl [--ppl-windows 4] [--ppl-batch 256]]\n"
+        "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
+        "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"
         "  --help                          this text (also after any command: ./run ppl --help)\n"
         "\n"
         "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%%] [--kv-scheme int4-g64]\n"
@@ -1058,6 +1060,9 @@ static int cmd_bench(int argc, char **argv) {
         else if (flag(&a, "dtype", 1)) dtype = a.value;
         else if (flag(&a, "precision", 1)) precision = a.value;
         else if (flag(&a, "no-probe", 0)) o.probe_machine = 0;
+        else if (flag(&a, "ppl", 0)) o.ppl_windows = 4;
+        else if (flag(&a, "ppl-windows", 1)) parse_int(&a, "ppl-windows", 2, 1 << 16, &o.ppl_windows);
+        else if (flag(&a, "ppl-batch", 1)) parse_int(&a, "ppl-batch", 1, 4096, &o.ppl_batch);
         else if (flag(&a, "json", 0)) json = 1;
         else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
         else unknown_arg(&a);

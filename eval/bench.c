@@ -53,6 +53,7 @@ void bench_default_options(BenchOptions *o) {
     o->long_v = o->long_k;
     o->repeats = 3;
     o->probe_machine = 1;
+    o->ppl_batch = 256;
 }
 
 /* ---- machine probes ---- */
@@ -364,6 +365,58 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     return rc;
 }
 
+/* ---- the ppl path ---- */
+
+#define WIKITEXT2_TEST_TOKENS 341469   /* TinyLlama's tokenizer, BOS first (data/wikitext-2-raw) */
+
+/* Where the first window ended, so that the rate is taken over the later ones. */
+typedef struct {
+    long tokens;
+    double seconds;
+} FirstWindow;
+
+static void note_first_window(void *user, int done, int total, long tokens, double seconds) {
+    (void)total;
+    FirstWindow *f = user;
+    if (done == 1) f->tokens = tokens, f->seconds = seconds;
+}
+
+/* Positions per second of ppl_evaluate over the windows after the first (fp32 cache). */
+static double ppl_rate(const Model *m, const int *tokens, int n_tokens, const BenchPpl *b, int compare, Error *err) {
+    PplOptions o = {0};
+    FirstWindow first = {0, 0};
+    o.protocol = PPL_HF;
+    o.ctx = b->ctx;
+    o.stride = b->stride;
+    o.max_windows = b->windows;
+    o.shard_count = 1;
+    o.batch = b->batch < b->ctx ? b->batch : b->ctx;
+    o.compare = compare;
+    o.progress = note_first_window;
+    o.progress_user = &first;
+    PplResult r;
+    if (ppl_evaluate(m, tokens, n_tokens, &o, &r, err)) return -1;
+    return (compare ? 2.0 : 1.0) * (double)(r.tokens_processed - first.tokens) / (r.seconds - first.seconds);
+}
+
+static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, Error *err) {
+    BenchPpl *b = &r->ppl;
+    b->ctx = o->long_ctx > m->config.max_seq_len ? m->config.max_seq_len : o->long_ctx;
+    b->stride = 512 < b->ctx ? 512 : b->ctx;
+    b->windows = o->ppl_windows < 2 ? 2 : o->ppl_windows;
+    b->batch = o->ppl_batch;
+    double windows_full = ceil((double)(WIKITEXT2_TEST_TOKENS - b->ctx) / b->stride) + 1;
+    b->full_positions = b->ctx + (windows_full - 1) * b->ctx;
+    int n = b->ctx + (b->windows - 1) * b->stride;
+    int *tokens = malloc((size_t)n * sizeof *tokens);
+    if (!tokens) return error_set(err, "bench: out of memory");
+    for (int i = 0; i < n; i++) tokens[i] = (int)((2654435761u * (unsigned)i + 7u) % (unsigned)m->config.vocab_size);
+    b->alone = ppl_rate(m, tokens, n, b, 0, err);
+    b->compared = b->alone < 0 ? -1 : ppl_rate(m, tokens, n, b, 1, err);
+    free(tokens);
+    return b->alone < 0 || b->compared < 0 ? -1 : 0;
+}
+
 int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResult *r, Error *err) {
     const Config *c = &m->config;
     memset(r, 0, sizeof *r);
@@ -403,6 +456,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     for (int i = 0; i < n_tok; i++) tokens[i] = (int)((1000003u * (unsigned)i + 17u) % (unsigned)c->vocab_size);
     int rc = run_phases(m, o, r, tokens, err);
     free(tokens);
+    if (!rc && o->ppl_windows > 0 && o->long_ctx > 1) rc = run_ppl(m, o, r, err);
     if (rc) return -1;
     r->peak_rss_mib = bench_peak_rss_mib();   /* before the memory probe's own buffer */
     if (o->probe_machine) {
@@ -467,6 +521,14 @@ void bench_print_text(FILE *f, const BenchResult *r) {
         fprintf(f, ", memory read %.1f GB/s (percentages are of these)\n", r->peak_read_gbytes);
         fprintf(f, "           [alongside]: of a read pass over the same weights right after each decode run\n");
     }
+    if (r->ppl.windows > 0) {
+        const BenchPpl *b = &r->ppl;
+        fprintf(f, "ppl path:  HF ctx %d stride %d, batch %d, fp32 cache, windows 2..%d: %.1f positions/s alone "
+                   "(%.2fx prefill), %.1f with the fp32 comparison (%.2fx)\n", b->ctx, b->stride, b->batch, b->windows,
+                b->alone, b->alone / r->prefill.tok_s, b->compared, b->compared / r->prefill.tok_s);
+        fprintf(f, "           a full WikiText-2 test pass (%.2fM positions): %.1f h alone, %.1f h compared\n",
+                b->full_positions * 1e-6, b->full_positions / b->alone / 3600, 2 * b->full_positions / b->compared / 3600);
+    }
     fprintf(f, "peak RSS:  %.0f MiB\n", r->peak_rss_mib);
 }
 
@@ -489,6 +551,15 @@ void bench_print_json(FILE *f, const BenchResult *r) {
     fprintf(f, "  \"peak_f32_gflops\": %.1f,\n  \"peak_bf16_gflops\": %.1f,\n  \"peak_read_gbytes\": %.2f,\n",
             r->peak_f32_gflops, r->peak_bf16_gflops, r->peak_read_gbytes);
     fprintf(f, "  \"peak_rss_mib\": %.1f,\n", r->peak_rss_mib);
+    if (r->ppl.windows > 0) {
+        const BenchPpl *b = &r->ppl;
+        fprintf(f, "  \"ppl\": {\"ctx\": %d, \"stride\": %d, \"windows\": %d, \"batch\": %d, \"positions_per_s\": %.3f, "
+                   "\"compared_positions_per_s\": %.3f, \"ratio_to_prefill\": %.4f, \"compared_ratio_to_prefill\": %.4f, "
+                   "\"full_pass_positions\": %.0f, \"full_pass_s\": %.1f, \"full_pass_compared_s\": %.1f},\n",
+                b->ctx, b->stride, b->windows, b->batch, b->alone, b->compared, b->alone / r->prefill.tok_s,
+                b->compared / r->prefill.tok_s, b->full_positions, b->full_positions / b->alone,
+                2 * b->full_positions / b->compared);
+    }
     json_phase(f, "prefill", &r->prefill, r, 0);
     json_phase(f, "decode", &r->decode, r, r->long_ctx <= 0);
     if (r->long_ctx > 0) {

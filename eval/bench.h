@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include "model/model.h"
+#include "eval/perplexity.h"
 
 typedef struct {
     int prompt;                  /* tokens in the prefill batch (-p, 512) */
@@ -19,7 +20,17 @@ typedef struct {
     int repeats;                 /* each figure is the median of this many runs */
     int threads;                 /* 0: OpenMP's default */
     int probe_machine;           /* measure the FMA / bf16 / memory peaks */
+    int ppl_windows;             /* > 0: also time the ppl path (HF, ctx long_ctx, stride 512) over this many windows */
+    int ppl_batch;               /* its tokens per forward call (ppl's default, 256) */
 } BenchOptions;
+
+/* The ppl path's speed: forward-pass positions per second (both runs counted when compared),
+ * over the windows after the first (which alone scores every position, as no later one does). */
+typedef struct {
+    int ctx, stride, windows, batch;
+    double alone, compared;      /* positions/s without and with the fp32 comparison run */
+    double full_positions;       /* of one pass over the WikiText-2 test at this ctx and stride */
+} BenchPpl;
 
 /* One timed phase: tokens per second (median over repeats) and what that achieves. */
 typedef struct {
@@ -47,6 +58,7 @@ typedef struct {
     double peak_read_gbytes;
     double peak_rss_mib;
     const char *kernel;          /* the matmul path in use */
+    BenchPpl ppl;                /* when ppl_windows > 0 */
 } BenchResult;
 
 void bench_default_options(BenchOptions *o);

@@ -55,3 +55,20 @@ expect_exit "bench: prompt + gen past the model's positions" 2 ./run bench $M -p
 expect_exit "bench: unknown flag" 2 ./run bench $M --bogus
 expect_exit "bench: missing model directory" 2 ./run bench "$T/nowhere"
 expect_exit "bench: --random with an unknown name" 2 ./run bench --random gpt5
+
+# --- the ppl path (--ppl): its rates, its ratio to prefill and the projection, all consistent
+expect_exit "bench --ppl --json" 0 ./run bench $M -p 32 -n 4 --ctx 128 --repeat 1 --no-probe --ppl --ppl-windows 3 --json
+python3 - "$T/out" <<'PY'
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+p = r.get("ppl", {})
+ok = p.get("ctx") == 128 and p.get("stride") == 128 and p.get("windows") == 3 and p.get("batch") == 256 \
+    and p["positions_per_s"] > 0 and p["compared_positions_per_s"] > 0 \
+    and abs(p["ratio_to_prefill"] - p["positions_per_s"] / r["prefill"]["tok_s"]) < 1e-3 * p["ratio_to_prefill"] \
+    and p["full_pass_positions"] == 128 * (math.ceil((341469 - 128) / 128) + 1) \
+    and abs(p["full_pass_s"] - p["full_pass_positions"] / p["positions_per_s"]) <= 0.1 \
+    and abs(p["full_pass_compared_s"] - 2 * p["full_pass_positions"] / p["compared_positions_per_s"]) <= 0.1
+print(("PASS " if ok else "FAIL ") + "bench --ppl: positions/s alone and compared, ratio to prefill, full-pass projection" +
+      ("" if ok else ": " + json.dumps(p)))
+PY
+expect_exit "bench --ppl-windows 1: exit 2" 2 ./run bench $M $SMALL --ppl-windows 1
