@@ -69,7 +69,7 @@ static void print_usage(FILE *f) {
         "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
         "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
         "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
-        "           [--ppl [--ppl-windows 4] [--ppl-batch 256]]\n"
+        "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
         "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
         "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"
         "  --help                          this text (also after any command: ./run ppl --help)\n"
@@ -418,7 +418,7 @@ typedef struct {
 } EvalFlags;
 
 static EvalFlags eval_flags_default(void) {
-    return (EvalFlags){DEFAULT_TEXT, "hf", "exact", 0, 512, 0, 0, 256, 0, 1, 0, 0};
+    return (EvalFlags){DEFAULT_TEXT, "hf", "exact", 0, 512, 0, 0, 512, 0, 1, 0, 0};
 }
 
 /* 1 if argv[a->i] is one of the shared evaluation flags (and consumes it). */

@@ -53,7 +53,7 @@ void bench_default_options(BenchOptions *o) {
     o->long_v = o->long_k;
     o->repeats = 3;
     o->probe_machine = 1;
-    o->ppl_batch = 256;
+    o->ppl_batch = 512;
 }
 
 /* ---- machine probes ---- */

@@ -62,7 +62,7 @@ python3 - "$T/out" <<'PY'
 import json, math, sys
 r = json.load(open(sys.argv[1]))
 p = r.get("ppl", {})
-ok = p.get("ctx") == 128 and p.get("stride") == 128 and p.get("windows") == 3 and p.get("batch") == 256 \
+ok = p.get("ctx") == 128 and p.get("stride") == 128 and p.get("windows") == 3 and p.get("batch") == 512 \
     and p["positions_per_s"] > 0 and p["compared_positions_per_s"] > 0 \
     and abs(p["ratio_to_prefill"] - p["positions_per_s"] / r["prefill"]["tok_s"]) < 1e-3 * p["ratio_to_prefill"] \
     and p["full_pass_positions"] == 128 * (math.ceil((341469 - 128) / 128) + 1) \
