@@ -418,7 +418,8 @@ typedef struct {
 } EvalFlags;
 
 static EvalFlags eval_flags_default(void) {
-    return (EvalFlags){DEFAULT_TEXT, "hf", "exact", 0, 512, 0, 0, 512, 0, 1, 0, 0};
+    return (EvalFlags){.text_file = DEFAULT_TEXT, .protocol = "hf", .precision = "exact", .stride = 512, .batch = 512,
+                       .shard_n = 1};
 }
 
 /* 1 if argv[a->i] is one of the shared evaluation flags (and consumes it). */

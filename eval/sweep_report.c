@@ -20,15 +20,14 @@ static void config_label(const SweepConfig *c, char *out, size_t n) {
 }
 
 /* Every configuration's summary and the Pareto front of (effective bits, mean KL). */
-static int summaries(const SweepSettings *s, const SweepTotals *t, PplSummary *y, unsigned char *front,
-                     ChartPoint *points, char (*labels)[1100]) {
+static void summaries(const SweepSettings *s, const SweepTotals *t, PplSummary *y, unsigned char *front,
+                      ChartPoint *points, char (*labels)[1100]) {
     for (int i = 0; i < s->n_configs; i++) {
         y[i] = token_sums_summarize(&t->sums[i]);
         config_label(&s->configs[i], labels[i], sizeof labels[i]);
         points[i] = (ChartPoint){labels[i], config_bits(&s->configs[i], 1), y[i].kl_mean, y[i].delta_pct};
     }
     chart_pareto_front(points, s->n_configs, front);
-    return 0;
 }
 
 static void print_header(FILE *f, const SweepSettings *s, const SweepTotals *t, const PplSummary *first) {
