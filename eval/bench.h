@@ -25,10 +25,14 @@ typedef struct {
 } BenchOptions;
 
 /* The ppl path's speed: forward-pass positions per second (both runs counted when compared),
- * over the windows after the first (which alone scores every position, as no later one does). */
+ * over the windows after the first (which alone scores every position, as no later one does).
+ * Between windows a prefill of -p tokens is timed (and left out of the ppl rate): the ratios
+ * compare the two under the same machine conditions, which on a shared machine drift by
+ * several percent over the minutes a bench takes. */
 typedef struct {
     int ctx, stride, windows, batch;
     double alone, compared;      /* positions/s without and with the fp32 comparison run */
+    double prefill_alongside;    /* tokens/s: median of the prefills timed between the windows */
     double full_positions;       /* of one pass over the WikiText-2 test at this ctx and stride */
 } BenchPpl;
 

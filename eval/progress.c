@@ -10,6 +10,15 @@ void progress_init(Progress *p, const char *label, int quiet) {
     p->is_tty = isatty(2);
     p->quiet = quiet;
     p->last_print = -1e9;
+    p->first_done = 0;
+    p->first_seconds = 0;
+}
+
+double progress_eta(const Progress *p, int done, int total, double seconds) {
+    if (done <= 0) return -1;
+    if (p->first_done > 0 && done > p->first_done)
+        return (seconds - p->first_seconds) / (done - p->first_done) * (total - done);
+    return seconds / done * (total - done);
 }
 
 static void format_eta(double s, char *buf, size_t n) {
@@ -21,13 +30,14 @@ static void format_eta(double s, char *buf, size_t n) {
 
 void progress_update(void *progress, int done, int total, long tokens, double seconds) {
     Progress *p = progress;
+    if (p->first_done == 0) p->first_done = done, p->first_seconds = seconds;
     if (p->quiet) return;
     int last = done == total;
     if (!p->is_tty && !last && seconds - p->last_print < LINE_EVERY_SECONDS) return;
     p->last_print = seconds;
     double rate = seconds > 0 ? tokens / seconds : 0;
     char eta[32];
-    format_eta(done > 0 ? seconds / done * (total - done) : -1, eta, sizeof eta);
+    format_eta(progress_eta(p, done, total, seconds), eta, sizeof eta);
     if (p->is_tty) {
         int width = 30, fill = total > 0 ? done * width / total : 0;
         char bar[64];

@@ -8,11 +8,17 @@ typedef struct {
     int is_tty;
     int quiet;
     double last_print;
+    int first_done;          /* the first update: its time holds the start-up (pages of the */
+    double first_seconds;    /* weights read in, buffers touched) and a first window that scores all */
 } Progress;
 
 void progress_init(Progress *p, const char *label, int quiet);
 /* Matches PplOptions.progress, so it can be passed as the callback with a Progress* as user. */
 void progress_update(void *progress, int done, int total, long tokens, double seconds);
+/* Seconds left after `done` of `total` equal steps at `seconds`: at the pace of the steps
+ * since the first update (all of them until a second update arrives). What the bar prints;
+ * progress_update records the first update. */
+double progress_eta(const Progress *p, int done, int total, double seconds);
 /* Ends the bar's line. */
 void progress_finish(Progress *p);
 

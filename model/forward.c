@@ -40,18 +40,23 @@ static int thread_index(void) {
 #define ATT_POSITIONS DOT_T_WIDTH
 _Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a block");
 
-/* Per-thread attention scratch (floats): scores of one work item; two views of a block of rows
- * (see attention_block), each as rows and as a transposed block; the second view's scores;
- * four rows' weights split between the views; the work item's queries as bf16 pairs. */
+/* Per-thread attention scratch (floats): scores of one work item (rows padded to whole blocks);
+ * two views of a block of rows (see attention_block), each as rows and as a transposed block;
+ * the second view's scores; four rows' weights split between the views; the work item's
+ * queries as bf16 pairs; each row's largest score and 1 / sum of its exps (bf16 pairs). */
 typedef struct {
-    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w;
+    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w, *row_max, *row_inv;
     uint32_t *q2;
 } AttentionScratch;
 
+/* Score rows of n_max positions are this long: the bf16 path writes whole blocks of scores. */
+static int padded_positions(int n_max) { return (n_max + ATT_POSITIONS - 1) / ATT_POSITIONS * ATT_POSITIONS; }
+
 static double attention_scratch_count(const Config *c) {
     double group = (double)(c->n_heads / c->n_kv_heads), block = (double)ATT_POSITIONS * c->head_dim;
-    return ATT_TOKENS * group * ((double)c->max_seq_len + ATT_POSITIONS + c->head_dim / 2.0 + 1) + 4 * block +
-           8 * ATT_POSITIONS;
+    double padded = ceil((double)c->max_seq_len / ATT_POSITIONS) * ATT_POSITIONS;
+    double row = padded + ATT_POSITIONS + c->head_dim / 2.0 + 3;
+    return ATT_TOKENS * group * row + 4 * block + 8 * ATT_POSITIONS;
 }
 
 static size_t attention_scratch_floats(const Config *c) { return (size_t)attention_scratch_count(c); }
@@ -60,13 +65,15 @@ static AttentionScratch attention_scratch(const Config *c, float *base) {
     size_t rows = (size_t)ATT_TOKENS * (c->n_heads / c->n_kv_heads), block = (size_t)ATT_POSITIONS * c->head_dim;
     AttentionScratch a;
     a.score = base;
-    a.rows = a.score + rows * c->max_seq_len;
+    a.rows = a.score + rows * (size_t)padded_positions(c->max_seq_len);
     a.kt = a.rows + block;
     a.rows_b = a.kt + block;
     a.kt_b = a.rows_b + block;
     a.score_b = a.kt_b + block;
     a.w = a.score_b + rows * ATT_POSITIONS;
-    a.q2 = (uint32_t *)(a.w + 8 * ATT_POSITIONS);
+    a.row_max = a.w + 8 * ATT_POSITIONS;
+    a.row_inv = a.row_max + rows;
+    a.q2 = (uint32_t *)(a.row_inv + rows);
     return a;
 }
 
@@ -144,8 +151,9 @@ static int causal_end(int pos, int t, int p0, int np) {
 
 /* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys:
  * out[i * stride + p] = scale * q_i . key p for the positions row i may attend to. q2: the
- * work item's queries as bf16 pairs (rows of hd / 2), with kt then pair rows of keys; NULL: f32
- * (s->q). */
+ * work item's queries as bf16 pairs (rows of hd / 2), with kt then pair rows of keys; the
+ * scores are then not scaled (exp_pairs does it) and fill the whole block, past the causal end
+ * too (the rows are padded to whole blocks); NULL: f32 (s->q). */
 static void block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
                          int i0, int nq, int pos, int p0, int np, float scale, float *out, size_t stride) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
@@ -154,17 +162,21 @@ static void block_scores(const RunState *s, const Config *c, const void *kt, con
     if (causal_end(pos, query_row(t0, kvh, group, i0 + nq - 1).t, p0, np) == 0) return;   /* all masked */
     if (q2) {
         const uint32_t *q[4];
-        for (int j = 0; j < nq; j++) q[j] = q2 + (size_t)(i0 + j) * (hd / 2);
-        dot_pairs64(nq, q, kt, hd / 2, sums);
-    } else {
-        const float *q[4];
+        float *rows[4];
         for (int j = 0; j < nq; j++) {
-            QueryRow r = query_row(t0, kvh, group, i0 + j);
-            q[j] = s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
+            q[j] = q2 + (size_t)(i0 + j) * (hd / 2);
+            rows[j] = out + (size_t)(i0 + j) * stride;
         }
-        if (nq == 4) dot_transposed64_x4(q, kt, hd, sums);
-        else dot_transposed64(q[0], kt, hd, acc[0]);
+        dot_pairs64(nq, q, kt, hd / 2, rows);
+        return;
     }
+    const float *q[4];
+    for (int j = 0; j < nq; j++) {
+        QueryRow r = query_row(t0, kvh, group, i0 + j);
+        q[j] = s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
+    }
+    if (nq == 4) dot_transposed64_x4(q, kt, hd, sums);
+    else dot_transposed64(q[0], kt, hd, acc[0]);
     for (int j = 0; j < nq; j++) {
         int end = causal_end(pos, query_row(t0, kvh, group, i0 + j).t, p0, np);
         float *row = out + (size_t)(i0 + j) * stride;
@@ -208,14 +220,14 @@ static int needs_second_view(QuantizedSpan q, int p0, int np) {
  * from its own Q on. */
 static void mixed_block_scores(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
                                QuantizedSpan q, const AttentionScratch *a, int t0, int t1, int kvh, int pos, int p0,
-                               int np, int pairs, float scale, int n_max) {
+                               int np, int pairs, float scale, size_t stride) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, rows = (t1 - t0) * group;
     const void *keys_b = key_block(cache, st, kvh, p0, np, q.lo, hd, pairs, a->rows_b, a->kt_b);
     all_block_scores(s, c, keys_b, pairs ? a->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a->score_b, ATT_POSITIONS);
     for (int i = 0; i < rows; i++) {
         int t = query_row(t0, kvh, group, i).t, own = kv_cache_quantized_end(cache, st, pos + t + 1);
         int end = causal_end(pos, t, p0, np);
-        float *row = a->score + (size_t)i * n_max + p0;
+        float *row = a->score + (size_t)i * stride + p0;
         for (int p = own - p0 < 0 ? 0 : own - p0; p < end; p++) row[p] = a->score_b[(size_t)i * ATT_POSITIONS + p];
     }
 }
@@ -236,7 +248,7 @@ static const float *block_weights(const float *row, int pairs, int p0, int np, f
  * weights split at its own Q between the two views' rows (A's below it, B's from it on). */
 static void mixed_block_values(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
                                const AttentionScratch *a, const float *rows_a, int t0, int kvh, int rows, int pos,
-                               int p0, int np, int pairs, size_t n_max) {
+                               int p0, int np, int pairs, size_t stride) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
     for (int i = 0; i < rows;) {
         int nq = rows - i >= 4 ? 4 : 1;
@@ -246,7 +258,7 @@ static void mixed_block_values(const RunState *s, const Config *c, const KvCache
         for (int j = 0; j < nq; j++) {
             QueryRow r = query_row(t0, kvh, group, i + j);
             int own = kv_cache_quantized_end(cache, st, pos + r.t + 1);
-            const float *w = block_weights(a->score + (size_t)(i + j) * n_max, pairs, p0, np,
+            const float *w = block_weights(a->score + (size_t)(i + j) * stride, pairs, p0, np,
                                            a->score_b + (size_t)j * ATT_POSITIONS);
             float *wa = a->w + (size_t)2 * j * ATT_POSITIONS, *wb = wa + ATT_POSITIONS;
             for (int p = 0; p < end; p++) {   /* zero past the row's causal end already */
@@ -269,6 +281,23 @@ static void mixed_block_values(const RunState *s, const Config *c, const KvCache
     }
 }
 
+/* Softmax of each query row's scores over the positions it may attend to, zero past them up
+ * to n_max. bf16 pairs: left unnormalized, as pairs (exp_pairs), with 1 / sum in row_inv. */
+static void attention_weights(const Config *c, const AttentionScratch *a, int t0, int kvh, int rows, int pos,
+                              int n_max, size_t stride, int pairs, float scale) {
+    int group = c->n_heads / c->n_kv_heads;
+    for (int i = 0; i < rows; i++) {
+        int n = pos + query_row(t0, kvh, group, i).t + 1;
+        float *row = a->score + (size_t)i * stride;
+        if (pairs) {
+            a->row_inv[i] = exp_pairs(row, n, max_value(row, n), scale, n_max);
+            continue;
+        }
+        softmax(row, n);
+        memset(row + n, 0, (size_t)(n_max - n) * sizeof(float));
+    }
+}
+
 /* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values.
  * Query rows go four at a time so that each key and value loaded serves four of them; after
  * the softmax a row's weights past its causal end are zero, so four rows can share one
@@ -279,39 +308,32 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
                             int pos, int pairs, float *scratch) {
     const Config *c = &m->config;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
+    size_t stride = (size_t)padded_positions(n_max);
     float scale = 1.0f / sqrtf((float)hd);
     AttentionScratch a = attention_scratch(c, scratch);
     const KvStore *keys_st = kv_cache_keys(cache, layer), *values_st = kv_cache_values(cache, layer);
     QuantizedSpan kq = quantized_span(cache, keys_st, pos, t0, t1), vq = quantized_span(cache, values_st, pos, t0, t1);
-    /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * n_max] */
+    /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * stride] */
     int rows = (t1 - t0) * group;
-    if (pairs) {
-        for (int i = 0; i < rows; i++) {
-            QueryRow r = query_row(t0, kvh, group, i);
-            bf16_pairs_along(s->q + (size_t)r.t * c->dim + (size_t)r.h * hd, hd, a.q2 + (size_t)i * (hd / 2));
-        }
+    for (int t = t0; t < t1; t++) {   /* a token's query heads of this group lie side by side, as its rows */
+        size_t first = (size_t)t * c->dim + (size_t)kvh * group * hd;
+        if (pairs) bf16_pairs_along(s->q + first, group * hd, a.q2 + (size_t)(t - t0) * group * (hd / 2));
+        memset(s->xb2 + first, 0, (size_t)group * hd * sizeof(float));
     }
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         const void *keys = key_block(cache, keys_st, kvh, p0, np, kq.hi, hd, pairs, a.rows, a.kt);
-        all_block_scores(s, c, keys, pairs ? a.q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, (size_t)n_max);
+        all_block_scores(s, c, keys, pairs ? a.q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, stride);
         if (needs_second_view(kq, p0, np))
-            mixed_block_scores(s, c, cache, keys_st, kq, &a, t0, t1, kvh, pos, p0, np, pairs, scale, n_max);
+            mixed_block_scores(s, c, cache, keys_st, kq, &a, t0, t1, kvh, pos, p0, np, pairs, scale, stride);
     }
-    for (int i = 0; i < rows; i++) {
-        QueryRow r = query_row(t0, kvh, group, i);
-        float *row = a.score + (size_t)i * n_max;
-        softmax(row, pos + r.t + 1);
-        memset(row + pos + r.t + 1, 0, (size_t)(n_max - (pos + r.t + 1)) * sizeof(float));
-        if (pairs) bf16_pairs_along(row, n_max, (uint32_t *)row);   /* in place: pair p / 2 at p / 2 */
-        memset(s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd, 0, (size_t)hd * sizeof(float));
-    }
+    attention_weights(c, &a, t0, kvh, rows, pos, n_max, stride, pairs, scale);
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
         const float *vb = kv_cache_rows(cache, values_st, kvh, p0, np, vq.hi, a.rows);
         if (needs_second_view(vq, p0, np)) {
             kv_cache_rows(cache, values_st, kvh, p0, np, vq.lo, a.rows_b);
-            mixed_block_values(s, c, cache, values_st, &a, vb, t0, kvh, rows, pos, p0, np, pairs, (size_t)n_max);
+            mixed_block_values(s, c, cache, values_st, &a, vb, t0, kvh, rows, pos, p0, np, pairs, stride);
             continue;
         }
         if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)a.kt);   /* kt is free in this pass */
@@ -323,8 +345,8 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
             for (int j = 0; j < nq; j++) {
                 QueryRow r = query_row(t0, kvh, group, i + j);
                 out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
-                w[j] = a.score + (size_t)(i + j) * n_max + p0;
-                w2[j] = (const uint32_t *)(a.score + (size_t)(i + j) * n_max) + p0 / 2;
+                w[j] = a.score + (size_t)(i + j) * stride + p0;
+                w2[j] = (const uint32_t *)(a.score + (size_t)(i + j) * stride) + p0 / 2;
             }
             int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the last row's is the longest */
             if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, (const uint32_t *)a.kt, (end + 1) / 2, hd);
@@ -332,6 +354,11 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
             else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
             i += nq;
         }
+    }
+    for (int i = 0; pairs && i < rows; i++) {   /* the weights were unnormalized */
+        QueryRow r = query_row(t0, kvh, group, i);
+        float *out = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
+        for (int d = 0; d < hd; d++) out[d] *= a.row_inv[i];
     }
 }
 

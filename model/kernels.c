@@ -275,7 +275,61 @@ void softmax(float *x, int n) {
     for (int i = 0; i < full; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
     _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), inv));
 }
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+/* e^x for x <= 0 to ~3e-6 relative, enough for weights that are rounded to bf16 (2^-9) next:
+ * x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor polynomial to r^5, scaled by 2^n in
+ * one instruction (vscalefps, which also takes x below ~-104 to 0). Half of exp16's work. */
+static inline __m512 exp16_coarse(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), x);
+    __m512 p = _mm512_set1_ps(1.0f / 120);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+float exp_pairs(float *x, int n, float max, float scale, int n_out) {
+    __m512 vmax = _mm512_set1_ps(max), vscale = _mm512_set1_ps(scale), sum = _mm512_setzero_ps();
+    uint32_t *out = (uint32_t *)x;
+    for (int i = 0; i < n_out; i += 32) {
+        /* the 32 floats at i are read before their 16 pairs go to out[i / 2 ..), below i + 32 */
+        int left = n - i < 0 ? 0 : n - i < 32 ? n - i : 32, lo = left < 16 ? left : 16;
+        __mmask16 in_lo = (__mmask16)((1u << lo) - 1), in_hi = (__mmask16)((1u << (left - lo)) - 1);
+        __m512 a = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in_lo, x + i), vmax), vscale);
+        __m512 b = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in_hi, x + i + 16), vmax), vscale);
+        __m512 ea = _mm512_maskz_mov_ps(in_lo, exp16_coarse(a)), eb = _mm512_maskz_mov_ps(in_hi, exp16_coarse(b));
+        sum = _mm512_add_ps(_mm512_add_ps(sum, ea), eb);
+        int pairs = (n_out - i + 1) / 2 < 16 ? (n_out - i + 1) / 2 : 16;
+        _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << pairs) - 1), (__m512i)_mm512_cvtne2ps_pbh(eb, ea));
+    }
+    return 1.0f / _mm512_reduce_add_ps(sum);
+}
+#define HAVE_EXP_PAIRS
+#endif
+
+float max_value(const float *x, int n) {
+    int full = n / 16 * 16;
+    __m512 m = _mm512_set1_ps(x[0]);
+    for (int i = 0; i < full; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
+    __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
+    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_loadu_ps(m, tail, x + full), m));
+}
 #else
+float max_value(const float *x, int n) {
+    float lane_max[16], max = x[0];   /* 16 lanes: see softmax */
+    for (int j = 0; j < 16; j++) lane_max[j] = x[0];
+    int i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
+    for (int j = 0; j < 16; j++) max = lane_max[j] > max ? lane_max[j] : max;
+    for (; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+
 void softmax(float *x, int n) {
     /* max and sum in 16 lanes, like dot_f32: a single running max or sum is a serial
      * chain the compiler may not vectorize (float order matters to C) */
@@ -295,5 +349,26 @@ void softmax(float *x, int n) {
     for (; i < n; i++) sum += x[i];
     float inv = 1.0f / sum;
     for (int i = 0; i < n; i++) x[i] *= inv;
+}
+#endif
+
+#if !defined(HAVE_EXP_PAIRS)
+float exp_pairs(float *x, int n, float max, float scale, int n_out) {
+    /* floats and pairs share the memory: memcpy reads and writes it as bytes */
+    unsigned char *bytes = (unsigned char *)x;
+    float sum = 0.0f;
+    for (int i = 0; 2 * i < n_out; i++) {
+        float e[2] = {0.0f, 0.0f};
+        for (int h = 0; h < 2; h++) {
+            if (2 * i + h >= n) continue;
+            float v;
+            memcpy(&v, bytes + (size_t)(2 * i + h) * sizeof v, sizeof v);
+            e[h] = exp_vec((v - max) * scale);
+            sum += e[h];
+        }
+        uint32_t pair = f32_to_bf16(e[0]) | (uint32_t)f32_to_bf16(e[1]) << 16;
+        memcpy(bytes + (size_t)i * sizeof pair, &pair, sizeof pair);
+    }
+    return 1.0f / sum;
 }
 #endif

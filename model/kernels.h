@@ -97,6 +97,14 @@ void swiglu(float *gate, const float *up, size_t n);
 
 /* In-place softmax of x[0..n). */
 void softmax(float *x, int n);
+/* The largest of x[0..n), n >= 1. */
+float max_value(const float *x, int n);
+/* bf16 attention's softmax, left unnormalized: e_p = exp(scale * (x[p] - max)) for p < n, 0
+ * for n <= p < n_out, written over x as bf16 pairs (pair i = (e_2i, e_2i+1) at
+ * ((uint32_t *)x)[i], see model/attention_kernels.h); returns 1 / sum of the e_p (in f32).
+ * The caller scales the weighted sum of values by it: one pass over the scores, where
+ * scaling, normalizing and pairing them took three. */
+float exp_pairs(float *x, int n, float max, float scale, int n_out);
 
 /* sum x[i]*y[i], written with independent partial sums so the compiler vectorizes it. */
 float dot_f32(const float *x, const float *y, int n);

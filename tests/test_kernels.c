@@ -242,6 +242,46 @@ static double bf16_value(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 /* The bf16-pair attention loops: the conversions against f32_to_bf16 (bit for bit, odd counts
  * paired with 0, in place as out of place), the sums against double sums of the rounded
  * values, for four queries at once and for one. */
+/* bf16 attention's softmax (exp_pairs): each weight within bf16 rounding (2^-8 relative, plus
+ * the coarse exp's 1e-5) of exp(scale (x - max)) in double, zero pairs from n to n_out, nothing
+ * written past them, and 1 / sum within 1e-5 of the double sum's. max_value against a loop. */
+static void check_exp_pairs(void) {
+    enum { N = 1000 };
+    float x[N];
+    uint64_t seed = 17;
+    for (int i = 0; i < N; i++) x[i] = rnd(&seed) * 400.0f;   /* scaled by 1/8: e^-100 .. e^0 */
+    static const int sizes[][2] = {{1, 1}, {1, 2}, {5, 16}, {16, 16}, {17, 33}, {33, 64}, {63, 64}, {N - 3, N}};
+    double worst = 0, worst_inv = 0;
+    int bad = 0;
+    for (int k = 0; k < 8; k++) {
+        int n = sizes[k][0], n_out = sizes[k][1];
+        float y[N + 2], max = x[0];
+        for (int i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+        bad += max_value(x, n) != max;
+        memcpy(y, x, (size_t)n * sizeof(float));
+        for (int i = n; i < N + 2; i++) y[i] = 12345.0f;
+        float inv = exp_pairs(y, n, max, 0.125f, n_out);
+        double sum = 0;
+        for (int i = 0; i < n; i++) sum += exp(0.125 * ((double)x[i] - max));
+        worst_inv = max_or_inf(worst_inv, fabs(inv * sum - 1.0));
+        uint32_t pairs[N / 2 + 1];
+        memcpy(pairs, y, (size_t)(n_out + 1) / 2 * sizeof(uint32_t));
+        for (int i = 0; i < n_out; i++) {
+            uint32_t half = (pairs[i / 2] >> (i % 2 ? 16 : 0)) & 0xffffu, bits = half << 16;
+            float got;
+            memcpy(&got, &bits, sizeof got);
+            double ref = i < n ? exp(0.125 * ((double)x[i] - max)) : 0.0;
+            worst = max_or_inf(worst, fabs(got - ref) - (1.0 / 256 + 1e-5) * ref);
+        }
+        if (n_out % 2) bad += pairs[n_out / 2] >> 16 != 0;   /* an odd n_out's last pairs with 0 */
+        for (int i = (n_out + 1) / 2 > n ? (n_out + 1) / 2 : n; i < N + 2; i++) bad += y[i] != 12345.0f;
+    }
+    check(worst <= 1e-30, "exp_pairs: weights within bf16 rounding of exp(scale (x - max)), zero from n to n_out",
+          "excess %.3g", worst);
+    check(worst_inv <= 1e-5, "exp_pairs returns 1 / sum of the weights within 1e-5", "%.3g", worst_inv);
+    check(bad == 0, "max_value equals a plain loop; exp_pairs writes nothing past its pairs", "%d wrong", bad);
+}
+
 static void check_attention_pairs(void) {
     enum { HD = 128, N = 37, P = DOT_T_WIDTH };
     static float q[4][HD], kt[HD * P], w[4][N + 1], v[N * HD], out[4][HD], out0[4][HD], acc[4][P];
@@ -493,6 +533,7 @@ int main(void) {
     check_attention_loops();
     check_attention_loops_x4();
     check_attention_pairs();
+    check_exp_pairs();
     for (int K = 96; K <= 97; K++) {
         check_matmul_many(DT_BF16, MATMUL_BF16_ACT, K);
         check_matmul_many(DT_BF16, MATMUL_EXACT, K);

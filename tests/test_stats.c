@@ -1,10 +1,12 @@
 /* tests/test_stats.c: eval/stats.c's figures against direct computations from per-token
  * values: the KL percentiles of the histogram against sorted values (within the stated bin
  * width), the means and standard errors against two-pass formulas, the delta method's
- * standard error of delta ppl against a bootstrap, and merging = one pass over all tokens. */
+ * standard error of delta ppl against a bootstrap, and merging = one pass over all tokens.
+ * Also eval/progress.c's ETA: the pace after the first update, which holds the start-up. */
 #include "tests/test.h"
 #include "tests/test_random.h"
 #include "eval/stats.h"
+#include "eval/progress.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +152,22 @@ static void test_merge(const Tokens *t, const TokenSums *whole) {
           rel, same_hist);
 }
 
+/* 10 steps: the first takes 10 s (start-up), the others 2 s each. After step 1 only the first
+ * pace is known (9 x 10 s); from step 2 on, the later steps' (8 x 2 s after step 2). */
+static void test_eta(void) {
+    Progress p;
+    progress_init(&p, "test", 1);
+    double before = progress_eta(&p, 0, 10, 0);
+    progress_update(&p, 1, 10, 100, 10.0);
+    double after_first = progress_eta(&p, 1, 10, 10.0);
+    progress_update(&p, 2, 10, 200, 12.0);
+    double after_second = progress_eta(&p, 2, 10, 12.0), after_fifth = progress_eta(&p, 5, 10, 18.0);
+    check(before < 0 && fabs(after_first - 90.0) < 1e-9 && fabs(after_second - 16.0) < 1e-9 &&
+              fabs(after_fifth - 10.0) < 1e-9,
+          "progress ETA: the pace of the steps after the first (unknown before any, 90 s, 16 s, 10 s)",
+          "%g %g %g %g", before, after_first, after_second, after_fifth);
+}
+
 int main(void) {
     uint64_t rng = 20261123;
     Tokens *t = malloc(sizeof *t);
@@ -161,6 +179,7 @@ int main(void) {
     test_means(t, &y);
     test_delta_se(t, &y, &rng);
     test_merge(t, &whole);
+    test_eta();
     free(t);
     return test_exit_code();
 }
