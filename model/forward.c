@@ -43,9 +43,9 @@ _Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a 
 /* Per-thread attention scratch (floats): scores of one work item (rows padded to whole blocks);
  * two views of a block of rows (see attention_block), each as rows and as a transposed block;
  * the second view's scores; four rows' weights split between the views; the work item's
- * queries as bf16 pairs; each row's largest score and 1 / sum of its exps (bf16 pairs). */
+ * queries as bf16 pairs; each row's 1 / sum of its exps (bf16 pairs, see attention_weights). */
 typedef struct {
-    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w, *row_max, *row_inv;
+    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w, *row_inv;
     uint32_t *q2;
 } AttentionScratch;
 
@@ -55,7 +55,7 @@ static int padded_positions(int n_max) { return (n_max + ATT_POSITIONS - 1) / AT
 static double attention_scratch_count(const Config *c) {
     double group = (double)(c->n_heads / c->n_kv_heads), block = (double)ATT_POSITIONS * c->head_dim;
     double padded = ceil((double)c->max_seq_len / ATT_POSITIONS) * ATT_POSITIONS;
-    double row = padded + ATT_POSITIONS + c->head_dim / 2.0 + 3;
+    double row = padded + ATT_POSITIONS + c->head_dim / 2.0 + 2;
     return ATT_TOKENS * group * row + 4 * block + 8 * ATT_POSITIONS;
 }
 
@@ -71,8 +71,7 @@ static AttentionScratch attention_scratch(const Config *c, float *base) {
     a.kt_b = a.rows_b + block;
     a.score_b = a.kt_b + block;
     a.w = a.score_b + rows * ATT_POSITIONS;
-    a.row_max = a.w + 8 * ATT_POSITIONS;
-    a.row_inv = a.row_max + rows;
+    a.row_inv = a.w + 8 * ATT_POSITIONS;
     a.q2 = (uint32_t *)(a.row_inv + rows);
     return a;
 }
