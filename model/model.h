@@ -5,7 +5,7 @@
 #define KVQ_MODEL_H
 
 #include "model/config.h"
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 #include "model/kvcache.h"
 
 /* A weight matrix [rows, cols] (row-major, as HF stores nn.Linear: out x in), or a vector (rows = 1). */
@@ -86,7 +86,7 @@ void runstate_free(RunState *s);
  * The last layer computes only what those rows need (keys and values for all), as llama.cpp
  * does, so hidden states of earlier rows are not left in s->x.
  * T <= s->max_batch, pos + T <= cache->max_seq and <= config.max_seq_len (scratch is sized
- * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels.h). */
+ * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels/kernels.h). */
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from);
 
 #endif

@@ -1,7 +1,7 @@
 /* model/modeldir.c: load a model directory; run a prompt through the cache; the cache a
  * prompt leaves as a snapshot. */
 #include "model/modeldir.h"
-#include "model/fileio.h"
+#include "model/formats/fileio.h"
 #include <string.h>
 
 #define SNAPSHOT_BATCH 512   /* tokens per forward call when filling a cache */

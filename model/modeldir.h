@@ -3,7 +3,7 @@
 #ifndef KVQ_MODELDIR_H
 #define KVQ_MODELDIR_H
 
-#include "model/kvfile.h"
+#include "model/formats/kvfile.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

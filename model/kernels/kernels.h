@@ -1,4 +1,4 @@
-/* model/kernels.h: the arithmetic of the forward pass on plain float arrays.
+/* model/kernels/kernels.h: the arithmetic of the forward pass on plain float arrays.
  * Weights arrive as Matrix (F32/F16/BF16 in the file's layout) and are widened to
  * f32 (or used as bf16) a panel at a time, so the model is never copied to f32 in memory.
  *
@@ -101,7 +101,7 @@ void softmax(float *x, int n);
 float max_value(const float *x, int n);
 /* bf16 attention's softmax, left unnormalized: e_p = exp(scale * (x[p] - max)) for p < n, 0
  * for n <= p < n_out, written over x as bf16 pairs (pair i = (e_2i, e_2i+1) at
- * ((uint32_t *)x)[i], see model/attention_kernels.h); returns 1 / sum of the e_p (in f32).
+ * ((uint32_t *)x)[i], see model/kernels/attention_kernels.h); returns 1 / sum of the e_p (in f32).
  * The caller scales the weighted sum of values by it: one pass over the scores, where
  * scaling, normalizing and pairing them took three. */
 float exp_pairs(float *x, int n, float max, float scale, int n_out);

@@ -1,4 +1,4 @@
-/* model/safetensors.h: read and write the safetensors format.
+/* model/formats/safetensors.h: read and write the safetensors format.
  * File = 8-byte little-endian header length N, N bytes of JSON header, data area.
  * The header maps tensor names to {dtype, shape, data_offsets [begin, end)} relative
  * to the data area, plus an optional "__metadata__" object of string -> string.

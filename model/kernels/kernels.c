@@ -1,8 +1,8 @@
-/* model/kernels.c: matmul dispatch (paths: model/gemm_c.c, gemm_avx2.c, gemm_avx512.c, gemm_neon.c), the
- * SwiGLU MLP, RMSNorm, RoPE and softmax for the forward pass. Plain C loops the compiler
- * vectorizes; AVX-512 where it does not. Attention's inner loops: model/attention_kernels.c. */
-#include "model/kernels.h"
-#include "model/gemm.h"
+/* model/kernels/kernels.c: matmul dispatch (paths: gemm_c.c, gemm_avx2.c, gemm_avx512.c, gemm_neon.c
+ * in this folder), the SwiGLU MLP, RMSNorm, RoPE and softmax for the forward pass. Plain C loops the
+ * compiler vectorizes; AVX-512 where it does not. Attention's inner loops: attention_kernels.c. */
+#include "model/kernels/kernels.h"
+#include "model/kernels/gemm.h"
 #include "quant/half.h"
 #include <math.h>
 #include <string.h>

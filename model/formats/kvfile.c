@@ -1,6 +1,6 @@
-/* model/kvfile.c: save, load, check and describe KV cache files (layout in kvfile.h). */
-#include "model/kvfile.h"
-#include "model/fileio.h"
+/* model/formats/kvfile.c: save, load, check and describe KV cache files (layout in kvfile.h). */
+#include "model/formats/kvfile.h"
+#include "model/formats/fileio.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* model/kvfile.h: KV caches as files — the seed's layout, loading back, checks, statistics.
+/* model/formats/kvfile.h: KV caches as files — the seed's layout, loading back, checks, statistics.
  *
  * File: safetensors with tensors layer_{i}_key and layer_{i}_value, each
  * [1, n_kv_heads, seq_len, head_dim] (keys after RoPE), F32 or F16, and __metadata__
@@ -9,7 +9,7 @@
 #define KVQ_KVFILE_H
 
 #include "model/kvcache.h"
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 
 typedef struct {
     int n_layers, n_kv_heads, seq_len, head_dim;

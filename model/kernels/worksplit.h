@@ -1,4 +1,4 @@
-/* model/worksplit.h: n work items shared by the threads of a parallel region, each thread on
+/* model/kernels/worksplit.h: n work items shared by the threads of a parallel region, each thread on
  * a contiguous run of its own, and a thread that is done early helping the others.
  *
  * Thread t owns items [t*n/nt, (t+1)*n/nt) and takes them from its front, `chunk` at a time,

@@ -1,4 +1,4 @@
-/* model/fileio.h: small whole-file helpers shared by the readers and writers in model/. */
+/* model/formats/fileio.h: small whole-file helpers shared by the readers and writers in model/. */
 #ifndef KVQ_FILEIO_H
 #define KVQ_FILEIO_H
 
