@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/model.h"
+#include "model/kernels/matrix.h"
 #include "quant/half.h"
 
 #define GEMV_MAX_T 4
@@ -41,7 +41,7 @@ typedef struct {
 } GemmSpec;
 
 /* Element i of a weight row of dtype dt, as float (the vector paths' remainders). The cast is
- * safe because Matrix data is aligned for its dtype (model/model.h). */
+ * safe because Matrix data is aligned for its dtype (matrix.h). */
 static inline float weight_at(DType dt, const void *row, int i) {
     if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
     if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);

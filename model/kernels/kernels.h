@@ -11,7 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
-#include "model/model.h"
+#include "model/kernels/matrix.h"
 
 /* Below this many multiply-adds a loop runs on one thread: waking threads costs more
  * than it saves on tiny models (stories260K decodes 10x faster this way). */
@@ -65,11 +65,6 @@ void matmul_add(float *out, const float *x, const Matrix *w, int T, MatmulPrecis
  * swiglu + matmul_add, bit for bit. */
 void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
                     MatmulPrecision precision, float *hb, float *hb2, float *tmp, void *scratch);
-
-/* Row `row` of w widened to f32 into out[0..cols). */
-void matrix_row_f32(const Matrix *w, int row, float *out);
-/* Elements [k0, k0+n) of row `row` widened to f32 (F32/F16/BF16). */
-void matrix_segment_f32(const Matrix *w, int row, int k0, int n, float *out);
 
 /* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. wbuf: n floats for the
  * weight widened to f32 (RunState.norm_w), so the forward pass allocates nothing. */
