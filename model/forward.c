@@ -7,8 +7,10 @@
  * quantization scheme attention sees exactly what the cache kept. */
 #include "model/model.h"
 #include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
 #include "model/kernels/attention_kernels.h"
 #include "model/kernels/hugepages.h"
+#include "model/kernels/worksplit.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

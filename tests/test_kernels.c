@@ -9,6 +9,7 @@
 #include "tests/test.h"
 #include "model/model.h"
 #include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
 #include "model/kernels/attention_kernels.h"
 #include "quant/half.h"
 #include <math.h>

@@ -4,7 +4,7 @@
  * tests/test_kernels.c checks against it. (Quantized rows come decoded by their codec:
  * quant/codec.h, decode and decode_t64.) */
 #include "model/kernels/attention_kernels.h"
-#include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
 #include "quant/half.h"
 #include <string.h>
 #if defined(__AVX512F__)

@@ -1,4 +1,4 @@
-/* model/kernels/gemm.h: internal to model/ — the pieces behind matmul() (model/kernels/kernels.h).
+/* model/kernels/gemm.h: internal to model/kernels/ — the pieces behind matmul() (kernels.h).
  *
  * out[T, N] = x[T, K] . W[N, K]^T. Two shapes of loop:
  *   GEMV (T < GEMV_MAX_T): each thread streams its share of weight rows once, dotting

@@ -3,7 +3,6 @@
  * the plain-C path (model/kernels/gemm.h): a streaming GEMV for T < 4 (8 wide, one weight row at a
  * time) and the shared blocked driver with a 6 tokens x 16 rows microkernel (12 ymm sums). */
 #include "model/kernels/gemm.h"
-#include "model/kernels/kernels.h"
 #include "quant/half.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>

@@ -10,7 +10,7 @@
  *   bf16 path: activations rounded to bf16 (one 32-bit pair of k, k+1 per unit), weights
  *     broadcast as pairs, vdpbf16ps: twice the multiply-adds per instruction. */
 #include "model/kernels/gemm.h"
-#include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
 #include "quant/half.h"
 #include <string.h>
 #if defined(__AVX512F__)

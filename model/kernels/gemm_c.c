@@ -4,7 +4,7 @@
  *   matmul_scalar:  the definition — one in-order f32 dot product per output.
  *   matmul_plain_c: the same blocking as the fast paths, in loops the compiler vectorizes. */
 #include "model/kernels/gemm.h"
-#include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
 #include "model/kernels/worksplit.h"
 #include "quant/half.h"
 #include <stdlib.h>

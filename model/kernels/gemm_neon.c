@@ -4,7 +4,6 @@
  * at half the width: a streaming GEMV for T < 4 (one weight row at a time, four 4-wide sums) and
  * the shared blocked driver with a 6 tokens x 16 rows microkernel (24 of the 32 q registers). */
 #include "model/kernels/gemm.h"
-#include "model/kernels/kernels.h"
 #include "quant/half.h"
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>

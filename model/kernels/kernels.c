@@ -1,26 +1,12 @@
 /* model/kernels/kernels.c: matmul dispatch (paths: gemm_c.c, gemm_avx2.c, gemm_avx512.c, gemm_neon.c
- * in this folder), the SwiGLU MLP, RMSNorm, RoPE and softmax for the forward pass. Plain C loops the
- * compiler vectorizes; AVX-512 where it does not. Attention's inner loops: attention_kernels.c. */
+ * in this folder), the SwiGLU MLP, RMSNorm and RoPE for the forward pass. The dispatch calls
+ * down into the paths (gemm.h); the paths and the dispatch both use vector.h, never this file.
+ * Softmax and the other float-array loops: vector.c. Attention's inner loops: attention_kernels.c. */
 #include "model/kernels/kernels.h"
 #include "model/kernels/gemm.h"
-#include "quant/half.h"
+#include "model/kernels/vector.h"
+#include "model/kernels/worksplit.h"
 #include <math.h>
-#include <string.h>
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
-
-float dot_f32(const float *x, const float *y, int n) {
-    /* 16 independent sums: no reassociation needed for the compiler to use SIMD. */
-    float acc[16] = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) acc[j] += x[i + j] * y[i + j];
-    float sum = 0.0f;
-    for (int j = 0; j < 16; j++) sum += acc[j];
-    for (; i < n; i++) sum += x[i] * y[i];
-    return sum;
-}
 
 /* ---- kernel paths ---- */
 
@@ -154,10 +140,6 @@ void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matr
     matmul_add(out, hb, down, T, precision, tmp, scratch);
 }
 
-void axpy_f32(float *y, float a, const float *x, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
-}
-
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps, float *wbuf) {
     const float *w = wbuf;
     matrix_row_f32(weight, 0, wbuf);
@@ -192,168 +174,3 @@ void rope(float *vec, int n_heads, int head_dim, const float *cos_sin) {
         }
     }
 }
-
-/* e^x within ~2 ulp (Cephes' expf polynomial): branch-free, so loops over it vectorize,
- * where a libm call per element would not. Inputs are clamped to the normal range; NaN passes. */
-static inline float exp_vec(float x_in) {
-    /* comparisons rather than fminf/fmaxf, which are library calls under C11 rules */
-    float x = x_in > -87.3f ? (x_in < 88.7f ? x_in : 88.7f) : -87.3f;
-    float n = rintf(x * 1.44269504088896341f);
-    float r = x - n * 0.693359375f;          /* ln 2 in two parts: exact product first */
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = mul_add(p, r, 1.3981999507e-3f);
-    p = mul_add(p, r, 8.3334519073e-3f);
-    p = mul_add(p, r, 4.1665795894e-2f);
-    p = mul_add(p, r, 1.6666665459e-1f);
-    p = mul_add(p, r, 5.0000001201e-1f);
-    p = mul_add(p, r * r, r + 1.0f);
-    int32_t bits = ((int32_t)n + 127) << 23;  /* 2^n, n in [-126, 128) after the clamp */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    float y = x_in < -87.3f ? 0.0f : p * scale;   /* underflow (and -inf) -> 0 */
-    return x_in == x_in ? y : x_in;                 /* NaN stays NaN */
-}
-
-void swiglu(float *gate, const float *up, size_t n) {
-    /* elementwise, so a prefill batch splits over the threads with the same results */
-    #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
-    for (size_t i = 0; i < n; i++) gate[i] = gate[i] / (1.0f + exp_vec(-gate[i])) * up[i];
-}
-
-#if defined(__AVX512F__)
-/* exp_vec on 16 lanes, operation for operation (the same bits). GCC leaves softmax's scalar
- * loops partly unvectorized (its running max, the tails), so it gets its own loops here. */
-static inline __m512 exp16(__m512 x_in) {
-    __m512 x = _mm512_min_ps(_mm512_max_ps(x_in, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x_in, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ), p, _mm512_castsi512_ps(bits));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x_in, x_in, _CMP_UNORD_Q), y, x_in);
-}
-
-void softmax(float *x, int n) {
-    int full = n / 16 * 16;
-    __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
-    __m512 m = _mm512_set1_ps(x[0]);
-    for (int i = 0; i < full; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
-    m = _mm512_max_ps(_mm512_mask_loadu_ps(m, tail, x + full), m);
-    __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(m)), sum = _mm512_setzero_ps();
-    for (int i = 0; i < full; i += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
-        _mm512_storeu_ps(x + i, e);
-        sum = _mm512_add_ps(sum, e);
-    }
-    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + full), vmax));
-    _mm512_mask_storeu_ps(x + full, tail, e);
-    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(tail, e));
-    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-    for (int i = 0; i < full; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
-    _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), inv));
-}
-
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
-/* e^x for x <= 0 to ~3e-6 relative, enough for weights that are rounded to bf16 (2^-9) next:
- * x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor polynomial to r^5, scaled by 2^n in
- * one instruction (vscalefps, which also takes x below ~-104 to 0). Half of exp16's work. */
-static inline __m512 exp16_coarse(__m512 x) {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), x);
-    __m512 p = _mm512_set1_ps(1.0f / 120);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
-float exp_pairs(float *x, int n, float max, float scale, int n_out) {
-    __m512 vmax = _mm512_set1_ps(max), vscale = _mm512_set1_ps(scale), sum = _mm512_setzero_ps();
-    uint32_t *out = (uint32_t *)x;
-    for (int i = 0; i < n_out; i += 32) {
-        /* the 32 floats at i are read before their 16 pairs go to out[i / 2 ..), below i + 32 */
-        int left = n - i < 0 ? 0 : n - i < 32 ? n - i : 32, lo = left < 16 ? left : 16;
-        __mmask16 in_lo = (__mmask16)((1u << lo) - 1), in_hi = (__mmask16)((1u << (left - lo)) - 1);
-        __m512 a = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in_lo, x + i), vmax), vscale);
-        __m512 b = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in_hi, x + i + 16), vmax), vscale);
-        __m512 ea = _mm512_maskz_mov_ps(in_lo, exp16_coarse(a)), eb = _mm512_maskz_mov_ps(in_hi, exp16_coarse(b));
-        sum = _mm512_add_ps(_mm512_add_ps(sum, ea), eb);
-        int pairs = (n_out - i + 1) / 2 < 16 ? (n_out - i + 1) / 2 : 16;
-        _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << pairs) - 1), (__m512i)_mm512_cvtne2ps_pbh(eb, ea));
-    }
-    return 1.0f / _mm512_reduce_add_ps(sum);
-}
-#define HAVE_EXP_PAIRS
-#endif
-
-float max_value(const float *x, int n) {
-    int full = n / 16 * 16;
-    __m512 m = _mm512_set1_ps(x[0]);
-    for (int i = 0; i < full; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
-    __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
-    return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_loadu_ps(m, tail, x + full), m));
-}
-#else
-float max_value(const float *x, int n) {
-    float lane_max[16], max = x[0];   /* 16 lanes: see softmax */
-    for (int j = 0; j < 16; j++) lane_max[j] = x[0];
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
-    for (int j = 0; j < 16; j++) max = lane_max[j] > max ? lane_max[j] : max;
-    for (; i < n; i++) max = x[i] > max ? x[i] : max;
-    return max;
-}
-
-void softmax(float *x, int n) {
-    /* max and sum in 16 lanes, like dot_f32: a single running max or sum is a serial
-     * chain the compiler may not vectorize (float order matters to C) */
-    float lane_max[16], lane_sum[16] = {0};
-    for (int j = 0; j < 16; j++) lane_max[j] = x[0];
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
-    float max = x[0];
-    for (int j = 0; j < 16; j++) if (lane_max[j] > max) max = lane_max[j];
-    for (; i < n; i++) if (x[i] > max) max = x[i];
-    for (i = 0; i < n; i++) x[i] = exp_vec(x[i] - max);
-    for (i = 0; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) lane_sum[j] += x[i + j];
-    float sum = 0.0f;
-    for (int j = 0; j < 16; j++) sum += lane_sum[j];
-    for (; i < n; i++) sum += x[i];
-    float inv = 1.0f / sum;
-    for (int i = 0; i < n; i++) x[i] *= inv;
-}
-#endif
-
-#if !defined(HAVE_EXP_PAIRS)
-float exp_pairs(float *x, int n, float max, float scale, int n_out) {
-    /* floats and pairs share the memory: memcpy reads and writes it as bytes */
-    unsigned char *bytes = (unsigned char *)x;
-    float sum = 0.0f;
-    for (int i = 0; 2 * i < n_out; i++) {
-        float e[2] = {0.0f, 0.0f};
-        for (int h = 0; h < 2; h++) {
-            if (2 * i + h >= n) continue;
-            float v;
-            memcpy(&v, bytes + (size_t)(2 * i + h) * sizeof v, sizeof v);
-            e[h] = exp_vec((v - max) * scale);
-            sum += e[h];
-        }
-        uint32_t pair = f32_to_bf16(e[0]) | (uint32_t)f32_to_bf16(e[1]) << 16;
-        memcpy(bytes + (size_t)i * sizeof pair, &pair, sizeof pair);
-    }
-    return 1.0f / sum;
-}
-#endif
