@@ -9,7 +9,7 @@
 #include "tests/test.h"
 #include "tests/test_random.h"
 #include "model/formats/compress.h"
-#include "model/model.h"
+#include "model/modeldir.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
 #include "model/formats/safetensors.h"

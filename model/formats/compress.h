@@ -20,6 +20,7 @@
 
 #include "model/formats/kvfile.h"
 #include "quant/metrics.h"
+#include "quant/scheme.h"
 
 typedef struct {
     const KvLayered *k_scheme, *v_scheme;   /* keys and values are stored separately */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "model/formats/compress.h"
 #include "model/formats/kvfile.h"
+#include "model/modeldir.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NAME "fuzz-kv.safetensors"
