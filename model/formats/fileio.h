@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 /* Reads all of path into a malloc'd, NUL-terminated buffer (at most max_bytes). */
 char *read_whole_file(const char *path, size_t max_bytes, size_t *len, Error *err);

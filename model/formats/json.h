@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 #define JSON_MAX_DEPTH 64
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 #define ST_MAX_DIMS 8
 #define ST_MAX_HEADER (100u * 1024u * 1024u)
