@@ -7,7 +7,7 @@
  *
  * Alignment: the format does not align the data area (the header length is
  * arbitrary), so Tensor.data may be misaligned for its dtype. Readers must load
- * elements with memcpy (or byte-wise), never by casting to float* etc. (model.c copies
+ * elements with memcpy (or byte-wise), never by casting to float* etc. (model/model.c copies
  * misaligned weights to an aligned buffer before the kernels cast them).
  * Files written by st_write pad the header so the data area starts at a file
  * offset that is a multiple of 8. */
