@@ -43,7 +43,9 @@ BUILD   ?= build/$(if $(filter 1,$(SANITIZE)),san,rel)$(if $(filter 1,$(KVQ_PORT
 FLAGS_STAMP := $(BUILD)/flags
 flags_line   = $(subst ','\'',$(CC) $(CFLAGS) | $(LDFLAGS) | $(LDLIBS))
 # Every .c in these folders is part of the library: a new file needs no edit here.
-LIB_SRC  := $(wildcard model/*.c tokenizer/*.c quant/*.c eval/*.c)
+LIB_SRC  := $(wildcard model/*.c model/formats/*.c model/kernels/*.c tokenizer/*.c quant/*.c eval/*.c)
+# Every header: any change rebuilds every object (model/ has sub-folders, hence two levels).
+LIB_HDR  := $(wildcard */*.h */*/*.h)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -69,7 +71,7 @@ $(BUILD)/libkvq.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: %.c $(wildcard */*.h) $(FLAGS_STAMP)
+$(BUILD)/%.o: %.c $(LIB_HDR) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -93,7 +95,7 @@ sweep-demo: run
 	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown-outliers
 
 # `make test-aarch64`: the C tests cross-built for 64-bit Arm, so the NEON path
-# (model/gemm_neon.c) is the one they check against the scalar path, run under
+# (model/kernels/gemm_neon.c) is the one they check against the scalar path, run under
 # qemu-aarch64 (Debian packages gcc-aarch64-linux-gnu and qemu-user; .ci/run installs
 # them). Static, so no Arm libraries are needed at run time. test_eval is left out: its
 # perplexity runs take ~15 minutes emulated and reach the matmuls through the same calls
@@ -144,7 +146,7 @@ $(FUZZ_STAMP): FORCE
 	@printf '%s\n' '$(subst ','\'',$(FUZZ_CC) $(FUZZ_CFLAGS))' | cmp -s - $@ || \
 	    printf '%s\n' '$(subst ','\'',$(FUZZ_CC) $(FUZZ_CFLAGS))' >$@
 
-$(FUZZ_DIR)/%.o: %.c $(wildcard */*.h) $(FUZZ_STAMP)
+$(FUZZ_DIR)/%.o: %.c $(LIB_HDR) $(FUZZ_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 

@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "model/model.h"
-#include "model/fileio.h"
+#include "model/formats/fileio.h"
 #include "model/modeldir.h"
 #include "model/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -22,8 +22,8 @@
 #include "eval/bench.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
-#include "model/kvfile.h"
-#include "model/compress.h"
+#include "model/formats/kvfile.h"
+#include "model/formats/compress.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1

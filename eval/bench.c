@@ -13,7 +13,7 @@
  * loop (and a vdpbf16ps loop) on every thread and a read pass over a buffer 16x the L3. */
 #include "eval/bench.h"
 #include "eval/json_out.h"
-#include "model/kernels.h"
+#include "model/kernels/kernels.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #define KVQ_KVREPORT_H
 
 #include <stdio.h>
-#include "model/compress.h"
+#include "model/formats/compress.h"
 
 /* The seed's JSON: compression_ratio, sizes, rmse, snr_db, cosine_similarity, max_error,
  * quality_level, processing_time_ms, passed, violations, plus scheme, LZ4 stage and tensors. */

@@ -1,8 +1,8 @@
 /* eval/report.c: print perplexity results and merge sharded runs. */
 #include "eval/report.h"
 #include "eval/json_out.h"
-#include "model/json.h"
-#include "model/fileio.h"
+#include "model/formats/json.h"
+#include "model/formats/fileio.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

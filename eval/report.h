@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 #include "eval/perplexity.h"
-#include "model/json.h"
+#include "model/formats/json.h"
 
 typedef struct {
     char model[1024];

@@ -3,8 +3,8 @@
 #include "eval/sweep.h"
 #include "eval/report.h"
 #include "eval/json_out.h"
-#include "model/fileio.h"
-#include "model/json.h"
+#include "model/formats/fileio.h"
+#include "model/formats/json.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 #include "eval/chart.h"
 #include "eval/json_out.h"
 #include "eval/report.h"
-#include "model/fileio.h"
+#include "model/formats/fileio.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

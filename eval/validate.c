@@ -4,7 +4,7 @@
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "eval/wikitext.h"
-#include "model/compress.h"
+#include "model/formats/compress.h"
 #include "model/modeldir.h"
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* eval/wikitext.c: build the evaluation text exactly as the HF recipe does, then tokenize. */
 #include "eval/wikitext.h"
-#include "model/fileio.h"
+#include "model/formats/fileio.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,7 +3,7 @@
 #define KVQ_WIKITEXT_H
 
 #include <stddef.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 #include "tokenizer/tokenizer.h"
 
 /* The HF perplexity recipe's text from a raw WikiText file: rows are the file's lines,

@@ -2,8 +2,8 @@
  * Only the fields the forward pass needs are read; anything this runtime cannot
  * run (another architecture, RoPE scaling, attention bias) is refused by name. */
 #include "model/config.h"
-#include "model/json.h"
-#include "model/fileio.h"
+#include "model/formats/json.h"
+#include "model/formats/fileio.h"
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>

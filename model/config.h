@@ -3,7 +3,7 @@
 #define KVQ_CONFIG_H
 
 #include <stddef.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 typedef struct {
     int dim;              /* hidden_size */

@@ -6,9 +6,11 @@
  * Keys and values go into the KV cache before attention reads them back, so with a
  * quantization scheme attention sees exactly what the cache kept. */
 #include "model/model.h"
-#include "model/kernels.h"
-#include "model/attention_kernels.h"
-#include "model/hugepages.h"
+#include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
+#include "model/kernels/attention_kernels.h"
+#include "model/kernels/hugepages.h"
+#include "model/kernels/worksplit.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

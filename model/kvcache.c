@@ -3,8 +3,8 @@
  * residual window, sinks, token-axis groups, pre-RoPE keys — live here; the arithmetic of a
  * row lives in quant/. See model/kvcache.h. */
 #include "model/kvcache.h"
-#include "model/hugepages.h"
-#include "model/kernels.h"
+#include "model/kernels/hugepages.h"
+#include "model/kernels/kernels.h"
 #include <stdlib.h>
 #include <string.h>
 

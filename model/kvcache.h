@@ -9,7 +9,7 @@
  *   window  the most recent positions (+resR, and a token-axis base's incomplete group), full
  *           precision, in a ring of R + G + max_batch rows.
  * Full precision means float32: the values the model computed (a compressed file stores them
- * as fp16; see model/compress.c). Which positions a query reads quantized follows SCHEMES.md
+ * as fp16; see model/formats/compress.c). Which positions a query reads quantized follows SCHEMES.md
  * §1 and §4: with n positions written, [S, kv_cache_quantized_end(n)) from the units, the rest
  * from sinks and window. A quantized value is made once, from the computed float32 row, and
  * never changes.

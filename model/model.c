@@ -2,7 +2,7 @@
  * Weights are views into the read-only mapping, kept in the file's dtype; the rare tensor
  * the file leaves misaligned for its dtype is copied (realign_weights). */
 #include "model/model.h"
-#include "model/hugepages.h"
+#include "model/kernels/hugepages.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

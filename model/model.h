@@ -5,17 +5,11 @@
 #define KVQ_MODEL_H
 
 #include "model/config.h"
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 #include "model/kvcache.h"
+#include "model/kernels/matrix.h"
 
-/* A weight matrix [rows, cols] (row-major, as HF stores nn.Linear: out x in), or a vector (rows = 1). */
-typedef struct {
-    const void *data;     /* aligned for dtype: the kernels read it through float / uint16_t
-                             pointers (model_load copies a tensor the file misaligns) */
-    DType dtype;          /* DT_F32, DT_F16 or DT_BF16; converted to f32 on the fly */
-    int rows, cols;
-} Matrix;
-
+/* Every weight is a Matrix (model/kernels/matrix.h): a view in the file's dtype. */
 typedef struct {
     Matrix attn_norm;     /* input_layernorm [dim] */
     Matrix wq, wk, wv, wo;/* q_proj [dim, dim], k_proj/v_proj [kv_dim, dim], o_proj [dim, dim] */
@@ -30,14 +24,6 @@ typedef struct {
     Matrix final_norm;    /* model.norm [dim] */
     Matrix lm_head;       /* [vocab, dim]; the embedding when tied */
 } Weights;
-
-/* How matmuls treat the activations when the weights are BF16. */
-typedef enum {
-    MATMUL_EXACT = 0,     /* f32 activations, exact products, f32 sums: matches the f32 references */
-    MATMUL_BF16_ACT = 1   /* activations rounded to bf16 so the CPU's bf16 dot products (AVX-512 BF16)
-                             apply: ~2x faster prefill, relative error ~2^-9 per product, as llama.cpp
-                             does for BF16 weights. Same as EXACT on CPUs without them. */
-} MatmulPrecision;
 
 typedef struct {
     Config config;
@@ -86,7 +72,7 @@ void runstate_free(RunState *s);
  * The last layer computes only what those rows need (keys and values for all), as llama.cpp
  * does, so hidden states of earlier rows are not left in s->x.
  * T <= s->max_batch, pos + T <= cache->max_seq and <= config.max_seq_len (scratch is sized
- * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels.h). */
+ * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels/kernels.h). */
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from);
 
 #endif

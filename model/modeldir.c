@@ -1,7 +1,9 @@
 /* model/modeldir.c: load a model directory; run a prompt through the cache; the cache a
- * prompt leaves as a snapshot. */
+ * prompt leaves as a snapshot; snapshots (KV cache files) into and out of the engine's cache,
+ * and checked against a config. */
 #include "model/modeldir.h"
-#include "model/fileio.h"
+#include "model/formats/fileio.h"
+#include <stdlib.h>
 #include <string.h>
 
 #define SNAPSHOT_BATCH 512   /* tokens per forward call when filling a cache */
@@ -71,4 +73,64 @@ int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *mod
         runstate_free(&s);
     }
     return rc;
+}
+
+/* ---- KV cache files and the engine's cache (model/formats/kvfile.h) ---- */
+
+int kv_snapshot_from_cache(KvSnapshot *s, const KvCache *c, int seq_len, const char *model_name, Error *err) {
+    memset(s, 0, sizeof *s);
+    if (seq_len < 1 || seq_len > c->len) return error_set(err, "KV cache holds %d positions, not %d", c->len, seq_len);
+    s->n_layers = c->n_layers;
+    s->n_kv_heads = c->n_kv_heads;
+    s->seq_len = seq_len;
+    s->head_dim = c->head_dim;
+    snprintf(s->model_name, sizeof s->model_name, "%s", model_name);
+    snprintf(s->dtype, sizeof s->dtype, "float32");
+    if (kv_snapshot_alloc(s, err)) return -1;
+    size_t d = (size_t)c->head_dim;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < c->n_kv_heads; h++)
+            for (int p = 0; p < seq_len; p++) {
+                size_t at = (((size_t)l * c->n_kv_heads + h) * seq_len + p) * d;
+                kv_cache_read_key(c, l, h, p, s->k + at);
+                kv_cache_read_value(c, l, h, p, s->v + at);
+            }
+    return 0;
+}
+
+int kv_snapshot_to_cache(const KvSnapshot *s, KvCache *c, Error *err) {
+    if (s->n_layers != c->n_layers || s->n_kv_heads != c->n_kv_heads || s->head_dim != c->head_dim)
+        return error_set(err, "KV cache shape [%d layers, %d heads, %d dims] does not fit the model's [%d, %d, %d]",
+                         s->n_layers, s->n_kv_heads, s->head_dim, c->n_layers, c->n_kv_heads, c->head_dim);
+    if (s->seq_len > c->max_seq) return error_set(err, "KV cache of %d positions exceeds the context %d", s->seq_len, c->max_seq);
+    size_t d = (size_t)s->head_dim, width = (size_t)s->n_kv_heads * d;
+    float *k = malloc(width * sizeof(float)), *v = malloc(width * sizeof(float));
+    if (!k || !v) { free(k); free(v); return error_set(err, "out of memory"); }
+    for (int l = 0; l < s->n_layers; l++)
+        for (int p = 0; p < s->seq_len; p++) {
+            for (int h = 0; h < s->n_kv_heads; h++) {   /* the file is head-major, a write is position-major */
+                size_t at = (((size_t)l * s->n_kv_heads + h) * s->seq_len + p) * d;
+                memcpy(k + h * d, s->k + at, d * sizeof(float));
+                memcpy(v + h * d, s->v + at, d * sizeof(float));
+            }
+            kv_cache_write(c, l, p, k, v, NULL);   /* a snapshot's keys are after RoPE */
+            kv_cache_commit(c, l, p, p + 1);
+        }
+    c->len = s->seq_len;
+    free(k);
+    free(v);
+    return 0;
+}
+
+int kv_snapshot_check_config(const KvSnapshot *s, const Config *c, char *report, size_t report_len) {
+    int n = 0;
+    size_t used = 0;
+    report[0] = 0;
+#define MISMATCH(...) do { n++; if (used < report_len) used += (size_t)snprintf(report + used, report_len - used, __VA_ARGS__); } while (0)
+    if (s->n_layers != c->n_layers) MISMATCH("num_layers: cache has %d, model has %d\n", s->n_layers, c->n_layers);
+    if (s->n_kv_heads != c->n_kv_heads) MISMATCH("num_kv_heads: cache has %d, model has %d\n", s->n_kv_heads, c->n_kv_heads);
+    if (s->head_dim != c->head_dim) MISMATCH("head_dim: cache has %d, model has %d\n", s->head_dim, c->head_dim);
+    if (s->seq_len > c->max_seq_len) MISMATCH("seq_len: cache has %d, model allows at most %d\n", s->seq_len, c->max_seq_len);
+#undef MISMATCH
+    return n;
 }

@@ -1,9 +1,10 @@
 /* model/modeldir.h: a model directory as the commands use it — config.json,
- * model.safetensors and tokenizer.bin loaded together — running a prompt, and the KV cache a prompt leaves. */
+ * model.safetensors and tokenizer.bin loaded together — running a prompt, the KV cache a prompt
+ * leaves, and KV cache files (model/formats/kvfile.h) meeting the engine's cache and config. */
 #ifndef KVQ_MODELDIR_H
 #define KVQ_MODELDIR_H
 
-#include "model/kvfile.h"
+#include "model/formats/kvfile.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,5 +25,14 @@ void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n)
  * ids[0..n) run from position 0 (n <= the model's context), the ids kept in its metadata. */
 int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *model_name, KvSnapshot *snap,
                           Error *err);
+
+/* A KV cache file (model/formats/kvfile.h) and the engine's cache (model/kvcache.h). */
+/* Copies the first seq_len positions out of an engine cache (as attention sees them). */
+int kv_snapshot_from_cache(KvSnapshot *s, const KvCache *c, int seq_len, const char *model_name, Error *err);
+/* Writes a snapshot into an engine cache (through its schemes) so generation can continue. */
+int kv_snapshot_to_cache(const KvSnapshot *s, KvCache *c, Error *err);
+/* The seed's validate_kv_cache_shape: writes every mismatch with the model's config
+ * (one per line) into report and returns how many there were (0: compatible). */
+int kv_snapshot_check_config(const KvSnapshot *s, const Config *c, char *report, size_t report_len);
 
 #endif

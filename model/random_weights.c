@@ -3,7 +3,7 @@
  * one owned buffer in the requested dtype, and the Matrix views are bound exactly as
  * model_load binds a file's tensors, so the forward pass cannot tell the difference. */
 #include "model/model.h"
-#include "model/hugepages.h"
+#include "model/kernels/hugepages.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef KVQ_SAMPLER_H
 #define KVQ_SAMPLER_H
 
-#include "model/error.h"
+#include "model/formats/error.h"
 
 typedef struct {
     float p;

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/fileio.h"
-#include "model/json.h"
+#include "model/formats/fileio.h"
+#include "model/formats/json.h"
 #include "quant/codec.h"
 #include "tests/test.h"
 

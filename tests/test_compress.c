@@ -8,11 +8,11 @@
  * mini-llama-brown. */
 #include "tests/test.h"
 #include "tests/test_random.h"
-#include "model/compress.h"
-#include "model/model.h"
-#include "model/json.h"
-#include "model/fileio.h"
-#include "model/safetensors.h"
+#include "model/formats/compress.h"
+#include "model/modeldir.h"
+#include "model/formats/json.h"
+#include "model/formats/fileio.h"
+#include "model/formats/safetensors.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdint.h>

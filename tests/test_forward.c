@@ -3,8 +3,8 @@
  * the token-at-a-time path, plus greedy generation on stories260K. */
 #include "tests/test.h"
 #include "model/model.h"
-#include "model/json.h"
-#include "model/fileio.h"
+#include "model/formats/json.h"
+#include "model/formats/fileio.h"
 #include "tokenizer/tokenizer.h"
 #include <math.h>
 #include <stdlib.h>

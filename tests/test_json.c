@@ -1,4 +1,4 @@
-/* tests/test_json.c: model/json.c on valid documents (escapes, surrogate pairs,
+/* tests/test_json.c: model/formats/json.c on valid documents (escapes, surrogate pairs,
  * numbers, nesting, duplicates) and on invalid ones (truncation, bad escapes,
  * bad UTF-8, lone surrogates, deep nesting), which must fail with "byte N: ...".
  * Inputs are copied into exactly-sized, unterminated buffers so a sanitizer
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/json.h"
+#include "model/formats/json.h"
 #include "tests/test.h"
 
 /* Parses text[0..len) from an exact-size heap copy (no NUL after it). */

@@ -7,8 +7,10 @@
  * product are proportional to). Exact paths only reassociate f32 sums: <= 1e-5. The bf16
  * path rounds each activation to 8 significant bits (relative error <= 2^-9): <= 2^-8. */
 #include "tests/test.h"
-#include "model/kernels.h"
-#include "model/attention_kernels.h"
+#include "model/model.h"
+#include "model/kernels/kernels.h"
+#include "model/kernels/vector.h"
+#include "model/kernels/attention_kernels.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* tests/test_kvfile_hostile.c: KV cache files and compressed KV files (kvq-compressed-2,
- * model/compress.h) that lie. Small files are built in memory (a tiny safetensors writer
+ * model/formats/compress.h) that lie. Small files are built in memory (a tiny safetensors writer
  * below, independent of st_write; packed units written byte by byte from the layout of
  * quant/codec_int.c), opened with st_open_memory, and read with kv_snapshot_from_safetensors
  * or kv_decompress_safetensors. Each broken file must be refused (rc -1) with one line that
@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model/compress.h"
-#include "model/kvfile.h"
+#include "model/formats/compress.h"
+#include "model/formats/kvfile.h"
 #include "quant/lz4.h"
 #include "tests/test.h"
 

@@ -5,8 +5,8 @@
  * bit for bit, as the aligned file: checked for F32 (stories260K, tied embeddings), BF16
  * (random-gqa8, untied lm_head) and F16 (stories260K converted here). */
 #include "tests/test.h"
-#include "model/fileio.h"
-#include "model/kernels.h"
+#include "model/formats/fileio.h"
+#include "model/kernels/kernels.h"
 #include "model/model.h"
 #include "quant/half.h"
 #include <stdint.h>

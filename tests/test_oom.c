@@ -12,7 +12,7 @@
 #define _DEFAULT_SOURCE   /* sbrk */
 #include "tests/test.h"
 #include "eval/perplexity.h"
-#include "model/fileio.h"
+#include "model/formats/fileio.h"
 #include "model/model.h"
 #include <stdint.h>
 #include <stdlib.h>

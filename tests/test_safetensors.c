@@ -1,4 +1,4 @@
-/* tests/test_safetensors.c: model/safetensors.c on the real fixture files
+/* tests/test_safetensors.c: model/formats/safetensors.c on the real fixture files
  * (shapes, dtypes, bytes and metadata checked against config.json, the
  * .metadata.json sidecar and values read once with Python), a write -> read ->
  * write byte-identical round trip, hostile files (each must fail with a message
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/json.h"
-#include "model/safetensors.h"
+#include "model/formats/json.h"
+#include "model/formats/safetensors.h"
 #include "tests/test.h"
 
 #define KV_SYNTH "tests/fixtures/reference/kv-synthetic.safetensors"

@@ -10,8 +10,8 @@
 #include "tests/test.h"
 #include "eval/perplexity.h"
 #include "eval/wikitext.h"
-#include "model/json.h"
-#include "model/fileio.h"
+#include "model/formats/json.h"
+#include "model/formats/fileio.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

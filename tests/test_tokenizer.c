@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "model/json.h"
+#include "model/formats/json.h"
 #include "tests/test.h"
 #include "tokenizer/tokenizer.h"
 

@@ -1,6 +1,6 @@
 /* tests/test_worksplit.c: model/worksplit hands out every item exactly once, in runs that
  * start where the split says, whatever the team size and chunk. */
-#include "model/worksplit.h"
+#include "model/kernels/worksplit.h"
 #include "tests/test.h"
 #include <stdlib.h>
 #include <string.h>

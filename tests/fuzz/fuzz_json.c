@@ -3,7 +3,7 @@
  * valid UTF-8 as json_utf8_valid says; rejected ones must give a one-line
  * "byte N: ..." message. */
 #include <string.h>
-#include "model/json.h"
+#include "model/formats/json.h"
 #include "tests/fuzz/fuzz.h"
 
 /* Visits every node, reading every byte the tree claims to own; returns the node count. */

@@ -6,8 +6,9 @@
  * (statistics) and checked against a small model's config; a rejection must give a
  * one-line message naming the file. */
 #include <string.h>
-#include "model/compress.h"
-#include "model/kvfile.h"
+#include "model/formats/compress.h"
+#include "model/formats/kvfile.h"
+#include "model/modeldir.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NAME "fuzz-kv.safetensors"

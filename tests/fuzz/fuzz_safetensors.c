@@ -4,7 +4,7 @@
  * (ASan flags any range past the buffer). Rejections must give one line that
  * starts with the file's name. */
 #include <string.h>
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 #include "tests/fuzz/fuzz.h"
 
 #define NAME "fuzz.safetensors"

@@ -1,4 +1,4 @@
-/* model/json.c: a strict RFC 8259 JSON parser.
+/* model/formats/json.c: a strict RFC 8259 JSON parser.
  *
  * How it works: a recursive-descent parser whose recursion is bounded by
  * JSON_MAX_DEPTH. While a container is open, its finished children wait on a
@@ -12,7 +12,7 @@
  *
  * Numbers are converted with strtod, which reads the C locale's decimal point:
  * the library never calls setlocale, so that is '.'. */
-#include "model/json.h"
+#include "model/formats/json.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,7 +1,9 @@
-/* model/error.h: how library code reports failure.
+/* model/formats/error.h: how library code reports failure.
  * Functions that can fail take an Error* and return 0 on success, -1 on failure
  * after writing a one-line message that names the file and the problem.
- * run.c prints the message and chooses the exit code; library code never exits. */
+ * run.c prints the message and chooses the exit code; library code never exits.
+ * It lives in model/formats/, the lowest folder whose code fails (on files), so that every
+ * folder above (model/, eval/) includes it downwards. */
 #ifndef KVQ_ERROR_H
 #define KVQ_ERROR_H
 

@@ -1,9 +1,8 @@
-/* model/gemm_avx2.c: the AVX2 + FMA matmul path, compiled only when the build targets it
+/* model/kernels/gemm_avx2.c: the AVX2 + FMA matmul path, compiled only when the build targets it
  * (__AVX2__ and __FMA__; -march=native on any x86-64 of the last decade). Same structure as
- * the plain-C path (model/gemm.h): a streaming GEMV for T < 4 (8 wide, one weight row at a
+ * the plain-C path (model/kernels/gemm.h): a streaming GEMV for T < 4 (8 wide, one weight row at a
  * time) and the shared blocked driver with a 6 tokens x 16 rows microkernel (12 ymm sums). */
-#include "model/gemm.h"
-#include "model/kernels.h"
+#include "model/kernels/gemm.h"
 #include "quant/half.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -51,7 +50,7 @@ static inline void gemv8_block(DType dt, float *out, const float *x, const Matri
     }
 }
 
-/* A block of rows for gemv_drive (model/gemm_c.c); the dtype is a constant in each inlined loop. */
+/* A block of rows for gemv_drive (model/kernels/gemm_c.c); the dtype is a constant in each inlined loop. */
 static void gemv_rows_avx2(float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     if (w->dtype == DT_BF16) gemv8_block(DT_BF16, out, x, w, T, r0, nr);
     else if (w->dtype == DT_F16) gemv8_block(DT_F16, out, x, w, T, r0, nr);

@@ -1,5 +1,5 @@
-/* model/worksplit.c: contiguous runs per thread, with helping at the end (see worksplit.h). */
-#include "model/worksplit.h"
+/* model/kernels/worksplit.c: contiguous runs per thread, with helping at the end (see worksplit.h). */
+#include "model/kernels/worksplit.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

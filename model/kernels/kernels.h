@@ -1,6 +1,8 @@
-/* model/kernels.h: the arithmetic of the forward pass on plain float arrays.
- * Weights arrive as Matrix (F32/F16/BF16 in the file's layout) and are widened to
- * f32 (or used as bf16) a panel at a time, so the model is never copied to f32 in memory.
+/* model/kernels/kernels.h: the arithmetic of the forward pass — matmuls and the SwiGLU MLP on
+ * their kernel paths, RMSNorm, RoPE. Element-wise loops (softmax, dot products, ...) are in
+ * model/kernels/vector.h. Weights arrive as Matrix (F32/F16/BF16 in the file's layout,
+ * model/kernels/matrix.h) and are widened to f32 (or used as bf16) a panel at a time, so the
+ * model is never copied to f32 in memory.
  *
  * A matmul runs on one of several kernel paths. The scalar path is the definition (one
  * dot product per output, sums in order); the others are checked against it by
@@ -9,13 +11,8 @@
 #ifndef KVQ_KERNELS_H
 #define KVQ_KERNELS_H
 
-#include <math.h>
-#include <stdint.h>
-#include "model/model.h"
-
-/* Below this many multiply-adds a loop runs on one thread: waking threads costs more
- * than it saves on tiny models (stories260K decodes 10x faster this way). */
-#define PARALLEL_MIN_WORK (1 << 18)
+#include <stddef.h>
+#include "model/kernels/matrix.h"
 
 typedef enum {
     KERNEL_SCALAR,       /* reference: one in-order dot product per output */
@@ -66,11 +63,6 @@ void matmul_add(float *out, const float *x, const Matrix *w, int T, MatmulPrecis
 void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
                     MatmulPrecision precision, float *hb, float *hb2, float *tmp, void *scratch);
 
-/* Row `row` of w widened to f32 into out[0..cols). */
-void matrix_row_f32(const Matrix *w, int row, float *out);
-/* Elements [k0, k0+n) of row `row` widened to f32 (F32/F16/BF16). */
-void matrix_segment_f32(const Matrix *w, int row, int k0, int n, float *out);
-
 /* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. wbuf: n floats for the
  * weight widened to f32 (RunState.norm_w), so the forward pass allocates nothing. */
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps, float *wbuf);
@@ -81,35 +73,5 @@ void rope_angles(int pos, int head_dim, const float *inv_freq, float *cos_sin);
 /* HF rotate-half RoPE on n_heads vectors of head_dim, in place: pairs (i, i + head_dim/2)
  * rotate by the angles of rope_angles. */
 void rope(float *vec, int n_heads, int head_dim, const float *cos_sin);
-
-/* a * b + c, fused where the CPU has FMA (C11 code is compiled without contraction, so
- * plain a * b + c is two roundings and two instructions); exact-enough either way. */
-static inline float mul_add(float a, float b, float c) {
-#ifdef FP_FAST_FMAF
-    return fmaf(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
-
-/* gate[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) (SwiGLU). */
-void swiglu(float *gate, const float *up, size_t n);
-
-/* In-place softmax of x[0..n). */
-void softmax(float *x, int n);
-/* The largest of x[0..n), n >= 1. */
-float max_value(const float *x, int n);
-/* bf16 attention's softmax, left unnormalized: e_p = exp(scale * (x[p] - max)) for p < n, 0
- * for n <= p < n_out, written over x as bf16 pairs (pair i = (e_2i, e_2i+1) at
- * ((uint32_t *)x)[i], see model/attention_kernels.h); returns 1 / sum of the e_p (in f32).
- * The caller scales the weighted sum of values by it: one pass over the scores, where
- * scaling, normalizing and pairing them took three. */
-float exp_pairs(float *x, int n, float max, float scale, int n_out);
-
-/* sum x[i]*y[i], written with independent partial sums so the compiler vectorizes it. */
-float dot_f32(const float *x, const float *y, int n);
-
-/* y[i] += a * x[i]. */
-void axpy_f32(float *y, float a, const float *x, int n);
 
 #endif

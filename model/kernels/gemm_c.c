@@ -1,11 +1,11 @@
-/* model/gemm_c.c: the portable matmul paths, and the blocked GEMM and streaming GEMV drivers
- * they share with the AVX2 and NEON paths (model/gemm_avx2.c, gemm_neon.c). See model/gemm.h
+/* model/kernels/gemm_c.c: the portable matmul paths, and the blocked GEMM and streaming GEMV drivers
+ * they share with the AVX2 and NEON paths (model/kernels/gemm_avx2.c, gemm_neon.c). See model/kernels/gemm.h
  * for the loop structure.
  *   matmul_scalar:  the definition — one in-order f32 dot product per output.
  *   matmul_plain_c: the same blocking as the fast paths, in loops the compiler vectorizes. */
-#include "model/gemm.h"
-#include "model/kernels.h"
-#include "model/worksplit.h"
+#include "model/kernels/gemm.h"
+#include "model/kernels/vector.h"
+#include "model/kernels/worksplit.h"
 #include "quant/half.h"
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +70,7 @@ void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const M
     int n_panels = (w->rows + g->nr - 1) / g->nr;
     double work = (double)w->rows * w->cols * T;
     /* Each thread owns a contiguous run of panels and reads their weights once; one done early
-     * helps the other (model/worksplit.h). */
+     * helps the other (model/kernels/worksplit.h). */
     WorkSplit split;
     work_split_init(&split, n_panels, work_split_threads(work, PARALLEL_MIN_WORK), 1);
     #pragma omp parallel num_threads(split.n_runs)

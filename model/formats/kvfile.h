@@ -1,4 +1,6 @@
-/* model/kvfile.h: KV caches as files — the seed's layout, loading back, checks, statistics.
+/* model/formats/kvfile.h: KV caches as files — the seed's layout, loading back, checks, statistics.
+ * A file knows nothing of the engine: copies to and from a KvCache, and a file's shape checked
+ * against a model's config, are in model/modeldir.h.
  *
  * File: safetensors with tensors layer_{i}_key and layer_{i}_value, each
  * [1, n_kv_heads, seq_len, head_dim] (keys after RoPE), F32 or F16, and __metadata__
@@ -8,8 +10,7 @@
 #ifndef KVQ_KVFILE_H
 #define KVQ_KVFILE_H
 
-#include "model/kvcache.h"
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 
 typedef struct {
     int n_layers, n_kv_heads, seq_len, head_dim;
@@ -22,10 +23,8 @@ typedef struct {
 /* Elements in one layer's key (or value) tensor. */
 size_t kv_snapshot_layer_size(const KvSnapshot *s);
 
-/* Copies the first seq_len positions out of an engine cache (as attention sees them). */
-int kv_snapshot_from_cache(KvSnapshot *s, const KvCache *c, int seq_len, const char *model_name, Error *err);
-/* Writes a snapshot into an engine cache (through its schemes) so generation can continue. */
-int kv_snapshot_to_cache(const KvSnapshot *s, KvCache *c, Error *err);
+/* Allocates k and v for the shape s holds (n_layers, n_kv_heads, seq_len, head_dim). */
+int kv_snapshot_alloc(KvSnapshot *s, Error *err);
 
 /* Saves as safetensors (dtype DT_F32 or DT_F16) plus the .metadata.json sidecar. */
 int kv_snapshot_save(const char *path, const KvSnapshot *s, DType dtype, Error *err);
@@ -34,10 +33,6 @@ int kv_snapshot_load(const char *path, KvSnapshot *s, Error *err);
 /* Same from an already opened file (fuzzing, tests). */
 int kv_snapshot_from_safetensors(const SafeTensors *st, KvSnapshot *s, Error *err);
 void kv_snapshot_free(KvSnapshot *s);
-
-/* The seed's validate_kv_cache_shape: writes every mismatch with the model's config
- * (one per line) into report and returns how many there were (0: compatible). */
-int kv_snapshot_check_config(const KvSnapshot *s, const Config *c, char *report, size_t report_len);
 
 /* The seed's compute_kv_cache_stats. */
 typedef struct {

@@ -1,4 +1,4 @@
-/* model/hugepages.c: large buffers on transparent huge pages.
+/* model/kernels/hugepages.c: large buffers on transparent huge pages.
  * Decode streams every weight and every cached key and value once per token. With 4 KiB
  * pages the hardware prefetcher stops at every page boundary and the TLB misses on every
  * few rows; on 2 MiB pages it does neither: measured +8% decode for weights, and attention
@@ -7,7 +7,7 @@
  * The advice is asked before the first touch, the only time it takes effect; elsewhere, or
  * when the kernel says no, plain pages serve. */
 #define _DEFAULT_SOURCE   /* MADV_HUGEPAGE */
-#include "model/hugepages.h"
+#include "model/kernels/hugepages.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

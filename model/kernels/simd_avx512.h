@@ -1,5 +1,5 @@
-/* model/simd_avx512.h: small AVX-512 helpers shared by the GEMM (model/gemm_avx512.c) and
- * attention (model/attention_kernels.c) loops. Include only where __AVX512F__ is defined. */
+/* model/kernels/simd_avx512.h: small AVX-512 helpers shared by the GEMM (model/kernels/gemm_avx512.c) and
+ * attention (model/kernels/attention_kernels.c) loops. Include only where __AVX512F__ is defined. */
 #ifndef KVQ_SIMD_AVX512_H
 #define KVQ_SIMD_AVX512_H
 

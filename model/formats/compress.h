@@ -1,4 +1,4 @@
-/* model/compress.h: the `compress` command's files — every tensor of a KV cache file stored in
+/* model/formats/compress.h: the `compress` command's files — every tensor of a KV cache file stored in
  * the form a scheme of the scheme language gives it (quant/scheme.h), the damage measured, and
  * the file read back.
  *
@@ -18,8 +18,9 @@
 #ifndef KVQ_COMPRESS_H
 #define KVQ_COMPRESS_H
 
-#include "model/kvfile.h"
+#include "model/formats/kvfile.h"
 #include "quant/metrics.h"
+#include "quant/scheme.h"
 
 typedef struct {
     const KvLayered *k_scheme, *v_scheme;   /* keys and values are stored separately */

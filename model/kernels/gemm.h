@@ -1,4 +1,4 @@
-/* model/gemm.h: internal to model/ — the pieces behind matmul() (model/kernels.h).
+/* model/kernels/gemm.h: internal to model/kernels/ — the pieces behind matmul() (kernels.h).
  *
  * out[T, N] = x[T, K] . W[N, K]^T. Two shapes of loop:
  *   GEMV (T < GEMV_MAX_T): each thread streams its share of weight rows once, dotting
@@ -9,14 +9,14 @@
  *     MR tokens by the panel into an MR x NR tile of accumulators held in registers.
  *     Threads split the panels, so each weight is read from memory once per call.
  *
- * The driver (plain C, AVX2 and NEON) packs weight panels. The AVX-512 paths (model/gemm_avx512.c)
+ * The driver (plain C, AVX2 and NEON) packs weight panels. The AVX-512 paths (model/kernels/gemm_avx512.c)
  * turn it around: they pack the activations and broadcast the weights in place. */
 #ifndef KVQ_GEMM_H
 #define KVQ_GEMM_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/model.h"
+#include "model/kernels/matrix.h"
 #include "quant/half.h"
 
 #define GEMV_MAX_T 4
@@ -41,7 +41,7 @@ typedef struct {
 } GemmSpec;
 
 /* Element i of a weight row of dtype dt, as float (the vector paths' remainders). The cast is
- * safe because Matrix data is aligned for its dtype (model/model.h). */
+ * safe because Matrix data is aligned for its dtype (matrix.h). */
 static inline float weight_at(DType dt, const void *row, int i) {
     if (dt == DT_BF16) return bf16_to_f32(((const uint16_t *)row)[i]);
     if (dt == DT_F16) return f16_to_f32(((const uint16_t *)row)[i]);
@@ -55,18 +55,18 @@ void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const M
 typedef void (*GemvRowsFn)(float *out, const float *x, const Matrix *w, int T, int r0, int nr);
 #define GEMV_BLOCK_ROWS 16
 /* The streaming GEMV loop around it (AVX2 and NEON): blocks of GEMV_BLOCK_ROWS rows, each
- * thread its own contiguous run of them (model/worksplit.h), 8 blocks a claim. */
+ * thread its own contiguous run of them (model/kernels/worksplit.h), 8 blocks a claim. */
 void gemv_drive(GemvRowsFn rows, float *out, const float *x, const Matrix *w, int T);
 
 /* Panel packing for f32 paths: weights widened to float. */
 void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel);
 
-/* Plain C (model/gemm_c.c). */
+/* Plain C (model/kernels/gemm_c.c). */
 void matmul_scalar(float *out, const float *x, const Matrix *w, int T);
 void matmul_plain_c(float *out, const float *x, const Matrix *w, int T);
 
-/* Intrinsics (model/gemm_avx2.c, gemm_neon.c, gemm_avx512.c); each exists only when its feature
- * macros are defined. scratch: matmul_scratch_bytes(T, K) (model/kernels.h). */
+/* Intrinsics (model/kernels/gemm_avx2.c, gemm_neon.c, gemm_avx512.c); each exists only when its feature
+ * macros are defined. scratch: matmul_scratch_bytes(T, K) (model/kernels/kernels.h). */
 void matmul_avx2(float *out, const float *x, const Matrix *w, int T);
 void matmul_neon(float *out, const float *x, const Matrix *w, int T);
 void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch);

@@ -1,6 +1,6 @@
-/* model/kvfile.c: save, load, check and describe KV cache files (layout in kvfile.h). */
-#include "model/kvfile.h"
-#include "model/fileio.h"
+/* model/formats/kvfile.c: save, load, check and describe KV cache files (layout in kvfile.h). */
+#include "model/formats/kvfile.h"
+#include "model/formats/fileio.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@ size_t kv_snapshot_layer_size(const KvSnapshot *s) {
     return (size_t)s->n_kv_heads * s->seq_len * s->head_dim;
 }
 
-static int snapshot_alloc(KvSnapshot *s, Error *err) {
+int kv_snapshot_alloc(KvSnapshot *s, Error *err) {
     size_t per_layer = kv_snapshot_layer_size(s);
     if (s->n_layers <= 0 || per_layer == 0 || per_layer > SIZE_MAX / sizeof(float) / (size_t)s->n_layers)
         return error_set(err, "KV cache of %d layers x %zu values is empty or too large", s->n_layers, per_layer);
@@ -28,53 +28,6 @@ void kv_snapshot_free(KvSnapshot *s) {
     free(s->k);
     free(s->v);
     s->k = s->v = NULL;
-}
-
-/* ---- engine cache <-> snapshot ---- */
-
-int kv_snapshot_from_cache(KvSnapshot *s, const KvCache *c, int seq_len, const char *model_name, Error *err) {
-    memset(s, 0, sizeof *s);
-    if (seq_len < 1 || seq_len > c->len) return error_set(err, "KV cache holds %d positions, not %d", c->len, seq_len);
-    s->n_layers = c->n_layers;
-    s->n_kv_heads = c->n_kv_heads;
-    s->seq_len = seq_len;
-    s->head_dim = c->head_dim;
-    snprintf(s->model_name, sizeof s->model_name, "%s", model_name);
-    snprintf(s->dtype, sizeof s->dtype, "float32");
-    if (snapshot_alloc(s, err)) return -1;
-    size_t d = (size_t)c->head_dim;
-    for (int l = 0; l < c->n_layers; l++)
-        for (int h = 0; h < c->n_kv_heads; h++)
-            for (int p = 0; p < seq_len; p++) {
-                size_t at = (((size_t)l * c->n_kv_heads + h) * seq_len + p) * d;
-                kv_cache_read_key(c, l, h, p, s->k + at);
-                kv_cache_read_value(c, l, h, p, s->v + at);
-            }
-    return 0;
-}
-
-int kv_snapshot_to_cache(const KvSnapshot *s, KvCache *c, Error *err) {
-    if (s->n_layers != c->n_layers || s->n_kv_heads != c->n_kv_heads || s->head_dim != c->head_dim)
-        return error_set(err, "KV cache shape [%d layers, %d heads, %d dims] does not fit the model's [%d, %d, %d]",
-                         s->n_layers, s->n_kv_heads, s->head_dim, c->n_layers, c->n_kv_heads, c->head_dim);
-    if (s->seq_len > c->max_seq) return error_set(err, "KV cache of %d positions exceeds the context %d", s->seq_len, c->max_seq);
-    size_t d = (size_t)s->head_dim, width = (size_t)s->n_kv_heads * d;
-    float *k = malloc(width * sizeof(float)), *v = malloc(width * sizeof(float));
-    if (!k || !v) { free(k); free(v); return error_set(err, "out of memory"); }
-    for (int l = 0; l < s->n_layers; l++)
-        for (int p = 0; p < s->seq_len; p++) {
-            for (int h = 0; h < s->n_kv_heads; h++) {   /* the file is head-major, a write is position-major */
-                size_t at = (((size_t)l * s->n_kv_heads + h) * s->seq_len + p) * d;
-                memcpy(k + h * d, s->k + at, d * sizeof(float));
-                memcpy(v + h * d, s->v + at, d * sizeof(float));
-            }
-            kv_cache_write(c, l, p, k, v, NULL);   /* a snapshot's keys are after RoPE */
-            kv_cache_commit(c, l, p, p + 1);
-        }
-    c->len = s->seq_len;
-    free(k);
-    free(v);
-    return 0;
 }
 
 /* ---- saving ---- */
@@ -254,7 +207,7 @@ int kv_snapshot_from_safetensors(const SafeTensors *st, KvSnapshot *s, Error *er
      * that is really in the file, not from a header that merely claims it. */
     for (int l = 0; l < s->n_layers; l++)
         if (!layer_tensor(st, s, l, 0, err) || !layer_tensor(st, s, l, 1, err)) return -1;
-    if (snapshot_alloc(s, err)) return -1;
+    if (kv_snapshot_alloc(s, err)) return -1;
     size_t per_layer = kv_snapshot_layer_size(s);
     for (int l = 0; l < s->n_layers; l++)
         for (int is_value = 0; is_value < 2; is_value++) {
@@ -281,19 +234,6 @@ int kv_snapshot_load(const char *path, KvSnapshot *s, Error *err) {
 }
 
 /* ---- checks and statistics ---- */
-
-int kv_snapshot_check_config(const KvSnapshot *s, const Config *c, char *report, size_t report_len) {
-    int n = 0;
-    size_t used = 0;
-    report[0] = 0;
-#define MISMATCH(...) do { n++; if (used < report_len) used += (size_t)snprintf(report + used, report_len - used, __VA_ARGS__); } while (0)
-    if (s->n_layers != c->n_layers) MISMATCH("num_layers: cache has %d, model has %d\n", s->n_layers, c->n_layers);
-    if (s->n_kv_heads != c->n_kv_heads) MISMATCH("num_kv_heads: cache has %d, model has %d\n", s->n_kv_heads, c->n_kv_heads);
-    if (s->head_dim != c->head_dim) MISMATCH("head_dim: cache has %d, model has %d\n", s->head_dim, c->head_dim);
-    if (s->seq_len > c->max_seq_len) MISMATCH("seq_len: cache has %d, model allows at most %d\n", s->seq_len, c->max_seq_len);
-#undef MISMATCH
-    return n;
-}
 
 void kv_snapshot_stats(const KvSnapshot *s, KvStats *out) {
     memset(out, 0, sizeof *out);

@@ -1,10 +1,10 @@
-/* model/fileio.h: small whole-file helpers shared by the readers and writers in model/. */
+/* model/formats/fileio.h: small whole-file helpers shared by the readers and writers in model/. */
 #ifndef KVQ_FILEIO_H
 #define KVQ_FILEIO_H
 
 #include <stddef.h>
 #include <stdio.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 /* Reads all of path into a malloc'd, NUL-terminated buffer (at most max_bytes). */
 char *read_whole_file(const char *path, size_t max_bytes, size_t *len, Error *err);

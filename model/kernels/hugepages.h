@@ -1,5 +1,5 @@
-/* model/hugepages.h: large buffers on 2 MiB boundaries, on transparent huge pages where the
- * kernel offers them (model/hugepages.c); small ones from malloc. free() releases them. */
+/* model/kernels/hugepages.h: large buffers on 2 MiB boundaries, on transparent huge pages where the
+ * kernel offers them (model/kernels/hugepages.c); small ones from malloc. free() releases them. */
 #ifndef KVQ_HUGEPAGES_H
 #define KVQ_HUGEPAGES_H
 

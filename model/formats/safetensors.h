@@ -1,4 +1,4 @@
-/* model/safetensors.h: read and write the safetensors format.
+/* model/formats/safetensors.h: read and write the safetensors format.
  * File = 8-byte little-endian header length N, N bytes of JSON header, data area.
  * The header maps tensor names to {dtype, shape, data_offsets [begin, end)} relative
  * to the data area, plus an optional "__metadata__" object of string -> string.
@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 #define ST_MAX_DIMS 8
 #define ST_MAX_HEADER (100u * 1024u * 1024u)

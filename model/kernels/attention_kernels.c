@@ -1,15 +1,15 @@
-/* model/attention_kernels.c: the inner loops of attention (model/forward.c) over blocks of
+/* model/kernels/attention_kernels.c: the inner loops of attention (model/forward.c) over blocks of
  * 64 cache rows: scores of queries against keys stored transposed, weighted sums of value
  * rows, in f32 or in bf16 pairs. Plain C for every loop, with AVX-512 versions that
  * tests/test_kernels.c checks against it. (Quantized rows come decoded by their codec:
  * quant/codec.h, decode and decode_t64.) */
-#include "model/attention_kernels.h"
-#include "model/kernels.h"
+#include "model/kernels/attention_kernels.h"
+#include "model/kernels/vector.h"
 #include "quant/half.h"
 #include <string.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
-#include "model/simd_avx512.h"
+#include "model/kernels/simd_avx512.h"
 #endif
 
 #if defined(__AVX512F__)

@@ -1,4 +1,4 @@
-/* model/json.h: a small strict JSON parser (RFC 8259), enough for config.json,
+/* model/formats/json.h: a small strict JSON parser (RFC 8259), enough for config.json,
  * safetensors headers and metadata sidecars.
  * The whole document lives in one arena: json_free() on the root frees it all.
  * Input must be valid UTF-8; nesting is limited (JSON_MAX_DEPTH) so hostile
@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/error.h"
+#include "model/formats/error.h"
 
 #define JSON_MAX_DEPTH 64
 

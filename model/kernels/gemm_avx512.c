@@ -1,4 +1,4 @@
-/* model/gemm_avx512.c: the AVX-512 matmul paths, compiled only when the build targets them
+/* model/kernels/gemm_avx512.c: the AVX-512 matmul paths, compiled only when the build targets them
  * (__AVX512F__; the bf16 path also needs __AVX512BF16__ and __AVX512BW__).
  *   GEMV (T < 4): one weight row at a time, front to back, four independent sums: a single
  *     sequential stream per thread is what the hardware prefetcher serves fastest.
@@ -9,14 +9,14 @@
  *   f32 path: weights widened as they are broadcast, f32 FMA.
  *   bf16 path: activations rounded to bf16 (one 32-bit pair of k, k+1 per unit), weights
  *     broadcast as pairs, vdpbf16ps: twice the multiply-adds per instruction. */
-#include "model/gemm.h"
-#include "model/kernels.h"
+#include "model/kernels/gemm.h"
+#include "model/kernels/vector.h"
 #include "quant/half.h"
 #include <string.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
-#include "model/simd_avx512.h"
-#include "model/worksplit.h"
+#include "model/kernels/simd_avx512.h"
+#include "model/kernels/worksplit.h"
 
 #define BW_ROWS 8        /* weight rows per microkernel */
 #define BW_TOK 48        /* tokens per strip: three vectors of 16 */
@@ -348,7 +348,7 @@ static void run_groups(BroadcastKernel kern, const void *apack, int units, int n
     }
     /* Work items are (group, strip) pairs (see group_strips). Each thread takes a contiguous
      * run of them, a group's worth at a time, and helps at the other's front when done
-     * (model/worksplit.h). A static split of whole groups left one core idle whenever the
+     * (model/kernels/worksplit.h). A static split of whole groups left one core idle whenever the
      * other ran slower, and for up to a group at the end of each call: prefill +1.2% (15 of
      * 20 alternating rounds), then +0.75% with claims down to one strip (15 of 20). */
     WorkSplit split;
@@ -473,7 +473,7 @@ void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
 #endif
     /* each thread streams its own contiguous run of row blocks (one sequential stream for the
      * prefetcher), 8 blocks a claim, fewer near the end, and helps the other when done
-     * (model/worksplit.h). Static halves: ~6% of a decode step spent waiting; a guided
+     * (model/kernels/worksplit.h). Static halves: ~6% of a decode step spent waiting; a guided
      * schedule fixed most of that (+3%), this +2-3.5% more (alternating in-process rounds). */
     WorkSplit split;
     work_split_init(&split, first[n], work_split_threads(work, PARALLEL_MIN_WORK), 8);

@@ -1,4 +1,4 @@
-/* model/attention_kernels.h: attention's inner loops (model/attention_kernels.c), used by
+/* model/kernels/attention_kernels.h: attention's inner loops (model/kernels/attention_kernels.c), used by
  * model/forward.c: a block of up to DOT_T_WIDTH cache rows at a time. */
 #ifndef KVQ_ATTENTION_KERNELS_H
 #define KVQ_ATTENTION_KERNELS_H

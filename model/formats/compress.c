@@ -1,6 +1,6 @@
-/* model/compress.c: a KV cache snapshot stored under a scheme into a file, and back. See
- * model/compress.h for the file. */
-#include "model/compress.h"
+/* model/formats/compress.c: a KV cache snapshot stored under a scheme into a file, and back. See
+ * model/formats/compress.h for the file. */
+#include "model/formats/compress.h"
 #include "quant/lz4.h"
 #include "quant/half.h"
 #include <math.h>

@@ -1,10 +1,9 @@
-/* model/gemm_neon.c: the NEON matmul path for 64-bit Arm (AArch64, where NEON and fused
+/* model/kernels/gemm_neon.c: the NEON matmul path for 64-bit Arm (AArch64, where NEON and fused
  * multiply-add are always there: Apple silicon, Graviton, Raspberry Pi 4/5), compiled only when
- * the build targets it (__aarch64__ && __ARM_NEON). It mirrors the AVX2 path (model/gemm_avx2.c)
+ * the build targets it (__aarch64__ && __ARM_NEON). It mirrors the AVX2 path (model/kernels/gemm_avx2.c)
  * at half the width: a streaming GEMV for T < 4 (one weight row at a time, four 4-wide sums) and
  * the shared blocked driver with a 6 tokens x 16 rows microkernel (24 of the 32 q registers). */
-#include "model/gemm.h"
-#include "model/kernels.h"
+#include "model/kernels/gemm.h"
 #include "quant/half.h"
 #if defined(__aarch64__) && defined(__ARM_NEON)
 #include <arm_neon.h>
@@ -41,7 +40,7 @@ static inline void gemv4_block(DType dt, float *out, const float *x, const Matri
     }
 }
 
-/* A block of rows for gemv_drive (model/gemm_c.c); the dtype is a constant in each inlined loop. */
+/* A block of rows for gemv_drive (model/kernels/gemm_c.c); the dtype is a constant in each inlined loop. */
 static void gemv_rows_neon(float *out, const float *x, const Matrix *w, int T, int r0, int nr) {
     if (w->dtype == DT_BF16) gemv4_block(DT_BF16, out, x, w, T, r0, nr);
     else if (w->dtype == DT_F16) gemv4_block(DT_F16, out, x, w, T, r0, nr);

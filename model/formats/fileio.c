@@ -1,5 +1,5 @@
-/* model/fileio.c: whole-file reads, temp-file-then-rename writes, and appends to journals. */
-#include "model/fileio.h"
+/* model/formats/fileio.c: whole-file reads, temp-file-then-rename writes, and appends to journals. */
+#include "model/formats/fileio.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* model/safetensors.c: read (mmap + full header validation) and write the
+/* model/formats/safetensors.c: read (mmap + full header validation) and write the
  * safetensors format.
  *
  * Reading trusts nothing: the header length, the JSON, every dtype, shape and
@@ -7,11 +7,11 @@
  *
  * Alignment: the format does not align the data area (the header length is
  * arbitrary), so Tensor.data may be misaligned for its dtype. Readers must load
- * elements with memcpy (or byte-wise), never by casting to float* etc. (model.c copies
+ * elements with memcpy (or byte-wise), never by casting to float* etc. (model/model.c copies
  * misaligned weights to an aligned buffer before the kernels cast them).
  * Files written by st_write pad the header so the data area starts at a file
  * offset that is a multiple of 8. */
-#include "model/safetensors.h"
+#include "model/formats/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/json.h"
+#include "model/formats/json.h"
 
 /* ---------- dtypes ---------- */
 
