@@ -22,6 +22,7 @@
 #include "eval/bench.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
+#include "eval/generate.h"
 #include "model/kvfile.h"
 #include "model/compress.h"
 
@@ -165,23 +166,8 @@ static int layered_or_error(const char *text, KvLayered *out, char *bad, size_t 
     return -1;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ------------------------------------------------------------------------- */
 /* generate */
-
-/* TinyLlama-Chat's template: <|user|>\n{prompt}</s>\n<|assistant|>\n */
-static char *chat_prompt(const char *prompt) {
-    const char *pre = "<|user|>\n", *post = "</s>\n<|assistant|>\n";
-    size_t n = strlen(pre) + strlen(prompt) + strlen(post) + 1;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s%s%s", pre, prompt, post);
-    return s;
-}
 
 static int cmd_generate(int argc, char **argv) {
     Args a = {argc, argv, 2, NULL, {0}};
@@ -209,62 +195,16 @@ static int cmd_generate(int argc, char **argv) {
     Error err;
     ModelDir L;
     if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
-    char *text = chat ? chat_prompt(prompt) : strdup(prompt);
-    int n_prompt = 0;
-    int *tokens = text ? tokenizer_encode(L.tok, text, strlen(text), 1, &n_prompt) : NULL;
-    free(text);
-    if (steps > c->max_seq_len) steps = c->max_seq_len;
-    int rc = EXIT_BAD_INPUT;
-    RunState s = {0};
-    KvCache kv = {0};
-    Sampler sampler = {0};
-    int *seq = tokens ? realloc(tokens, (size_t)steps * sizeof *seq) : NULL;
-    if (!seq) { fprintf(stderr, "generate: out of memory\n"); goto done; }
-    tokens = seq;
-    if (n_prompt >= steps) {
-        fprintf(stderr, "generate: the prompt is %d tokens; -n %d leaves no room to generate\n", n_prompt, steps);
-        goto done;
-    }
-    if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, &err) ||
-        kv_cache_init(&kv, c, steps, s.max_batch, &scheme, &scheme, L.model.rope_inv_freq, &err) ||
-        sampler_init(&sampler, c->vocab_size, temperature, top_p, seed, &err)) {
-        fprintf(stderr, "generate: %s\n", err.msg);
-        goto done;
-    }
-    char piece[64];
-    for (int i = 0; i < n_prompt; i++) {
-        int len = tokenizer_piece_bytes(L.tok, i ? tokens[i - 1] : -1, tokens[i], piece);
-        fwrite(piece, 1, (size_t)len, stdout);
-    }
-    fflush(stdout);
-    double t0 = now_seconds();
-    prefill(&L.model, &s, &kv, tokens, n_prompt);
-    double t1 = now_seconds();
-    int pos = n_prompt;
-    for (; pos < steps; pos++) {
-        int next = sampler_next(&sampler, s.logits);
-        if (next == c->eos_id) break;
-        tokens[pos] = next;
-        int len = tokenizer_piece_bytes(L.tok, tokens[pos - 1], next, piece);
-        fwrite(piece, 1, (size_t)len, stdout);
-        fflush(stdout);
-        if (pos + 1 < steps) forward(&L.model, &s, &kv, &tokens[pos], 1, pos, 0);
-    }
-    double t2 = now_seconds();
-    int generated = pos - n_prompt;
+    GenerateOptions o = {prompt, chat, steps, temperature, top_p, seed, &scheme};
+    GenerateStats st;
+    int rc = generate_text(&L.model, L.tok, &o, stdout, &st, &err);
+    modeldir_free(&L);
+    if (rc) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
     printf("\n");
     fflush(stdout);   /* the text ends before the statistics, on a pipe too */
-    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n",
-            n_prompt, n_prompt / (t1 - t0), generated, generated > 0 ? generated / (t2 - t1) : 0.0);
-    rc = EXIT_OK;
-done:
-    sampler_free(&sampler);
-    kv_cache_free(&kv);
-    runstate_free(&s);
-    free(tokens);
-    modeldir_free(&L);
-    return rc;
+    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n", st.prompt_tokens,
+            st.prompt_tokens / st.prompt_seconds, st.generated, st.generated > 0 ? st.generated / st.generate_seconds : 0.0);
+    return EXIT_OK;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -328,25 +268,13 @@ static int cmd_logits(int argc, char **argv) {
     const Config *c = &L.model.config;
     int n = 0, rc = EXIT_BAD_INPUT;
     int *ids = parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad);
-    if (!ids) { usage_error("logits", a.bad[0] ? a.bad : "out of memory"); goto done; }
-    if (n > c->max_seq_len) { fprintf(stderr, "logits: %d tokens exceed the context of %d\n", n, c->max_seq_len); goto done; }
-    RunState s;
-    KvCache kv;
-    if (runstate_init(&s, c, n, &err) || kv_cache_init(&kv, c, n, n, &scheme, &scheme, L.model.rope_inv_freq, &err)) {
-        fprintf(stderr, "logits: %s\n", err.msg);
-        goto done;
-    }
-    forward(&L.model, &s, &kv, ids, n, 0, 0);
-    if (out) {
-        if (write_floats_file(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
-        else rc = EXIT_OK;
-    } else {
-        for (int t = 0; t < n; t++) print_top5(s.logits + (size_t)t * c->vocab_size, c->vocab_size, t);
-        rc = EXIT_OK;
-    }
-    kv_cache_free(&kv);
+    RunState s = {0};
+    if (!ids) usage_error("logits", a.bad[0] ? a.bad : "out of memory");
+    else if (logits_of_tokens(&L.model, ids, n, &scheme, &s, &err)) fprintf(stderr, "logits: %s\n", err.msg);
+    else if (out && write_floats_file(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
+    else rc = EXIT_OK;
+    for (int t = 0; !out && rc == EXIT_OK && t < n; t++) print_top5(s.logits + (size_t)t * c->vocab_size, c->vocab_size, t);
     runstate_free(&s);
-done:
     free(ids);
     modeldir_free(&L);
     return rc;
