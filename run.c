@@ -152,6 +152,11 @@ static void unknown_arg(Args *a) {
     a->i++;
 }
 
+/* A library call's failure while parsing a flag, as that flag's usage error. */
+static void take_error(Args *a, int rc, const Error *err) {
+    if (rc && !a->bad[0]) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
+}
+
 static int usage_error(const char *cmd, const char *msg) {
     fprintf(stderr, "%s: %s (see ./run --help)\n", cmd, msg);
     return EXIT_BAD_INPUT;
@@ -485,85 +490,10 @@ static int cmd_ppl_merge(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* sweep and sweep-merge */
 
-/* Splits "K[:V]" at the colon that ends K: a colon right after a layer range ("0:", "2-5:",
- * the start of a per-layer item) belongs to the LAYERED value. V = K when there is none. */
-static int split_config(const char *text, char *k, char *v, size_t n) {
-    const char *item = text;   /* start of the current ';' item */
-    for (const char *p = text; *p; p++) {
-        if (*p == ';') item = p + 1;
-        if (*p != ':') continue;
-        size_t len = (size_t)(p - item);
-        int layer_range = len > 0 && strspn(item, "0123456789-") == len;
-        if (layer_range) continue;
-        if ((size_t)(p - text) >= n || strlen(p + 1) >= n) return -1;
-        snprintf(k, n, "%.*s", (int)(p - text), text);
-        snprintf(v, n, "%s", p + 1);
-        return 0;
-    }
-    if (strlen(text) >= n) return -1;
-    snprintf(k, n, "%s", text);
-    snprintf(v, n, "%s", text);
-    return 0;
-}
-
-/* Adds one configuration "K[:V]" (parsed now; checked against the model later). */
-static void add_config(SweepSettings *s, const char *text, char *bad, size_t n) {
-    if (s->n_configs == SWEEP_MAX_CONFIGS) { snprintf(bad, n, "more than %d configurations", SWEEP_MAX_CONFIGS); return; }
-    SweepConfig *c = &s->configs[s->n_configs];
-    if (split_config(text, c->k_text, c->v_text, sizeof c->k_text)) { snprintf(bad, n, "configuration too long"); return; }
-    if (!c->k_text[0] || !c->v_text[0]) { snprintf(bad, n, "configuration '%.60s': empty K or V", text); return; }
-    if (layered_or_error(c->k_text, &c->k, bad, n) || layered_or_error(c->v_text, &c->v, bad, n)) return;
-    s->n_configs++;
-}
-
-/* --configs FILE: one K[:V] per line; '#' starts a comment; blank lines are skipped. */
-static void add_config_file(SweepSettings *s, const char *path, char *bad, size_t n) {
-    Error err;
-    size_t len;
-    char *text = read_whole_file(path, 1 << 20, &len, &err);
-    if (!text) { snprintf(bad, n, "--configs %.200s", err.msg); return; }
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && !bad[0]; line = strtok_r(NULL, "\n", &save)) {
-        line[strcspn(line, "#\r")] = 0;
-        while (*line == ' ' || *line == '\t') line++;
-        size_t l = strlen(line);
-        while (l > 0 && (line[l - 1] == ' ' || line[l - 1] == '\t')) line[--l] = 0;
-        if (l > 0) add_config(s, line, bad, n);
-    }
-    free(text);
-    if (!bad[0] && s->n_configs == 0) snprintf(bad, n, "--configs %.200s: no configurations in it", path);
-}
-
-/* Binds each configuration to the model (a bad scheme for it: an error naming it) and
- * computes its stored and effective bits at ctx. */
-static int bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err) {
-    for (int i = 0; i < s->n_configs; i++) {
-        SweepConfig *sc = &s->configs[i];
-        char why[200];
-        if (kv_layered_bind(&sc->k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
-            kv_layered_bind(&sc->v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))
-            return error_set(err, "configuration %d (%s : %s): %s", i + 1, sc->k_text, sc->v_text, why);
-        kv_layered_bits(&sc->k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
-        kv_layered_bits(&sc->v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
-    }
-    return 0;
-}
-
 /* Prints the table (or the JSON) and writes the out dir's files of a complete sweep. */
-static int sweep_finish(const char *cmd, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json) {
+static int finish(const char *cmd, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json) {
     Error err;
-    if (sweep_write_outputs(out_dir, s, t, &err)) { fprintf(stderr, "%s: %s\n", cmd, err.msg); return EXIT_BAD_INPUT; }
-    if (json) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/results.json", out_dir);
-        size_t len;
-        char *text = read_whole_file(path, 1 << 26, &len, &err);
-        if (text) fputs(text, stdout);
-        free(text);
-    } else {
-        sweep_print_table(stdout, s, t);
-        printf("\nwrote %s/results.md, results.csv, results.json, chart.svg\n", out_dir);
-    }
+    if (sweep_finish(stdout, out_dir, s, t, json, &err)) { fprintf(stderr, "%s: %s\n", cmd, err.msg); return EXIT_BAD_INPUT; }
     return EXIT_OK;
 }
 
@@ -574,10 +504,11 @@ static int cmd_sweep(int argc, char **argv) {
     SweepSettings s = {0};
     s.configs = calloc(SWEEP_MAX_CONFIGS, sizeof *s.configs);
     if (!s.configs) { fprintf(stderr, "sweep: out of memory\n"); return EXIT_BAD_INPUT; }
+    Error err;
     while (a.i < argc && !a.bad[0]) {
         if (eval_flag(&a, &e)) continue;
-        else if (flag(&a, "config", 1)) add_config(&s, a.value, a.bad, sizeof a.bad);
-        else if (flag(&a, "configs", 1)) add_config_file(&s, a.value, a.bad, sizeof a.bad);
+        else if (flag(&a, "config", 1)) take_error(&a, sweep_add_config(&s, a.value, &err), &err);
+        else if (flag(&a, "configs", 1)) take_error(&a, sweep_add_config_file(&s, a.value, &err), &err);
         else if (flag(&a, "out-dir", 1)) out_dir = a.value;
         else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
         else unknown_arg(&a);
@@ -586,7 +517,6 @@ static int cmd_sweep(int argc, char **argv) {
     if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR (the journal and results go there)");
     if (!a.bad[0] && s.n_configs == 0) snprintf(a.bad, sizeof a.bad, "no configurations: give --config K[:V] or --configs FILE");
     eval_flags_check(&e, a.bad, sizeof a.bad);
-    Error err;
     ModelDir L;
     if (a.bad[0] || modeldir_load(&L, dir, 1, &err)) {
         free(s.configs);
@@ -601,7 +531,7 @@ static int cmd_sweep(int argc, char **argv) {
     int rc = EXIT_BAD_INPUT;
     SweepTotals totals = {0};
     int *tokens = load_eval_tokens(e.text_file, L.tok, s.ppl.protocol == PPL_HF, &s.n_tokens, &err);
-    if (!tokens || bind_configs(&s, &L.model.config, s.ppl.ctx, &err)) { fprintf(stderr, "sweep: %s\n", err.msg); goto done; }
+    if (!tokens || sweep_bind_configs(&s, &L.model.config, s.ppl.ctx, &err)) { fprintf(stderr, "sweep: %s\n", err.msg); goto done; }
     if (e.max_tokens && e.max_tokens < s.n_tokens) s.n_tokens = e.max_tokens;
     s.tokens_hash = sweep_tokens_hash(tokens, s.n_tokens);
     s.windows_total = ppl_window_count(&s.ppl, s.n_tokens);
@@ -622,7 +552,7 @@ static int cmd_sweep(int argc, char **argv) {
                s.ppl.shard_index, s.ppl.shard_count, totals.windows, out_dir);
         rc = EXIT_OK;
     } else {
-        rc = sweep_finish("sweep", out_dir, &s, &totals, e.json);
+        rc = finish("sweep", out_dir, &s, &totals, e.json);
     }
 done:
     sweep_totals_free(&totals);
@@ -652,7 +582,7 @@ static int cmd_sweep_merge(int argc, char **argv) {
     Error err;
     int rc = EXIT_BAD_INPUT;
     if (sweep_merge(dirs, n, &s, &totals, &err)) fprintf(stderr, "sweep-merge: %s\n", err.msg);
-    else rc = sweep_finish("sweep-merge", out_dir, &s, &totals, json), free(s.configs);
+    else rc = finish("sweep-merge", out_dir, &s, &totals, json), free(s.configs);
     sweep_totals_free(&totals);
     free(dirs);
     return rc;

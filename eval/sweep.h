@@ -46,6 +46,20 @@ typedef struct {
     long run_tokens;             /* ... and their forward-pass tokens */
 } SweepTotals;
 
+/* eval/sweep_config.c. Adds one configuration "K[:V]" (--config): its schemes parsed now and
+ * checked against the model by sweep_bind_configs. s->configs holds SWEEP_MAX_CONFIGS. */
+int sweep_add_config(SweepSettings *s, const char *text, Error *err);
+/* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. */
+int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
+/* Binds each configuration to the model (a scheme it cannot hold: an error naming the
+ * configuration) and computes its stored and effective bits at ctx. */
+int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err);
+
+/* Writes out_dir's files (sweep_write_outputs) and prints to f what ./run sweep prints: the
+ * table and the files' names, or with json the results.json just written. */
+int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const SweepTotals *totals, int json,
+                 Error *err);
+
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
 
 /* Runs (or resumes) the sweep into out_dir: the windows of s's shard, every configuration.

@@ -172,3 +172,21 @@ int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const Sweep
     free(labels);
     return rc;
 }
+
+int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json, Error *err) {
+    if (sweep_write_outputs(out_dir, s, t, err)) return -1;
+    if (!json) {
+        sweep_print_table(f, s, t);
+        fprintf(f, "\nwrote %s/results.md, results.csv, results.json, chart.svg\n", out_dir);
+        return 0;
+    }
+    /* the file just written, so that stdout and results.json cannot differ */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.json", out_dir);
+    size_t len;
+    Error ignored;   /* it was written a moment ago; a failure to read it back prints nothing, as before */
+    char *text = read_whole_file(path, 1 << 26, &len, &ignored);
+    if (text) fputs(text, f);
+    free(text);
+    return 0;
+}
