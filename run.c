@@ -415,7 +415,7 @@ static int cmd_ppl(int argc, char **argv) {
     if (!a.bad[0]) layered_or_error(vs ? vs : kv ? kv : "fp32", &v_scheme, a.bad, sizeof a.bad);
     if (a.bad[0]) return usage_error("ppl", a.bad);
     const char *text_file = e.text_file, *precision = e.precision;
-    int max_tokens = e.max_tokens, json = e.json, quiet = e.quiet, shard_i = e.shard_i, shard_n = e.shard_n;
+    int max_tokens = e.max_tokens, json = e.json, quiet = e.quiet;
 
     Error err;
     ModelDir L;
@@ -440,24 +440,7 @@ static int cmd_ppl(int argc, char **argv) {
         goto done;
     }
     progress_finish(&progress);
-    snprintf(report.model, sizeof report.model, "%s", dir);
-    snprintf(report.text_file, sizeof report.text_file, "%s", text_file);
-    snprintf(report.k_scheme, sizeof report.k_scheme, "%s", k_scheme.text);
-    snprintf(report.v_scheme, sizeof report.v_scheme, "%s", v_scheme.text);
-    /* the schemes were bound to this model when its caches were made, so these cannot fail */
-    char why[160];
-    if (kv_layered_bind(&k_scheme, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) == 0 &&
-        kv_layered_bind(&v_scheme, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why) == 0) {
-        kv_layered_bits(&k_scheme, c->n_layers, c->head_dim, o.ctx, &report.k_bits[0], &report.k_bits[1]);
-        kv_layered_bits(&v_scheme, c->n_layers, c->head_dim, o.ctx, &report.v_bits[0], &report.v_bits[1]);
-    }
-    snprintf(report.precision, sizeof report.precision, "%s", precision);
-    report.protocol_llamacpp = o.protocol == PPL_LLAMACPP;
-    report.ctx = o.ctx;
-    report.stride = o.stride;
-    report.n_tokens = n_tokens;
-    report.shard_index = shard_i;
-    report.shard_count = shard_n;
+    ppl_report_describe(&report, dir, text_file, precision, c, &o, n_tokens);
     if (json) report_ppl_json(stdout, &report);
     else report_ppl_text(stdout, &report);
     rc = EXIT_OK;

@@ -9,6 +9,32 @@
 
 static double num(const JsonValue *root, const char *key);
 
+/* A scheme's stored and effective bits; copied, because binding writes into the scheme. */
+static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, int ctx, double bits[2]) {
+    KvLayered bound = *scheme;
+    char why[160];
+    /* bound to this model already when its caches were made, so this cannot fail */
+    if (kv_layered_bind(&bound, c->n_layers, c->head_dim, side, why, sizeof why) == 0)
+        kv_layered_bits(&bound, c->n_layers, c->head_dim, ctx, &bits[0], &bits[1]);
+}
+
+void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
+                         const Config *c, const PplOptions *o, int n_tokens) {
+    snprintf(r->model, sizeof r->model, "%s", model);
+    snprintf(r->text_file, sizeof r->text_file, "%s", text_file);
+    snprintf(r->k_scheme, sizeof r->k_scheme, "%s", o->k_scheme->text);
+    snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
+    scheme_bits(o->k_scheme, KV_SIDE_KEYS, c, o->ctx, r->k_bits);
+    scheme_bits(o->v_scheme, KV_SIDE_VALUES, c, o->ctx, r->v_bits);
+    snprintf(r->precision, sizeof r->precision, "%s", precision);
+    r->protocol_llamacpp = o->protocol == PPL_LLAMACPP;
+    r->ctx = o->ctx;
+    r->stride = o->stride;
+    r->n_tokens = n_tokens;
+    r->shard_index = o->shard_index;
+    r->shard_count = o->shard_count;
+}
+
 void report_ppl_text(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
     fprintf(f, "model:     %s\n", r->model);

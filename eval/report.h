@@ -20,6 +20,11 @@ typedef struct {
     PplResult result;
 } PplReport;
 
+/* Fills r's description of a run (r->result is left as is): model, text, the schemes of o and
+ * their stored and effective bits at o->ctx for c's shape, precision, protocol, windows, shard. */
+void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
+                         const Config *c, const PplOptions *o, int n_tokens);
+
 void report_ppl_text(FILE *f, const PplReport *r);
 /* The JSON lines of the schemes and their stored / effective bits, shared with the sweep's outputs. */
 void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, const double k_bits[2],
