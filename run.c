@@ -23,6 +23,7 @@
 #include "eval/kvreport.h"
 #include "eval/validate.h"
 #include "eval/generate.h"
+#include "eval/scheme_list.h"
 #include "model/kvfile.h"
 #include "model/compress.h"
 
@@ -635,25 +636,8 @@ static int cmd_kv_info(int argc, char **argv) {
     if (!a.bad[0] && !file) snprintf(a.bad, sizeof a.bad, "missing FILE");
     if (a.bad[0]) return usage_error("kv-info", a.bad);
     Error err;
-    KvSnapshot snap;
-    char k_scheme[512], v_scheme[512];
-    if (kv_load_any(file, &snap, k_scheme, v_scheme, sizeof k_scheme, &err)) {
-        fprintf(stderr, "kv-info: %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    KvStats stats;
-    kv_snapshot_stats(&snap, &stats);
-    char mismatches[1024] = "";
-    int n_mismatches = -1;
-    if (model) {
-        Config c;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/config.json", model);
-        if (config_load(&c, path, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); kv_snapshot_free(&snap); return EXIT_BAD_INPUT; }
-        n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
-    }
-    report_kv_info(stdout, file, k_scheme, v_scheme, &snap, &stats, mismatches, n_mismatches, json);
-    kv_snapshot_free(&snap);
+    int n_mismatches;
+    if (kv_info(stdout, file, model, json, &n_mismatches, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); return EXIT_BAD_INPUT; }
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
 }
 
@@ -767,30 +751,9 @@ static int cmd_decompress(int argc, char **argv) {
 
 static int cmd_quick_test(void) {
     Error err;
-    KvSnapshot snap;
-    CompressReport r;
-    KvLayered int4;
-    char why[160];
-    kv_layered_parse("int4-g64", &int4, why, sizeof why);
-    CompressOptions o = {&int4, &int4, 0.0, 0, 0.10, 18.0, 0.99};
-    if (quick_test_cache(&snap, 42, &err) || kv_compress(&snap, &o, NULL, &r, NULL, &err)) {
-        fprintf(stderr, "quick-test: %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    printf("quick test: synthetic KV cache, %d layers x %d KV heads x %d tokens x %d dims, seed 42\n",
-           snap.n_layers, snap.n_kv_heads, snap.seq_len, snap.head_dim);
-    printf("  values drawn with mini-llama-brown's per-layer key/value mean and std; signal RMS %.4f\n",
-           kv_snapshot_rms(&snap));
-    printf("  int4-g64: ratio %.3fx, rmse %.5f (%.2f%% of RMS), snr %.2f dB, cosine %.5f, max error %.4f\n",
-           r.compression_ratio, r.quality.rmse, 100.0 * r.quality.rmse / kv_snapshot_rms(&snap), r.quality.snr_db,
-           r.quality.cosine_similarity, r.quality.max_error);
-    printf("  thresholds: rmse < %.2f, snr > %.0f dB, cosine > %.2f\n", o.max_rmse, o.min_snr_db, o.min_cosine);
-    for (int i = 0; i < r.n_violations; i++) printf("  violation: %s\n", r.violations[i]);
-    printf("%s (%s)\n", r.passed ? "PASSED" : "FAILED", r.quality_level);
-    int rc = r.passed ? EXIT_OK : EXIT_QUALITY;
-    compress_report_free(&r);
-    kv_snapshot_free(&snap);
-    return rc;
+    int passed;
+    if (quick_test_run(stdout, &passed, &err)) { fprintf(stderr, "quick-test: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -943,30 +906,8 @@ static int cmd_bench(int argc, char **argv) {
 /* ------------------------------------------------------------------------- */
 /* schemes */
 
-/* The bases (one codec each) with the stored bits per value of some examples at head_dim 64,
- * then the modifiers: what --kv-scheme, --k-scheme and --v-scheme take. */
 static int cmd_schemes(void) {
-    printf("KV cache schemes: BASE(+MODIFIER)*, per layer as SPEC;L:SPEC;L1-L2:SPEC, keys and values apart\n");
-    printf("(--k-scheme, --v-scheme, --kv-scheme). Stored bits per value at head_dim 64.\n\nbases:\n");
-    for (int i = 0; i < kv_codec_count(); i++) {
-        const KvCodec *codec = kv_codec_at(i);
-        printf("  %s\n      %s\n", codec->syntax, codec->summary);
-        char examples[256], line[512] = "";
-        snprintf(examples, sizeof examples, "%s", codec->examples);
-        for (char *name = strtok(examples, " "); name; name = strtok(NULL, " ")) {
-            KvSpec spec;
-            char why[160];
-            if (kv_spec_parse(name, &spec, why, sizeof why)) continue;
-            size_t used = strlen(line);
-            snprintf(line + used, sizeof line - used, "%s%s %.4g", used ? ", " : "", spec.text, kv_spec_stored_bits(&spec, 64));
-        }
-        printf("      %s\n", line);
-    }
-    printf("\nmodifiers:\n");
-    for (int i = 0; i < kv_modifier_count(); i++)
-        printf("  %-22s %s\n", kv_modifier_at(i)->syntax, kv_modifier_at(i)->summary);
-    printf("\n+outK adds (16 + 8) K / head_dim bits; full-precision positions (+res, +sink) are float32 in\n"
-           "memory and fp16 in a compressed file.\n");
+    print_scheme_list(stdout);
     return EXIT_OK;
 }
 

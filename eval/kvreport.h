@@ -1,5 +1,5 @@
 /* eval/kvreport.h: printing for the KV cache file commands (compress, kv-info) and the
- * seed's quick test on a synthetic cache. */
+ * seed's quick test on a synthetic cache (--quick-test). */
 #ifndef KVQ_KVREPORT_H
 #define KVQ_KVREPORT_H
 
@@ -16,6 +16,15 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
 void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
                     const KvStats *st,
                     const char *mismatches, int n_mismatches, int json);
+
+/* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
+ * with model_dir, checked against that model's config.json (*n_mismatches: how many fields
+ * differ, -1 without a model). Nothing is printed when loading fails. */
+int kv_info(FILE *f, const char *path, const char *model_dir, int json, int *n_mismatches, Error *err);
+
+/* ./run --quick-test: the synthetic cache below (seed 42) compressed with int4-g64 and held to
+ * the seed's thresholds (rmse < 0.10, snr > 18 dB, cosine > 0.99); the report printed to f. */
+int quick_test_run(FILE *f, int *passed, Error *err);
 
 /* The quick test's synthetic cache: 22 layers, 4 KV heads, head_dim 64, 128 tokens, drawn
  * from normal distributions whose per-layer mean and std are those of a real cache
