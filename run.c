@@ -153,9 +153,10 @@ static void unknown_arg(Args *a) {
     a->i++;
 }
 
-/* A library call's failure while parsing a flag, as that flag's usage error. */
+/* A library call's failure while parsing a flag's value, as the usage error. Like the value
+ * parsers, it replaces a "needs a value" error from flag() (the value is then ""). */
 static void take_error(Args *a, int rc, const Error *err) {
-    if (rc && !a->bad[0]) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
+    if (rc) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
 }
 
 static int usage_error(const char *cmd, const char *msg) {
