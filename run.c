@@ -1,7 +1,10 @@
-/* run.c: kvq's command line. Parses flags, calls into eval/ and model/, prints
- * results and picks the exit code: 0 ok, 1 a quality check failed, 2 bad input
- * or usage. Read this file top to bottom for the tour; each command is one
- * function of the same name. */
+/* run.c: kvq's command line. Parses flags, calls into eval/ and model/, prints results and
+ * picks the exit code: 0 ok, 1 a quality check failed, 2 bad input or usage.
+ *
+ * The table COMMANDS at the bottom lists every command: its names, the function that runs it,
+ * the shared flags it takes and its lines of --help. Shared flags (MODEL_DIR, --json, --quiet,
+ * the scheme flags, the evaluation window) are parsed in one place, shared_flag(); each
+ * command's function parses its own flags, calls one thing below run.c and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,71 +34,42 @@
 #define EXIT_QUALITY 1
 #define EXIT_BAD_INPUT 2
 
-/* ------------------------------------------------------------------------- */
-/* Usage */
-
-static void print_usage(FILE *f) {
-    fprintf(f,
-        "kvq: run Llama models in C and measure what KV-cache quantization costs.\n"
-        "\n"
-        "usage: ./run COMMAND [options]     (flags take one or two dashes: -n 64 = --n 64)\n"
-        "\n"
-        "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
-        "           [--kv-scheme S]        stream text; -n counts all positions incl. the prompt\n"
-        "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S]\n"
-        "                                  logits of every position (float32 [T, vocab] to FILE)\n"
-        "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
-        "                                  print token ids\n"
-        "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
-        "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-        "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
-        "                                  perplexity with the KV cache quantized as it is written\n"
-        "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"
-        "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"
-        "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
-        "                                  many KV-cache configurations over the same windows, each\n"
-        "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"
-        "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"
-        "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
-        "                                  run a prompt and save its KV cache (+ .metadata.json)\n"
-        "  kv-info FILE [--model MODEL_DIR] [--json]\n"
-        "                                  shape, size and statistics of a KV cache file\n"
-        "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-        "           [--kv-scheme S | --k-scheme S --v-scheme S] [--lz4] [--metrics-only] [-verbose]\n"
-        "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
-        "                                  quantize a KV cache file; JSON metrics on stdout;\n"
-        "                                  exit 1 when a quality threshold fails\n"
-        "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"
-        "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"
-        "  schemes                         list the KV-cache quantization schemes\n"
-        "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
-        "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
-        "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
-        "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
-        "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
-        "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"
-        "  --help                          this text (also after any command: ./run ppl --help)\n"
-        "\n"
-        "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%%] [--kv-scheme int4-g64]\n"
-        "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
-        "                                  six-step check that the quantized KV cache keeps perplexity\n"
-        "                                  within the threshold (exit 1 when it does not); default:\n"
-        "                                  delta < the larger of 0.5 and 1%% of the baseline perplexity\n"
-        "\n"
-        "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
-        "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
-        "Exit codes: 0 ok, 1 quality check failed, 2 bad input or usage.\n");
-}
+#define DEFAULT_TEXT "data/wikitext-2-raw/wiki.test.raw"
 
 /* ------------------------------------------------------------------------- */
 /* Flags: "-name value", "--name value" and "--name=value" are all accepted. */
 
+/* The shared flags a command can take (Command.takes). */
+enum {
+    TAKES_DIR = 1 << 0,         /* one argument without a dash: MODEL_DIR (kv-info: FILE) */
+    TAKES_JSON = 1 << 1,        /* --json */
+    TAKES_QUIET = 1 << 2,       /* --quiet */
+    TAKES_KV_SCHEME = 1 << 3,   /* --kv-scheme S: keys and values */
+    TAKES_KV_SIDES = 1 << 4,    /* --k-scheme S, --v-scheme S: one side each, over --kv-scheme */
+    TAKES_WINDOW = 1 << 5,      /* --text-file F, --ctx N, --stride N */
+    TAKES_EVAL = 1 << 6,        /* ppl's and sweep's: --windows, --max-tokens, --protocol, --shard, --batch,
+                                   --precision */
+};
+
+/* The evaluation flags (TAKES_WINDOW and TAKES_EVAL). */
+typedef struct {
+    const char *text_file, *protocol, *precision;
+    int ctx, stride, windows, max_tokens, batch, shard_i, shard_n;
+} EvalFlags;
+
 typedef struct {
     int argc;
     char **argv;
-    int i;              /* next argument to read */
-    const char *value;  /* value of the last matched flag */
-    char bad[256];      /* first usage error */
+    int i;                      /* next argument to read */
+    const char *value;          /* value of the last matched flag */
+    char bad[256];              /* first usage error */
+    const char *cmd;            /* the command's name in messages ("validate" for --validate) */
+    unsigned takes;             /* TAKES_* */
+    /* the shared flags' values */
+    const char *dir;
+    int json, quiet;
+    const char *kv_scheme, *k_scheme, *v_scheme;   /* as given; NULL when not */
+    EvalFlags e;
 } Args;
 
 /* 1 if argv[i] is the flag `name` (a long name without dashes); takes its value if needed. */
@@ -124,6 +98,7 @@ static int flag(Args *a, const char *name, int takes_value) {
     return 1;
 }
 
+/* The value parsers below replace a "needs a value" error from flag() (the value is then ""). */
 static int parse_int(Args *a, const char *name, int lo, int hi, int *out) {
     char *end;
     errno = 0;
@@ -148,77 +123,116 @@ static int parse_float(Args *a, const char *name, float lo, float hi, float *out
     return 0;
 }
 
+static int parse_shard(Args *a, int *index, int *count) {
+    char extra;
+    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count) {
+        snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
+        return -1;
+    }
+    return 0;
+}
+
+/* A LAYERED scheme value (quant/scheme.h); a syntax error is the usage error. Checks against the
+ * model (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
+static int parse_scheme(Args *a, const char *text, KvLayered *out) {
+    char why[160];
+    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
+    snprintf(a->bad, sizeof a->bad, "KV scheme '%.60s': %.160s", text, why);
+    return -1;
+}
+
+/* A library call's failure while parsing a flag's value, as the usage error. */
+static void take_error(Args *a, int rc, const Error *err) {
+    if (rc) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
+}
+
 static void unknown_arg(Args *a) {
     if (!a->bad[0]) snprintf(a->bad, sizeof a->bad, "unknown argument '%s'", a->argv[a->i]);
     a->i++;
 }
 
-/* A library call's failure while parsing a flag's value, as the usage error. Like the value
- * parsers, it replaces a "needs a value" error from flag() (the value is then ""). */
-static void take_error(Args *a, int rc, const Error *err) {
-    if (rc) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
+/* The checks after the loop: the first error found is the one reported. */
+static void require(Args *a, int ok, const char *msg) {
+    if (!ok && !a->bad[0]) snprintf(a->bad, sizeof a->bad, "%s", msg);
 }
 
-static int usage_error(const char *cmd, const char *msg) {
-    fprintf(stderr, "%s: %s (see ./run --help)\n", cmd, msg);
+/* value is one of names[0..n); else "--flag must be A or B". */
+static void one_of(Args *a, const char *flag_name, const char *value, const char *const *names, int n) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(value, names[i])) return;
+    if (a->bad[0]) return;
+    int len = snprintf(a->bad, sizeof a->bad, "--%s must be", flag_name);
+    for (int i = 0; i < n && len < (int)sizeof a->bad; i++)
+        len += snprintf(a->bad + len, sizeof a->bad - (size_t)len, "%s%s", i == 0 ? " " : i == n - 1 ? " or " : ", ",
+                        names[i]);
+}
+
+static EvalFlags eval_flags_default(void) {
+    return (EvalFlags){.text_file = DEFAULT_TEXT, .protocol = "hf", .precision = "exact", .stride = 512, .batch = 512,
+                       .shard_n = 1};
+}
+
+/* Takes argv[a->i] when it is a shared flag the command takes, or its MODEL_DIR; 0 leaves it to
+ * the command. */
+static int shared_flag(Args *a) {
+    unsigned t = a->takes;
+    EvalFlags *e = &a->e;
+    if ((t & TAKES_DIR) && a->argv[a->i][0] != '-' && !a->dir) a->dir = a->argv[a->i++];
+    else if ((t & TAKES_JSON) && flag(a, "json", 0)) a->json = 1;
+    else if ((t & TAKES_QUIET) && flag(a, "quiet", 0)) a->quiet = 1;
+    else if ((t & TAKES_KV_SCHEME) && flag(a, "kv-scheme", 1)) a->kv_scheme = a->value;
+    else if ((t & TAKES_KV_SIDES) && flag(a, "k-scheme", 1)) a->k_scheme = a->value;
+    else if ((t & TAKES_KV_SIDES) && flag(a, "v-scheme", 1)) a->v_scheme = a->value;
+    else if ((t & TAKES_WINDOW) && flag(a, "text-file", 1)) e->text_file = a->value;
+    else if ((t & TAKES_WINDOW) && flag(a, "ctx", 1)) parse_int(a, "ctx", 2, 1 << 20, &e->ctx);
+    else if ((t & TAKES_WINDOW) && flag(a, "stride", 1)) parse_int(a, "stride", 1, 1 << 20, &e->stride);
+    else if ((t & TAKES_EVAL) && flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 30, &e->windows);
+    else if ((t & TAKES_EVAL) && flag(a, "max-tokens", 1)) parse_int(a, "max-tokens", 2, 1 << 30, &e->max_tokens);
+    else if ((t & TAKES_EVAL) && flag(a, "protocol", 1)) e->protocol = a->value;
+    else if ((t & TAKES_EVAL) && flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
+    else if ((t & TAKES_EVAL) && flag(a, "batch", 1)) parse_int(a, "batch", 1, 4096, &e->batch);
+    else if ((t & TAKES_EVAL) && flag(a, "precision", 1)) e->precision = a->value;
+    else return 0;
+    return 1;
+}
+
+/* Reads past the shared flags; 1 while an argument is left for the command's own flags, 0 at
+ * the end or after the first error. */
+static int next_arg(Args *a) {
+    while (a->i < a->argc && !a->bad[0])
+        if (!shared_flag(a)) return 1;
+    return 0;
+}
+
+/* The shared flags' checks, after the command's own: --protocol and --precision, then the
+ * schemes of keys (k) and values (v, NULL for one scheme) with default_scheme for a side no
+ * flag names. 1 when there is a usage error. */
+static int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayered *v) {
+    static const char *const protocols[] = {"hf", "llamacpp"}, *const precisions[] = {"exact", "bf16"};
+    if (a->takes & TAKES_EVAL) {
+        one_of(a, "protocol", a->e.protocol, protocols, 2);
+        one_of(a, "precision", a->e.precision, precisions, 2);
+    }
+    const char *both = a->kv_scheme ? a->kv_scheme : default_scheme;
+    if (!a->bad[0] && k) parse_scheme(a, a->k_scheme ? a->k_scheme : both, k);
+    if (!a->bad[0] && v) parse_scheme(a, a->v_scheme ? a->v_scheme : both, v);
+    return a->bad[0] != 0;
+}
+
+static int usage_error(const Args *a) {
+    fprintf(stderr, "%s: %s (see ./run --help)\n", a->cmd, a->bad);
     return EXIT_BAD_INPUT;
 }
 
-/* A LAYERED scheme value of a flag (quant/scheme.h); syntax errors go to bad. Checks against the
- * model (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
-static int layered_or_error(const char *text, KvLayered *out, char *bad, size_t n) {
-    char why[160];
-    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
-    snprintf(bad, n, "KV scheme '%.60s': %.160s", text, why);
-    return -1;
+/* Bad input found past the flags (a file, the model): one line naming it. */
+static int bad_input(const Args *a, const char *msg) {
+    fprintf(stderr, "%s: %s\n", a->cmd, msg);
+    return EXIT_BAD_INPUT;
 }
 
-/* ------------------------------------------------------------------------- */
-/* generate */
-
-static int cmd_generate(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *prompt = "", *scheme_name = "fp32";
-    int steps = 256, chat = 0, seed_set = 0;
-    float temperature = 1.0f, top_p = 0.9f;
-    unsigned long long seed = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "i", 1) || flag(&a, "prompt", 1)) prompt = a.value;
-        else if (flag(&a, "n", 1) || flag(&a, "steps", 1)) parse_int(&a, "n", 1, 1 << 20, &steps);
-        else if (flag(&a, "t", 1) || flag(&a, "temperature", 1)) parse_float(&a, "t", 0.0f, 100.0f, &temperature);
-        else if (flag(&a, "p", 1) || flag(&a, "top-p", 1)) parse_float(&a, "p", 0.0f, 1.0f, &top_p);
-        else if (flag(&a, "s", 1) || flag(&a, "seed", 1)) { int v; if (!parse_int(&a, "s", 0, 2147483647, &v)) { seed = (unsigned long long)v; seed_set = 1; } }
-        else if (flag(&a, "chat", 0)) chat = 1;
-        else if (flag(&a, "kv-scheme", 1)) scheme_name = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    KvLayered scheme;
-    if (!a.bad[0]) layered_or_error(scheme_name, &scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("generate", a.bad);
-    if (!seed_set) seed = (unsigned long long)time(NULL);
-
-    Error err;
-    ModelDir L;
-    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    GenerateOptions o = {prompt, chat, steps, temperature, top_p, seed, &scheme};
-    GenerateStats st;
-    int rc = generate_text(&L.model, L.tok, &o, stdout, &st, &err);
-    modeldir_free(&L);
-    if (rc) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    printf("\n");
-    fflush(stdout);   /* the text ends before the statistics, on a pipe too */
-    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n", st.prompt_tokens,
-            st.prompt_tokens / st.prompt_seconds, st.generated, st.generated > 0 ? st.generated / st.generate_seconds : 0.0);
-    return EXIT_OK;
-}
-
-/* ------------------------------------------------------------------------- */
-/* logits */
-
-/* "1,450,4996" -> ids, each checked against the vocabulary. */
-static int *parse_token_list(const char *s, int vocab, int *n, char *bad, size_t badlen) {
+/* "1,450,4996" -> ids, each checked against the vocabulary (NULL: a usage error, or none when
+ * out of memory). */
+static int *parse_token_list(Args *a, const char *s, int vocab, int *n) {
     int cap = 16, count = 0;
     int *ids = malloc((size_t)cap * sizeof *ids);
     const char *p = s;
@@ -227,7 +241,7 @@ static int *parse_token_list(const char *s, int vocab, int *n, char *bad, size_t
         errno = 0;
         long v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v >= vocab) {
-            snprintf(bad, badlen, "--tokens: '%s' is not a list of ids in [0, %d)", s, vocab);
+            snprintf(a->bad, sizeof a->bad, "--tokens: '%s' is not a list of ids in [0, %d)", s, vocab);
             free(ids);
             return NULL;
         }
@@ -238,11 +252,46 @@ static int *parse_token_list(const char *s, int vocab, int *n, char *bad, size_t
         }
         ids[count++] = (int)v;
         if (*end == 0) break;
-        if (*end != ',') { snprintf(bad, badlen, "--tokens: unexpected '%c' in '%s'", *end, s); free(ids); return NULL; }
+        if (*end != ',') { snprintf(a->bad, sizeof a->bad, "--tokens: unexpected '%c' in '%s'", *end, s); free(ids); return NULL; }
         p = end + 1;
     }
     *n = count;
     return ids;
+}
+
+/* ------------------------------------------------------------------------- */
+/* generate, logits, tokenize */
+
+static int cmd_generate(Args *a) {
+    GenerateOptions o = {.prompt = "", .steps = 256, .temperature = 1.0f, .top_p = 0.9f};
+    int seed = -1;
+    while (next_arg(a)) {
+        if (flag(a, "i", 1) || flag(a, "prompt", 1)) o.prompt = a->value;
+        else if (flag(a, "n", 1) || flag(a, "steps", 1)) parse_int(a, "n", 1, 1 << 20, &o.steps);
+        else if (flag(a, "t", 1) || flag(a, "temperature", 1)) parse_float(a, "t", 0.0f, 100.0f, &o.temperature);
+        else if (flag(a, "p", 1) || flag(a, "top-p", 1)) parse_float(a, "p", 0.0f, 1.0f, &o.top_p);
+        else if (flag(a, "s", 1) || flag(a, "seed", 1)) parse_int(a, "s", 0, 2147483647, &seed);
+        else if (flag(a, "chat", 0)) o.chat = 1;
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    KvLayered scheme;
+    if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
+    o.scheme = &scheme;
+    o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
+
+    Error err;
+    ModelDir L;
+    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
+    GenerateStats st;
+    int rc = generate_text(&L.model, L.tok, &o, stdout, &st, &err);
+    modeldir_free(&L);
+    if (rc) return bad_input(a, err.msg);
+    printf("\n");
+    fflush(stdout);   /* the text ends before the statistics, on a pipe too */
+    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n", st.prompt_tokens,
+            st.prompt_tokens / st.prompt_seconds, st.generated, st.generated > 0 ? st.generated / st.generate_seconds : 0.0);
+    return EXIT_OK;
 }
 
 /* The five largest logits of one position, as "pos 3: 450 (12.3456) ...". */
@@ -254,132 +303,75 @@ static void print_top5(const float *row, int vocab, int pos) {
     printf("\n");
 }
 
-static int cmd_logits(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *list = NULL, *out = NULL, *scheme_name = "fp32";
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "tokens", 1)) list = a.value;
-        else if (flag(&a, "out", 1) || flag(&a, "o", 1)) out = a.value;
-        else if (flag(&a, "kv-scheme", 1)) scheme_name = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+static int cmd_logits(Args *a) {
+    const char *list = NULL, *out = NULL;
+    while (next_arg(a)) {
+        if (flag(a, "tokens", 1)) list = a->value;
+        else if (flag(a, "out", 1) || flag(a, "o", 1)) out = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!dir || !list)) snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and --tokens");
+    require(a, a->dir && list, "needs MODEL_DIR and --tokens");
     KvLayered scheme;
-    if (!a.bad[0]) layered_or_error(scheme_name, &scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("logits", a.bad);
+    if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
 
     Error err;
     ModelDir L;
-    if (modeldir_load(&L, dir, 0, &err)) { fprintf(stderr, "logits: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
-    int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad);
+    if (modeldir_load(&L, a->dir, 0, &err)) return bad_input(a, err.msg);
+    int vocab = L.model.config.vocab_size, n = 0, rc = EXIT_BAD_INPUT;
+    int *ids = parse_token_list(a, list, vocab, &n);
     RunState s = {0};
-    if (!ids) usage_error("logits", a.bad[0] ? a.bad : "out of memory");
-    else if (logits_of_tokens(&L.model, ids, n, &scheme, &s, &err)) fprintf(stderr, "logits: %s\n", err.msg);
-    else if (out && write_floats_file(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
+    if (!ids) {
+        require(a, 0, "out of memory");
+        usage_error(a);
+    } else if (logits_of_tokens(&L.model, ids, n, &scheme, &s, &err)) bad_input(a, err.msg);
+    else if (out && write_floats_file(out, s.logits, (size_t)n * vocab, &err)) bad_input(a, err.msg);
     else rc = EXIT_OK;
-    for (int t = 0; !out && rc == EXIT_OK && t < n; t++) print_top5(s.logits + (size_t)t * c->vocab_size, c->vocab_size, t);
+    for (int t = 0; !out && rc == EXIT_OK && t < n; t++) print_top5(s.logits + (size_t)t * vocab, vocab, t);
     runstate_free(&s);
     free(ids);
     modeldir_free(&L);
     return rc;
 }
 
-/* ------------------------------------------------------------------------- */
-/* tokenize */
-
-static int cmd_tokenize(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *text = NULL, *text_file = NULL;
+static int cmd_tokenize(Args *a) {
+    const char *text = NULL, *text_file = NULL;
     int bos = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "text", 1)) text = a.value;
-        else if (flag(&a, "text-file", 1)) text_file = a.value;
-        else if (flag(&a, "bos", 0)) bos = 1;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+    while (next_arg(a)) {
+        if (flag(a, "text", 1)) text = a->value;
+        else if (flag(a, "text-file", 1)) text_file = a->value;
+        else if (flag(a, "bos", 0)) bos = 1;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!dir || !text == !text_file))
-        snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and one of --text, --text-file");
-    if (a.bad[0]) return usage_error("tokenize", a.bad);
+    require(a, a->dir && !text != !text_file, "needs MODEL_DIR and one of --text, --text-file");
+    if (a->bad[0]) return usage_error(a);
 
     char path[4096], msg[512];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
+    snprintf(path, sizeof path, "%s/tokenizer.bin", a->dir);
     Tokenizer *tok = tokenizer_load(path, msg, sizeof msg);
-    if (!tok) { fprintf(stderr, "tokenize: %s\n", msg); return EXIT_BAD_INPUT; }
+    if (!tok) return bad_input(a, msg);
     Error err;
     size_t len = 0;
     char *owned = NULL;
-    if (text_file) {
-        owned = read_whole_file(text_file, (size_t)1 << 30, &len, &err);
-        if (!owned) { fprintf(stderr, "tokenize: %s\n", err.msg); tokenizer_free(tok); return EXIT_BAD_INPUT; }
-        text = owned;
-    } else {
-        len = strlen(text);
+    if (text_file && !(owned = read_whole_file(text_file, (size_t)1 << 30, &len, &err))) {
+        tokenizer_free(tok);
+        return bad_input(a, err.msg);
     }
+    if (owned) text = owned;
+    else len = strlen(text);
     int n = 0;
     int *ids = tokenizer_encode(tok, text, len, bos, &n);
     /* NULL only when out of memory: an empty text gives an empty list, not NULL */
     if (!ids) fprintf(stderr, "tokenize: out of memory for %zu bytes of text\n", len);
     for (int i = 0; ids && i < n; i++) printf(i ? " %d" : "%d", ids[i]);
     if (ids) printf("\n");
-    int rc = ids ? EXIT_OK : EXIT_BAD_INPUT;
     free(ids);
     free(owned);
     tokenizer_free(tok);
-    return rc;
+    return ids ? EXIT_OK : EXIT_BAD_INPUT;
 }
 
 /* ------------------------------------------------------------------------- */
-/* ppl and ppl-merge */
-
-#define DEFAULT_TEXT "data/wikitext-2-raw/wiki.test.raw"
-
-static int parse_shard(Args *a, int *index, int *count) {
-    char extra;
-    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count) {
-        snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
-        return -1;
-    }
-    return 0;
-}
-
-/* The evaluation flags ppl and sweep share. */
-typedef struct {
-    const char *text_file, *protocol, *precision;
-    int ctx, stride, windows, max_tokens, batch, shard_i, shard_n, quiet, json;
-} EvalFlags;
-
-static EvalFlags eval_flags_default(void) {
-    return (EvalFlags){.text_file = DEFAULT_TEXT, .protocol = "hf", .precision = "exact", .stride = 512, .batch = 512,
-                       .shard_n = 1};
-}
-
-/* 1 if argv[a->i] is one of the shared evaluation flags (and consumes it). */
-static int eval_flag(Args *a, EvalFlags *e) {
-    if (flag(a, "text-file", 1)) e->text_file = a->value;
-    else if (flag(a, "precision", 1)) e->precision = a->value;
-    else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 2, 1 << 20, &e->ctx);
-    else if (flag(a, "stride", 1)) parse_int(a, "stride", 1, 1 << 20, &e->stride);
-    else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 30, &e->windows);
-    else if (flag(a, "max-tokens", 1)) parse_int(a, "max-tokens", 2, 1 << 30, &e->max_tokens);
-    else if (flag(a, "protocol", 1)) e->protocol = a->value;
-    else if (flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
-    else if (flag(a, "batch", 1)) parse_int(a, "batch", 1, 4096, &e->batch);
-    else if (flag(a, "quiet", 0)) e->quiet = 1;
-    else if (flag(a, "json", 0)) e->json = 1;
-    else return 0;
-    return 1;
-}
-
-static void eval_flags_check(const EvalFlags *e, char *bad, size_t n) {
-    if (!bad[0] && strcmp(e->protocol, "hf") && strcmp(e->protocol, "llamacpp"))
-        snprintf(bad, n, "--protocol must be hf or llamacpp");
-    if (!bad[0] && strcmp(e->precision, "exact") && strcmp(e->precision, "bf16"))
-        snprintf(bad, n, "--precision must be exact or bf16");
-}
+/* ppl, ppl-merge, sweep, sweep-merge */
 
 /* The model's precision and the window options from the flags (schemes and compare left). */
 static PplOptions eval_options(const EvalFlags *e, ModelDir *L) {
@@ -396,185 +388,163 @@ static PplOptions eval_options(const EvalFlags *e, ModelDir *L) {
     return o;
 }
 
-static int cmd_ppl(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    EvalFlags e = eval_flags_default();
-    const char *dir = NULL, *kv = NULL, *ks = NULL, *vs = NULL;
+static void print_ppl_report(const Args *a, const PplReport *r) {
+    if (a->json) report_ppl_json(stdout, r);
+    else report_ppl_text(stdout, r);
+}
+
+static int cmd_ppl(Args *a) {
     int no_compare = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (eval_flag(&a, &e)) continue;
-        else if (flag(&a, "kv-scheme", 1)) kv = a.value;
-        else if (flag(&a, "k-scheme", 1)) ks = a.value;
-        else if (flag(&a, "v-scheme", 1)) vs = a.value;
-        else if (flag(&a, "no-compare", 0)) no_compare = 1;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+    while (next_arg(a)) {
+        if (flag(a, "no-compare", 0)) no_compare = 1;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    eval_flags_check(&e, a.bad, sizeof a.bad);
-    KvLayered k_scheme, v_scheme;
-    if (!a.bad[0]) layered_or_error(ks ? ks : kv ? kv : "fp32", &k_scheme, a.bad, sizeof a.bad);
-    if (!a.bad[0]) layered_or_error(vs ? vs : kv ? kv : "fp32", &v_scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("ppl", a.bad);
-    const char *text_file = e.text_file, *precision = e.precision;
-    int max_tokens = e.max_tokens, json = e.json, quiet = e.quiet;
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    KvLayered k, v;
+    if (check_args(a, "fp32", &k, &v)) return usage_error(a);
 
     Error err;
     ModelDir L;
-    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
-    PplOptions o = eval_options(&e, &L);
-    o.k_scheme = &k_scheme;
-    o.v_scheme = &v_scheme;
-    o.compare = !no_compare && !(kv_layered_is_fp32(&k_scheme) && kv_layered_is_fp32(&v_scheme));
+    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
+    PplOptions o = eval_options(&a->e, &L);
+    o.k_scheme = &k;
+    o.v_scheme = &v;
+    o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
     Progress progress;
-    progress_init(&progress, "ppl", quiet);
+    progress_init(&progress, "ppl", a->quiet);
     o.progress = progress_update;
     o.progress_user = &progress;
-
-    int rc = EXIT_BAD_INPUT, n_tokens = 0;
-    int *tokens = load_eval_tokens(text_file, L.tok, o.protocol == PPL_HF, &n_tokens, &err);
-    if (!tokens) { fprintf(stderr, "ppl: %s\n", err.msg); goto done; }
-    if (max_tokens && max_tokens < n_tokens) n_tokens = max_tokens;
+    int n_tokens = 0;
+    int *tokens = load_eval_tokens(a->e.text_file, L.tok, o.protocol == PPL_HF, &n_tokens, &err);
+    if (tokens && a->e.max_tokens && a->e.max_tokens < n_tokens) n_tokens = a->e.max_tokens;
     PplReport report = {0};
-    if (ppl_evaluate(&L.model, tokens, n_tokens, &o, &report.result, &err)) {
-        fprintf(stderr, "ppl: %s\n", err.msg);
-        goto done;
+    int failed = !tokens || ppl_evaluate(&L.model, tokens, n_tokens, &o, &report.result, &err);
+    if (failed) bad_input(a, err.msg);
+    else {
+        progress_finish(&progress);
+        ppl_report_describe(&report, a->dir, a->e.text_file, a->e.precision, &L.model.config, &o, n_tokens);
+        print_ppl_report(a, &report);
     }
-    progress_finish(&progress);
-    ppl_report_describe(&report, dir, text_file, precision, c, &o, n_tokens);
-    if (json) report_ppl_json(stdout, &report);
-    else report_ppl_text(stdout, &report);
-    rc = EXIT_OK;
-done:
     free(tokens);
     modeldir_free(&L);
-    return rc;
+    return failed ? EXIT_BAD_INPUT : EXIT_OK;
 }
 
-static int cmd_ppl_merge(int argc, char **argv) {
-    int json = 0, n = 0;
-    char **files = calloc((size_t)argc, sizeof *files);
-    if (!files) { fprintf(stderr, "ppl-merge: out of memory\n"); return EXIT_BAD_INPUT; }
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-json")) json = 1;
-        else if (argv[i][0] == '-') { free(files); return usage_error("ppl-merge", "unknown flag"); }
-        else files[n++] = argv[i];
+/* Its own parsing: only --json / -json, the rest are file names. */
+static int cmd_ppl_merge(Args *a) {
+    int n = 0;
+    char **files = calloc((size_t)a->argc, sizeof *files);
+    if (!files) return bad_input(a, "out of memory");
+    for (int i = a->i; i < a->argc; i++) {
+        if (!strcmp(a->argv[i], "--json") || !strcmp(a->argv[i], "-json")) a->json = 1;
+        else if (a->argv[i][0] == '-') require(a, 0, "unknown flag");
+        else files[n++] = a->argv[i];
     }
-    if (n == 0) { free(files); return usage_error("ppl-merge", "give the shards' JSON files"); }
+    require(a, n > 0, "give the shards' JSON files");
     PplReport report;
     Error err;
-    int rc = ppl_merge_files(files, n, &report, &err);
+    int failed = !a->bad[0] && ppl_merge_files(files, n, &report, &err);
     free(files);
-    if (rc) { fprintf(stderr, "ppl-merge: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (json) report_ppl_json(stdout, &report);
-    else report_ppl_text(stdout, &report);
+    if (a->bad[0]) return usage_error(a);
+    if (failed) return bad_input(a, err.msg);
+    print_ppl_report(a, &report);
     return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* sweep and sweep-merge */
-
-/* Prints the table (or the JSON) and writes the out dir's files of a complete sweep. */
-static int finish(const char *cmd, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json) {
+/* The out dir's files of a complete sweep, and the table (or the JSON) on stdout. */
+static int finish_sweep(const Args *a, const char *out_dir, const SweepSettings *s, const SweepTotals *t) {
     Error err;
-    if (sweep_finish(stdout, out_dir, s, t, json, &err)) { fprintf(stderr, "%s: %s\n", cmd, err.msg); return EXIT_BAD_INPUT; }
+    if (sweep_finish(stdout, out_dir, s, t, a->json, &err)) return bad_input(a, err.msg);
     return EXIT_OK;
 }
 
-static int cmd_sweep(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    EvalFlags e = eval_flags_default();
-    const char *dir = NULL, *out_dir = NULL;
-    SweepSettings s = {0};
-    s.configs = calloc(SWEEP_MAX_CONFIGS, sizeof *s.configs);
-    if (!s.configs) { fprintf(stderr, "sweep: out of memory\n"); return EXIT_BAD_INPUT; }
+/* The sweep of s's configurations once the flags are checked. */
+static int run_sweep(const Args *a, SweepSettings *s, const char *out_dir) {
     Error err;
-    while (a.i < argc && !a.bad[0]) {
-        if (eval_flag(&a, &e)) continue;
-        else if (flag(&a, "config", 1)) take_error(&a, sweep_add_config(&s, a.value, &err), &err);
-        else if (flag(&a, "configs", 1)) take_error(&a, sweep_add_config_file(&s, a.value, &err), &err);
-        else if (flag(&a, "out-dir", 1)) out_dir = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR (the journal and results go there)");
-    if (!a.bad[0] && s.n_configs == 0) snprintf(a.bad, sizeof a.bad, "no configurations: give --config K[:V] or --configs FILE");
-    eval_flags_check(&e, a.bad, sizeof a.bad);
     ModelDir L;
-    if (a.bad[0] || modeldir_load(&L, dir, 1, &err)) {
-        free(s.configs);
-        if (a.bad[0]) return usage_error("sweep", a.bad);
-        fprintf(stderr, "sweep: %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    s.ppl = eval_options(&e, &L);
-    snprintf(s.model, sizeof s.model, "%s", dir);
-    snprintf(s.text_file, sizeof s.text_file, "%s", e.text_file);
-    snprintf(s.precision, sizeof s.precision, "%s", e.precision);
+    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
+    s->ppl = eval_options(&a->e, &L);
+    snprintf(s->model, sizeof s->model, "%s", a->dir);
+    snprintf(s->text_file, sizeof s->text_file, "%s", a->e.text_file);
+    snprintf(s->precision, sizeof s->precision, "%s", a->e.precision);
     int rc = EXIT_BAD_INPUT;
-    SweepTotals totals = {0};
-    int *tokens = load_eval_tokens(e.text_file, L.tok, s.ppl.protocol == PPL_HF, &s.n_tokens, &err);
-    if (!tokens || sweep_bind_configs(&s, &L.model.config, s.ppl.ctx, &err)) { fprintf(stderr, "sweep: %s\n", err.msg); goto done; }
-    if (e.max_tokens && e.max_tokens < s.n_tokens) s.n_tokens = e.max_tokens;
-    s.tokens_hash = sweep_tokens_hash(tokens, s.n_tokens);
-    s.windows_total = ppl_window_count(&s.ppl, s.n_tokens);
-    if (s.ppl.max_windows > 0 && s.ppl.max_windows < s.windows_total) s.windows_total = s.ppl.max_windows;
+    SweepTotals t = {0};
     Progress progress;
-    progress_init(&progress, "sweep", e.quiet);
-    if (sweep_run(&L.model, tokens, &s, out_dir, &progress, &totals, &err)) {
-        progress_finish(&progress);
-        fprintf(stderr, "sweep: %s\n", err.msg);
-        goto done;
-    }
+    progress_init(&progress, "sweep", a->quiet);
+    int *tokens = load_eval_tokens(a->e.text_file, L.tok, s->ppl.protocol == PPL_HF, &s->n_tokens, &err);
+    if (!tokens || sweep_bind_configs(s, &L.model.config, s->ppl.ctx, &err)) { bad_input(a, err.msg); goto done; }
+    if (a->e.max_tokens && a->e.max_tokens < s->n_tokens) s->n_tokens = a->e.max_tokens;
+    s->tokens_hash = sweep_tokens_hash(tokens, s->n_tokens);
+    s->windows_total = ppl_window_count(&s->ppl, s->n_tokens);
+    if (s->ppl.max_windows > 0 && s->ppl.max_windows < s->windows_total) s->windows_total = s->ppl.max_windows;
+    int failed = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, &err);
     progress_finish(&progress);
-    if (!e.quiet)
+    if (failed) { bad_input(a, err.msg); goto done; }
+    if (!a->quiet)
         fprintf(stderr, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
-                totals.run_seconds, totals.run_tokens, totals.run_seconds > 0 ? totals.run_tokens / totals.run_seconds : 0);
-    if (s.ppl.shard_count > 1) {
+                t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
+    if (s->ppl.shard_count == 1) rc = finish_sweep(a, out_dir, s, &t);
+    else {
         printf("shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
-               s.ppl.shard_index, s.ppl.shard_count, totals.windows, out_dir);
+               s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
         rc = EXIT_OK;
-    } else {
-        rc = finish("sweep", out_dir, &s, &totals, e.json);
     }
 done:
-    sweep_totals_free(&totals);
+    sweep_totals_free(&t);
     free(tokens);
-    free(s.configs);
     modeldir_free(&L);
     return rc;
 }
 
-static int cmd_sweep_merge(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
+static int cmd_sweep(Args *a) {
     const char *out_dir = NULL;
-    int json = 0, n = 0;
-    char **dirs = calloc((size_t)argc, sizeof *dirs);
-    if (!dirs) { fprintf(stderr, "sweep-merge: out of memory\n"); return EXIT_BAD_INPUT; }
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "out-dir", 1)) out_dir = a.value;
-        else if (flag(&a, "json", 0)) json = 1;
-        else if (argv[a.i][0] != '-') dirs[n++] = argv[a.i++];
-        else unknown_arg(&a);
+    SweepSettings s = {0};
+    s.configs = calloc(SWEEP_MAX_CONFIGS, sizeof *s.configs);
+    if (!s.configs) return bad_input(a, "out of memory");
+    Error err;
+    while (next_arg(a)) {
+        if (flag(a, "config", 1)) take_error(a, sweep_add_config(&s, a->value, &err), &err);
+        else if (flag(a, "configs", 1)) take_error(a, sweep_add_config_file(&s, a->value, &err), &err);
+        else if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && n == 0) snprintf(a.bad, sizeof a.bad, "give the shards' --out-dir directories");
-    if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR for the merged results");
-    if (a.bad[0]) { free(dirs); return usage_error("sweep-merge", a.bad); }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    require(a, out_dir != NULL, "missing --out-dir DIR (the journal and results go there)");
+    require(a, s.n_configs > 0, "no configurations: give --config K[:V] or --configs FILE");
+    int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : run_sweep(a, &s, out_dir);
+    free(s.configs);
+    return rc;
+}
+
+static int cmd_sweep_merge(Args *a) {
+    const char *out_dir = NULL;
+    int n = 0;
+    char **dirs = calloc((size_t)a->argc, sizeof *dirs);
+    if (!dirs) return bad_input(a, "out of memory");
+    while (next_arg(a)) {
+        if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else if (a->argv[a->i][0] != '-') dirs[n++] = a->argv[a->i++];
+        else unknown_arg(a);
+    }
+    require(a, n > 0, "give the shards' --out-dir directories");
+    require(a, out_dir != NULL, "missing --out-dir DIR for the merged results");
     SweepSettings s;
-    SweepTotals totals;
+    SweepTotals t = {0};
     Error err;
     int rc = EXIT_BAD_INPUT;
-    if (sweep_merge(dirs, n, &s, &totals, &err)) fprintf(stderr, "sweep-merge: %s\n", err.msg);
-    else rc = finish("sweep-merge", out_dir, &s, &totals, json), free(s.configs);
-    sweep_totals_free(&totals);
+    if (a->bad[0]) usage_error(a);
+    else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
+    else {
+        rc = finish_sweep(a, out_dir, &s, &t);
+        free(s.configs);
+    }
+    sweep_totals_free(&t);
     free(dirs);
     return rc;
 }
 
 /* ------------------------------------------------------------------------- */
-/* kv-extract, kv-info */
+/* kv-extract, kv-info, compress, decompress, --quick-test */
 
 /* The last path component of a model directory, as the cache's model_name. */
 static void base_name(const char *dir, char *name, size_t cap) {
@@ -585,35 +555,33 @@ static void base_name(const char *dir, char *name, size_t cap) {
     snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
 }
 
-static int cmd_kv_extract(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *prompt = NULL, *list = NULL, *out = NULL, *dtype = "f32";
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "i", 1) || flag(&a, "prompt", 1)) prompt = a.value;
-        else if (flag(&a, "tokens", 1)) list = a.value;
-        else if (flag(&a, "o", 1) || flag(&a, "output", 1)) out = a.value;
-        else if (flag(&a, "dtype", 1)) dtype = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+static int cmd_kv_extract(Args *a) {
+    static const char *const dtypes[] = {"f32", "f16"};
+    const char *prompt = NULL, *list = NULL, *out = NULL, *dtype = "f32";
+    while (next_arg(a)) {
+        if (flag(a, "i", 1) || flag(a, "prompt", 1)) prompt = a->value;
+        else if (flag(a, "tokens", 1)) list = a->value;
+        else if (flag(a, "o", 1) || flag(a, "output", 1)) out = a->value;
+        else if (flag(a, "dtype", 1)) dtype = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!dir || !out || !prompt == !list))
-        snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR, -o FILE and one of -i PROMPT, --tokens IDS");
-    if (!a.bad[0] && strcmp(dtype, "f32") && strcmp(dtype, "f16")) snprintf(a.bad, sizeof a.bad, "--dtype must be f32 or f16");
-    if (a.bad[0]) return usage_error("kv-extract", a.bad);
+    require(a, a->dir && out && !prompt != !list, "needs MODEL_DIR, -o FILE and one of -i PROMPT, --tokens IDS");
+    one_of(a, "dtype", dtype, dtypes, 2);
+    if (a->bad[0]) return usage_error(a);
 
     Error err;
     ModelDir L;
-    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "kv-extract: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
     int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = list ? parse_token_list(list, L.model.config.vocab_size, &n, a.bad, sizeof a.bad)
+    int *ids = list ? parse_token_list(a, list, L.model.config.vocab_size, &n)
                     : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
     KvSnapshot snap = {0};
     char model_name[128];
-    base_name(dir, model_name, sizeof model_name);
-    if (!ids) fprintf(stderr, "kv-extract: %s\n", a.bad[0] ? a.bad : "out of memory");
+    base_name(a->dir, model_name, sizeof model_name);
+    if (!ids) bad_input(a, a->bad[0] ? a->bad : "out of memory");
     else if (kv_snapshot_of_prompt(&L.model, ids, n, model_name, &snap, &err) ||
              kv_snapshot_save(out, &snap, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err))
-        fprintf(stderr, "kv-extract: %s\n", err.msg);
+        bad_input(a, err.msg);
     else {
         fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, L.model.config.n_layers, out);
         rc = EXIT_OK;
@@ -624,36 +592,27 @@ static int cmd_kv_extract(int argc, char **argv) {
     return rc;
 }
 
-static int cmd_kv_info(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *file = NULL, *model = NULL;
-    int json = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "model", 1)) model = a.value;
-        else if (flag(&a, "json", 0)) json = 1;
-        else if (argv[a.i][0] != '-' && !file) file = argv[a.i++];
-        else unknown_arg(&a);
+static int cmd_kv_info(Args *a) {
+    const char *model = NULL;
+    while (next_arg(a)) {
+        if (flag(a, "model", 1)) model = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && !file) snprintf(a.bad, sizeof a.bad, "missing FILE");
-    if (a.bad[0]) return usage_error("kv-info", a.bad);
+    require(a, a->dir != NULL, "missing FILE");
+    if (a->bad[0]) return usage_error(a);
     Error err;
     int n_mismatches;
-    if (kv_info(stdout, file, model, json, &n_mismatches, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (kv_info(stdout, a->dir, model, a->json, &n_mismatches, &err)) return bad_input(a, err.msg);
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* compress, decompress, --quick-test */
-
 /* "--scheme int4 -group-size 64" -> "int4-g64" (the seed's flags); any other spelling is kept. */
-static int compose_scheme(const char *scheme, int group, KvLayered *out, char *bad, size_t badlen) {
-    char name[64];
+static void compose_scheme(const char *scheme, int group, char *name, size_t n) {
     const char *asym = strstr(scheme, "-asym");
     size_t stem = asym ? (size_t)(asym - scheme) : strlen(scheme);
     int plain_int = !strncmp(scheme, "int", 3) && strspn(scheme + 3, "0123456789") == stem - 3 && stem > 3;
-    if (plain_int) snprintf(name, sizeof name, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
-    else snprintf(name, sizeof name, "%.63s", scheme);
-    return layered_or_error(name, out, bad, badlen);
+    if (plain_int) snprintf(name, n, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
+    else snprintf(name, n, "%.63s", scheme);
 }
 
 typedef struct {
@@ -663,41 +622,37 @@ typedef struct {
     CompressOptions o;
 } CompressArgs;
 
-static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, size_t badlen) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *scheme = "int4", *full = NULL, *k_full = NULL, *v_full = NULL;
+/* 0, or a usage error in a->bad. */
+static int parse_compress(Args *a, CompressArgs *ca) {
+    const char *scheme = "int4";
     int group = 64;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
     memset(ca, 0, sizeof *ca);
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "input", 1) || flag(&a, "i", 1)) ca->input = a.value;
-        else if (flag(&a, "output", 1) || flag(&a, "o", 1)) ca->output = a.value;
-        else if (flag(&a, "scheme", 1)) scheme = a.value;
-        else if (flag(&a, "kv-scheme", 1)) full = a.value;
-        else if (flag(&a, "k-scheme", 1)) k_full = a.value;
-        else if (flag(&a, "v-scheme", 1)) v_full = a.value;
-        else if (flag(&a, "group-size", 1)) parse_int(&a, "group-size", 1, 1 << 20, &group);
-        else if (flag(&a, "sparsity", 1)) parse_float(&a, "sparsity", -1e9f, 1e9f, &sparsity);
-        else if (flag(&a, "max-rmse", 1)) parse_float(&a, "max-rmse", 0, 1e9f, &rmse);
-        else if (flag(&a, "min-snr", 1)) parse_float(&a, "min-snr", -1e9f, 1e9f, &snr);
-        else if (flag(&a, "min-cosine", 1)) parse_float(&a, "min-cosine", -1, 1, &cosine);
-        else if (flag(&a, "lz4", 0)) ca->o.lz4 = 1;
-        else if (flag(&a, "metrics-only", 0)) ca->metrics_only = 1;
-        else if (flag(&a, "verbose", 0) || flag(&a, "v", 0)) ca->verbose = 1;
-        else unknown_arg(&a);
+    while (next_arg(a)) {
+        if (flag(a, "input", 1) || flag(a, "i", 1)) ca->input = a->value;
+        else if (flag(a, "output", 1) || flag(a, "o", 1)) ca->output = a->value;
+        else if (flag(a, "scheme", 1)) scheme = a->value;
+        else if (flag(a, "group-size", 1)) parse_int(a, "group-size", 1, 1 << 20, &group);
+        else if (flag(a, "sparsity", 1)) parse_float(a, "sparsity", -1e9f, 1e9f, &sparsity);
+        else if (flag(a, "max-rmse", 1)) parse_float(a, "max-rmse", 0, 1e9f, &rmse);
+        else if (flag(a, "min-snr", 1)) parse_float(a, "min-snr", -1e9f, 1e9f, &snr);
+        else if (flag(a, "min-cosine", 1)) parse_float(a, "min-cosine", -1, 1, &cosine);
+        else if (flag(a, "lz4", 0)) ca->o.lz4 = 1;
+        else if (flag(a, "metrics-only", 0)) ca->metrics_only = 1;
+        else if (flag(a, "verbose", 0) || flag(a, "v", 0)) ca->verbose = 1;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!ca->input || (!ca->output && !ca->metrics_only)))
-        snprintf(a.bad, sizeof a.bad, "needs -input IN and -output OUT (or --metrics-only)");
-    if (!a.bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
-        snprintf(a.bad, sizeof a.bad, "-sparsity %g must be in [0, 1)", sparsity);
-    if (!a.bad[0] && ca->output && !ca->metrics_only && !strcmp(ca->input, ca->output))
-        snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
-    /* --kv-scheme (or --scheme and --group-size) names both sides; --k-scheme / --v-scheme one side */
-    if (!a.bad[0] && full) layered_or_error(full, &ca->k_scheme, a.bad, sizeof a.bad);
-    else if (!a.bad[0]) compose_scheme(scheme, group, &ca->k_scheme, a.bad, sizeof a.bad);
-    ca->v_scheme = ca->k_scheme;
-    if (!a.bad[0] && k_full) layered_or_error(k_full, &ca->k_scheme, a.bad, sizeof a.bad);
-    if (!a.bad[0] && v_full) layered_or_error(v_full, &ca->v_scheme, a.bad, sizeof a.bad);
+    require(a, ca->input && (ca->output || ca->metrics_only), "needs -input IN and -output OUT (or --metrics-only)");
+    if (!a->bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
+        snprintf(a->bad, sizeof a->bad, "-sparsity %g must be in [0, 1)", sparsity);
+    if (ca->input && ca->output && !ca->metrics_only)
+        require(a, strcmp(ca->input, ca->output) != 0, "-output must differ from -input");
+    /* --kv-scheme (or --scheme and --group-size) names both sides, --k-scheme / --v-scheme one;
+     * the first is checked even when the other two replace it on both sides */
+    char composed[64];
+    compose_scheme(scheme, group, composed, sizeof composed);
+    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, &ca->k_scheme);
+    if (check_args(a, composed, &ca->k_scheme, &ca->v_scheme)) return -1;
     ca->o.k_scheme = &ca->k_scheme;
     ca->o.v_scheme = &ca->v_scheme;
     ca->o.sparsity = sparsity;
@@ -705,18 +660,16 @@ static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, si
     ca->o.min_snr_db = snr;
     ca->o.min_cosine = cosine;
     if (ca->metrics_only) ca->output = NULL;
-    snprintf(bad, badlen, "%s", a.bad);
-    return a.bad[0] ? -1 : 0;
+    return 0;
 }
 
-static int cmd_compress(int argc, char **argv) {
+static int cmd_compress(Args *a) {
     CompressArgs ca;
-    char bad[256];
-    if (parse_compress(argc, argv, &ca, bad, sizeof bad)) return usage_error("compress", bad);
+    if (parse_compress(a, &ca)) return usage_error(a);
     Error err;
     KvSnapshot snap;
     CompressReport r;
-    if (kv_snapshot_load(ca.input, &snap, &err)) { fprintf(stderr, "compress: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (kv_snapshot_load(ca.input, &snap, &err)) return bad_input(a, err.msg);
     if (kv_compress(&snap, &ca.o, ca.output, &r, NULL, &err)) {
         fprintf(stderr, "compress: %s: %s\n", ca.input, err.msg);
         kv_snapshot_free(&snap);
@@ -730,30 +683,29 @@ static int cmd_compress(int argc, char **argv) {
     return rc;
 }
 
-static int cmd_decompress(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
+static int cmd_decompress(Args *a) {
     const char *in = NULL, *out = NULL;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "input", 1) || flag(&a, "i", 1)) in = a.value;
-        else if (flag(&a, "output", 1) || flag(&a, "o", 1)) out = a.value;
-        else unknown_arg(&a);
+    while (next_arg(a)) {
+        if (flag(a, "input", 1) || flag(a, "i", 1)) in = a->value;
+        else if (flag(a, "output", 1) || flag(a, "o", 1)) out = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!in || !out)) snprintf(a.bad, sizeof a.bad, "needs -input IN and -output OUT");
-    if (!a.bad[0] && !strcmp(in, out)) snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
-    if (a.bad[0]) return usage_error("decompress", a.bad);
+    require(a, in && out, "needs -input IN and -output OUT");
+    if (in && out) require(a, strcmp(in, out) != 0, "-output must differ from -input");
+    if (a->bad[0]) return usage_error(a);
     Error err;
     KvSnapshot snap;
-    if (kv_decompress_file(in, &snap, &err)) { fprintf(stderr, "decompress: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    int rc = kv_snapshot_save(out, &snap, DT_F32, &err) ? EXIT_BAD_INPUT : EXIT_OK;
-    if (rc) fprintf(stderr, "decompress: %s\n", err.msg);
+    if (kv_decompress_file(in, &snap, &err)) return bad_input(a, err.msg);
+    int rc = kv_snapshot_save(out, &snap, DT_F32, &err) ? bad_input(a, err.msg) : EXIT_OK;
     kv_snapshot_free(&snap);
     return rc;
 }
 
-static int cmd_quick_test(void) {
+/* Takes no flags: anything after it is ignored, as it always was. */
+static int cmd_quick_test(Args *a) {
     Error err;
     int passed;
-    if (quick_test_run(stdout, &passed, &err)) { fprintf(stderr, "quick-test: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (quick_test_run(stdout, &passed, &err)) return bad_input(a, err.msg);
     return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
@@ -780,139 +732,239 @@ static int parse_threshold(Args *a, ValidateOptions *o) {
     return 0;
 }
 
-static int cmd_validate(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    ValidateOptions o = {0};
-    const char *kv = "int4-g64", *ks = NULL, *vs = NULL;
-    int json = 0;
-    o.text_file = DEFAULT_TEXT;
-    o.threshold_ppl = 0.5;
-    o.threshold_percent = 1.0;
-    o.windows = VALIDATE_WINDOWS;
-    o.stride = 512;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "model", 1)) o.model_dir = a.value;
-        else if (flag(&a, "threshold", 1)) parse_threshold(&a, &o);
-        else if (flag(&a, "kv-scheme", 1)) kv = a.value;
-        else if (flag(&a, "k-scheme", 1)) ks = a.value;
-        else if (flag(&a, "v-scheme", 1)) vs = a.value;
-        else if (flag(&a, "windows", 1)) parse_int(&a, "windows", 1, 1 << 20, &o.windows);
-        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 2, 1 << 20, &o.ctx);
-        else if (flag(&a, "stride", 1)) parse_int(&a, "stride", 1, 1 << 20, &o.stride);
-        else if (flag(&a, "text-file", 1)) o.text_file = a.value;
-        else if (flag(&a, "quiet", 0)) o.quiet = 1;
-        else if (flag(&a, "json", 0)) json = 1;
-        else unknown_arg(&a);
-    }
-    KvLayered k_scheme, v_scheme;
-    if (!a.bad[0]) layered_or_error(ks ? ks : kv, &k_scheme, a.bad, sizeof a.bad);
-    if (!a.bad[0]) layered_or_error(vs ? vs : kv, &v_scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("validate", a.bad);
-    o.k_scheme = &k_scheme;
-    o.v_scheme = &v_scheme;
-    if (o.model_dir) o.model_note = "--model";
-    else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o.model_dir = TINYLLAMA_DIR; o.model_note = "exported TinyLlama"; }
-    else { o.model_dir = BUNDLED_MODEL; o.model_note = "bundled"; }
-    FILE *out = o.quiet ? NULL : json ? stderr : stdout;
-    if (out && !strcmp(o.model_note, "bundled"))
+/* --model, else TinyLlama once exported, else the bundled model (saying so, unless quiet). */
+static void choose_model(ValidateOptions *o, FILE *out) {
+    if (o->model_dir) o->model_note = "--model";
+    else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o->model_dir = TINYLLAMA_DIR; o->model_note = "exported TinyLlama"; }
+    else { o->model_dir = BUNDLED_MODEL; o->model_note = "bundled"; }
+    if (out && !strcmp(o->model_note, "bundled"))
         fprintf(out, "Using the bundled model %s. For TinyLlama-1.1B run:\n"
                      "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
+}
+
+static int cmd_validate(Args *a) {
+    ValidateOptions o = {.threshold_ppl = 0.5, .threshold_percent = 1.0, .windows = VALIDATE_WINDOWS};
+    while (next_arg(a)) {
+        if (flag(a, "model", 1)) o.model_dir = a->value;
+        else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
+        /* not ppl's --windows: a smaller bound */
+        else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 20, &o.windows);
+        else unknown_arg(a);
+    }
+    KvLayered k, v;
+    if (check_args(a, "int4-g64", &k, &v)) return usage_error(a);
+    o.k_scheme = &k;
+    o.v_scheme = &v;
+    o.text_file = a->e.text_file;
+    o.ctx = a->e.ctx;
+    o.stride = a->e.stride;
+    o.quiet = a->quiet;
+    FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
+    choose_model(&o, out);
 
     Error err;
     ModelDir L;
-    if (modeldir_load(&L, o.model_dir, 1, &err)) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (modeldir_load(&L, o.model_dir, 1, &err)) return bad_input(a, err.msg);
     if (!o.ctx) o.ctx = L.model.config.max_seq_len;
     ValidateResult r;
     int rc = validate_run(&L.model, L.tok, &o, out, &r, &err);
     modeldir_free(&L);
-    if (rc) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
+    if (rc) return bad_input(a, err.msg);
     if (out) validate_print_results(out, &o, &r);
-    if (json) validate_print_json(stdout, &o, &r);
+    if (a->json) validate_print_json(stdout, &o, &r);
     return r.passed ? EXIT_OK : EXIT_QUALITY;
 }
 
 /* ------------------------------------------------------------------------- */
-/* bench */
+/* bench, schemes, --help */
 
 #define TINYLLAMA_CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
 
-/* --random NAME: "tinyllama", a config.json, or a directory holding one. */
-static void random_config_path(const char *name, char *out, size_t n) {
-    if (!strcmp(name, "tinyllama")) snprintf(out, n, "%s", TINYLLAMA_CONFIG);
-    else if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, ".json")) snprintf(out, n, "%s", name);
-    else snprintf(out, n, "%s/config.json", name);
+/* 0, or a usage error in a->bad. --kv-scheme and the long schemes are bench's own: checked as
+ * they come, and --kv-scheme sets both sides of the short runs. */
+static int parse_bench(Args *a, BenchOptions *o, const char **random, const char **dtype, const char **precision) {
+    while (next_arg(a)) {
+        if (flag(a, "random", 1)) *random = a->value;
+        else if (flag(a, "p", 1)) parse_int(a, "p", 1, 1 << 16, &o->prompt);
+        else if (flag(a, "n", 1)) parse_int(a, "n", 1, 1 << 16, &o->gen);
+        else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 0, 1 << 20, &o->long_ctx);
+        else if (flag(a, "kv-scheme", 1)) parse_scheme(a, a->value, &o->scheme);
+        else if (flag(a, "long-scheme", 1)) {
+            if (!parse_scheme(a, a->value, &o->long_k)) o->long_v = o->long_k;
+        }
+        else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, &o->long_k);
+        else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o->long_v);
+        else if (flag(a, "threads", 1)) parse_int(a, "threads", 1, 1024, &o->threads);
+        else if (flag(a, "repeat", 1)) parse_int(a, "repeat", 1, 64, &o->repeats);
+        else if (flag(a, "dtype", 1)) *dtype = a->value;
+        else if (flag(a, "precision", 1)) *precision = a->value;
+        else if (flag(a, "no-probe", 0)) o->probe_machine = 0;
+        else if (flag(a, "ppl", 0)) o->ppl_windows = 4;
+        else if (flag(a, "ppl-windows", 1)) parse_int(a, "ppl-windows", 2, 1 << 16, &o->ppl_windows);
+        else if (flag(a, "ppl-batch", 1)) parse_int(a, "ppl-batch", 1, 4096, &o->ppl_batch);
+        else unknown_arg(a);
+    }
+    static const char *const precisions[] = {"bf16", "exact"};
+    require(a, !a->dir != !*random, "give MODEL_DIR or --random NAME");
+    one_of(a, "precision", *precision, precisions, 2);
+    return a->bad[0] ? -1 : 0;
 }
 
-static int cmd_bench(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
+/* --dtype: the weights' type of a --random model (either case). */
+static DType bench_dtype(Args *a, const char *name) {
+    if (!strcmp(name, "f32") || !strcmp(name, "F32")) return DT_F32;
+    if (!strcmp(name, "f16") || !strcmp(name, "F16")) return DT_F16;
+    require(a, !strcmp(name, "bf16") || !strcmp(name, "BF16"), "--dtype must be bf16, f16 or f32");
+    return DT_BF16;
+}
+
+/* --random NAME: "tinyllama", a config.json, or a directory holding one. */
+static int load_bench_model(Model *m, const char *dir, const char *random, DType dt, char *name, size_t n,
+                            Error *err) {
+    if (!random) {
+        snprintf(name, n, "%s", dir);
+        return model_load(m, dir, err);
+    }
+    char config[4096];
+    size_t len = strlen(random);
+    if (!strcmp(random, "tinyllama")) snprintf(config, sizeof config, "%s", TINYLLAMA_CONFIG);
+    else if (len > 5 && !strcmp(random + len - 5, ".json")) snprintf(config, sizeof config, "%s", random);
+    else snprintf(config, sizeof config, "%s/config.json", random);
+    snprintf(name, n, "random %s", random);
+    return model_init_random(m, config, dt, 1234, err);
+}
+
+static int cmd_bench(Args *a) {
     BenchOptions o;
     bench_default_options(&o);
-    const char *dir = NULL, *random = NULL, *dtype = "bf16", *precision = "bf16";
-    int json = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "random", 1)) random = a.value;
-        else if (flag(&a, "p", 1)) parse_int(&a, "p", 1, 1 << 16, &o.prompt);
-        else if (flag(&a, "n", 1)) parse_int(&a, "n", 1, 1 << 16, &o.gen);
-        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 0, 1 << 20, &o.long_ctx);
-        else if (flag(&a, "kv-scheme", 1)) layered_or_error(a.value, &o.scheme, a.bad, sizeof a.bad);
-        else if (flag(&a, "long-scheme", 1)) {
-            layered_or_error(a.value, &o.long_k, a.bad, sizeof a.bad);
-            o.long_v = o.long_k;
-        }
-        else if (flag(&a, "long-k-scheme", 1)) layered_or_error(a.value, &o.long_k, a.bad, sizeof a.bad);
-        else if (flag(&a, "long-v-scheme", 1)) layered_or_error(a.value, &o.long_v, a.bad, sizeof a.bad);
-        else if (flag(&a, "threads", 1)) parse_int(&a, "threads", 1, 1024, &o.threads);
-        else if (flag(&a, "repeat", 1)) parse_int(&a, "repeat", 1, 64, &o.repeats);
-        else if (flag(&a, "dtype", 1)) dtype = a.value;
-        else if (flag(&a, "precision", 1)) precision = a.value;
-        else if (flag(&a, "no-probe", 0)) o.probe_machine = 0;
-        else if (flag(&a, "ppl", 0)) o.ppl_windows = 4;
-        else if (flag(&a, "ppl-windows", 1)) parse_int(&a, "ppl-windows", 2, 1 << 16, &o.ppl_windows);
-        else if (flag(&a, "ppl-batch", 1)) parse_int(&a, "ppl-batch", 1, 4096, &o.ppl_batch);
-        else if (flag(&a, "json", 0)) json = 1;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    DType dt = DT_BF16;
-    if (!a.bad[0] && !dir == !random) snprintf(a.bad, sizeof a.bad, "give MODEL_DIR or --random NAME");
-    if (!a.bad[0] && strcmp(precision, "bf16") && strcmp(precision, "exact"))
-        snprintf(a.bad, sizeof a.bad, "--precision must be bf16 or exact");
-    if (!a.bad[0] && (!strcmp(dtype, "f32") || !strcmp(dtype, "F32"))) dt = DT_F32;
-    else if (!a.bad[0] && (!strcmp(dtype, "f16") || !strcmp(dtype, "F16"))) dt = DT_F16;
-    else if (!a.bad[0] && strcmp(dtype, "bf16") && strcmp(dtype, "BF16"))
-        snprintf(a.bad, sizeof a.bad, "--dtype must be bf16, f16 or f32");
-    if (a.bad[0]) return usage_error("bench", a.bad);
+    const char *random = NULL, *dtype = "bf16", *precision = "bf16";
+    if (parse_bench(a, &o, &random, &dtype, &precision)) return usage_error(a);
+    DType dt = bench_dtype(a, dtype);
+    if (a->bad[0]) return usage_error(a);
 
     Error err;
     Model m;
-    char config[4096], name[256];
-    if (random) {
-        random_config_path(random, config, sizeof config);
-        snprintf(name, sizeof name, "random %s", random);
-        if (model_init_random(&m, config, dt, 1234, &err)) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    } else {
-        snprintf(name, sizeof name, "%s", dir);
-        if (model_load(&m, dir, &err)) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    }
+    char name[256];
+    if (load_bench_model(&m, a->dir, random, dt, name, sizeof name, &err)) return bad_input(a, err.msg);
     m.precision = strcmp(precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
     BenchResult r;
     int rc = bench_run(&m, name, &o, &r, &err);
     model_free(&m);
-    if (rc) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (json) bench_print_json(stdout, &r);
+    if (rc) return bad_input(a, err.msg);
+    if (a->json) bench_print_json(stdout, &r);
     else bench_print_text(stdout, &r);
     return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* schemes */
-
-static int cmd_schemes(void) {
+/* Takes no flags, as --quick-test. */
+static int cmd_schemes(Args *a) {
+    (void)a;
     print_scheme_list(stdout);
     return EXIT_OK;
 }
 
+static void print_usage(FILE *f);
+
+static int cmd_help(Args *a) {
+    (void)a;
+    print_usage(stdout);
+    return EXIT_OK;
+}
+
 /* ------------------------------------------------------------------------- */
+/* The commands */
+
+typedef struct {
+    const char *names[3];       /* its name, then other spellings */
+    int (*run)(Args *a);
+    unsigned takes;             /* the shared flags it takes (TAKES_*) */
+    const char *usage;          /* its lines of ./run --help */
+} Command;
+
+#define EVAL_FLAGS (TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_WINDOW | TAKES_EVAL)
+
+/* In the order of ./run --help. */
+static const Command COMMANDS[] = {
+    {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME,
+     "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
+     "           [--kv-scheme S]        stream text; -n counts all positions incl. the prompt\n"},
+    {{"logits"}, cmd_logits, TAKES_DIR | TAKES_KV_SCHEME,
+     "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S]\n"
+     "                                  logits of every position (float32 [T, vocab] to FILE)\n"},
+    {{"tokenize"}, cmd_tokenize, TAKES_DIR,
+     "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
+     "                                  print token ids\n"},
+    {{"ppl"}, cmd_ppl, EVAL_FLAGS | TAKES_KV_SCHEME | TAKES_KV_SIDES,
+     "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
+     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
+     "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
+     "                                  perplexity with the KV cache quantized as it is written\n"
+     "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"},
+    {{"ppl-merge"}, cmd_ppl_merge, 0,
+     "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
+    {{"sweep"}, cmd_sweep, EVAL_FLAGS,
+     "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
+     "                                  many KV-cache configurations over the same windows, each\n"
+     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},
+    {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON,
+     "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"},
+    {{"kv-extract"}, cmd_kv_extract, TAKES_DIR,
+     "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
+     "                                  run a prompt and save its KV cache (+ .metadata.json)\n"},
+    {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON,
+     "  kv-info FILE [--model MODEL_DIR] [--json]\n"
+     "                                  shape, size and statistics of a KV cache file\n"},
+    {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES,
+     "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
+     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--lz4] [--metrics-only] [-verbose]\n"
+     "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
+     "                                  quantize a KV cache file; JSON metrics on stdout;\n"
+     "                                  exit 1 when a quality threshold fails\n"},
+    {{"decompress"}, cmd_decompress, 0,
+     "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"},
+    {{"--quick-test", "-quick-test"}, cmd_quick_test, 0,
+     "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"},
+    {{"schemes"}, cmd_schemes, 0,
+     "  schemes                         list the KV-cache quantization schemes\n"},
+    {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON,
+     "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
+     "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
+     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
+     "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
+     "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
+     "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"},
+    /* main() answers --help anywhere on the line before it looks for a command */
+    {{"--help", "-help", "help"}, cmd_help, 0,
+     "  --help                          this text (also after any command: ./run ppl --help)\n"},
+    {{"--validate", "-validate", "validate"}, cmd_validate,
+     TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_WINDOW,
+     "\n"
+     "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%] [--kv-scheme int4-g64]\n"
+     "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
+     "                                  six-step check that the quantized KV cache keeps perplexity\n"
+     "                                  within the threshold (exit 1 when it does not); default:\n"
+     "                                  delta < the larger of 0.5 and 1% of the baseline perplexity\n"},
+};
+#define N_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void print_usage(FILE *f) {
+    fputs("kvq: run Llama models in C and measure what KV-cache quantization costs.\n"
+          "\n"
+          "usage: ./run COMMAND [options]     (flags take one or two dashes: -n 64 = --n 64)\n"
+          "\n", f);
+    for (int i = 0; i < N_COMMANDS; i++) fputs(COMMANDS[i].usage, f);
+    fputs("\n"
+          "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
+          "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
+          "Exit codes: 0 ok, 1 quality check failed, 2 bad input or usage.\n", f);
+}
+
+static const Command *find_command(const char *name) {
+    for (int i = 0; i < N_COMMANDS; i++)
+        for (int k = 0; k < 3 && COMMANDS[i].names[k]; k++)
+            if (!strcmp(name, COMMANDS[i].names[k])) return &COMMANDS[i];
+    return NULL;
+}
 
 /* "./run COMMAND --help" prints the usage too. (A prompt or path spelled "--help" cannot be given.) */
 static int asks_for_help(int argc, char **argv) {
@@ -923,24 +975,14 @@ static int asks_for_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
-    const char *cmd = argv[1];
     if (asks_for_help(argc, argv)) { print_usage(stdout); return EXIT_OK; }
-    if (!strcmp(cmd, "generate")) return cmd_generate(argc, argv);
-    if (!strcmp(cmd, "logits")) return cmd_logits(argc, argv);
-    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
-    if (!strcmp(cmd, "ppl")) return cmd_ppl(argc, argv);
-    if (!strcmp(cmd, "ppl-merge")) return cmd_ppl_merge(argc, argv);
-    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc, argv);
-    if (!strcmp(cmd, "sweep-merge")) return cmd_sweep_merge(argc, argv);
-    if (!strcmp(cmd, "kv-extract")) return cmd_kv_extract(argc, argv);
-    if (!strcmp(cmd, "kv-info")) return cmd_kv_info(argc, argv);
-    if (!strcmp(cmd, "compress")) return cmd_compress(argc, argv);
-    if (!strcmp(cmd, "decompress")) return cmd_decompress(argc, argv);
-    if (!strcmp(cmd, "--quick-test") || !strcmp(cmd, "-quick-test")) return cmd_quick_test();
-    if (!strcmp(cmd, "--validate") || !strcmp(cmd, "-validate") || !strcmp(cmd, "validate")) return cmd_validate(argc, argv);
-    if (!strcmp(cmd, "schemes")) return cmd_schemes();
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "run: unknown command '%s'\n", cmd);
-    print_usage(stderr);
-    return EXIT_BAD_INPUT;
+    const Command *c = find_command(argv[1]);
+    if (!c) {
+        fprintf(stderr, "run: unknown command '%s'\n", argv[1]);
+        print_usage(stderr);
+        return EXIT_BAD_INPUT;
+    }
+    Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes, .e = eval_flags_default()};
+    a.cmd = c->names[0] + strspn(c->names[0], "-");   /* "validate" for --validate, in messages */
+    return c->run(&a);
 }
