@@ -1,10 +1,10 @@
-/* run.c: kvq's command line. Parses flags, calls into eval/ and model/, prints results and
- * picks the exit code: 0 ok, 1 a quality check failed, 2 bad input or usage.
+/* run.c: kvq's command line: flags, dispatch, printing and exit codes (0 ok, 1 a quality check
+ * failed, 2 bad input or usage). The work is done below, in eval/ and model/.
  *
- * The table COMMANDS at the bottom lists every command: its names, the function that runs it,
- * the shared flags it takes and its lines of --help. Shared flags (MODEL_DIR, --json, --quiet,
- * the scheme flags, the evaluation window) are parsed in one place, shared_flag(); each
- * command's function parses its own flags, calls one thing below run.c and prints. */
+ * COMMANDS, at the bottom, is the list of commands: their names, the function that runs each,
+ * the shared flags it takes and its lines of --help. The shared flags (MODEL_DIR, --json,
+ * --quiet, the scheme flags, the evaluation window) are parsed in one place, shared_flag();
+ * each cmd_* function reads its own flags, calls into eval/ and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +12,9 @@
 #include <errno.h>
 #include <math.h>
 
-#include "model/model.h"
 #include "model/fileio.h"
 #include "model/modeldir.h"
-#include "model/sampler.h"
-#include "tokenizer/tokenizer.h"
-#include "eval/wikitext.h"
+#include "model/compress.h"
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "eval/report.h"
@@ -27,19 +24,14 @@
 #include "eval/validate.h"
 #include "eval/generate.h"
 #include "eval/scheme_list.h"
-#include "model/kvfile.h"
-#include "model/compress.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
 #define EXIT_BAD_INPUT 2
 
-#define DEFAULT_TEXT "data/wikitext-2-raw/wiki.test.raw"
+/* --- Flags: "-name value", "--name value" and "--name=value" are all accepted --------------- */
 
-/* ------------------------------------------------------------------------- */
-/* Flags: "-name value", "--name value" and "--name=value" are all accepted. */
-
-/* The shared flags a command can take (Command.takes). */
+/* The shared flags, each command taking some (Command.takes). */
 enum {
     TAKES_DIR = 1 << 0,         /* one argument without a dash: MODEL_DIR (kv-info: FILE) */
     TAKES_JSON = 1 << 1,        /* --json */
@@ -47,11 +39,10 @@ enum {
     TAKES_KV_SCHEME = 1 << 3,   /* --kv-scheme S: keys and values */
     TAKES_KV_SIDES = 1 << 4,    /* --k-scheme S, --v-scheme S: one side each, over --kv-scheme */
     TAKES_WINDOW = 1 << 5,      /* --text-file F, --ctx N, --stride N */
-    TAKES_EVAL = 1 << 6,        /* ppl's and sweep's: --windows, --max-tokens, --protocol, --shard, --batch,
-                                   --precision */
+    TAKES_EVAL = 1 << 6,        /* --windows, --max-tokens, --protocol, --shard, --batch, --precision */
 };
 
-/* The evaluation flags (TAKES_WINDOW and TAKES_EVAL). */
+/* The evaluation flags' values (TAKES_WINDOW, TAKES_EVAL). */
 typedef struct {
     const char *text_file, *protocol, *precision;
     int ctx, stride, windows, max_tokens, batch, shard_i, shard_n;
@@ -62,11 +53,10 @@ typedef struct {
     char **argv;
     int i;                      /* next argument to read */
     const char *value;          /* value of the last matched flag */
-    char bad[256];              /* first usage error */
+    char bad[256];              /* the usage error */
     const char *cmd;            /* the command's name in messages ("validate" for --validate) */
     unsigned takes;             /* TAKES_* */
-    /* the shared flags' values */
-    const char *dir;
+    const char *dir;            /* the shared flags' values */
     int json, quiet;
     const char *kv_scheme, *k_scheme, *v_scheme;   /* as given; NULL when not */
     EvalFlags e;
@@ -98,42 +88,33 @@ static int flag(Args *a, const char *name, int takes_value) {
     return 1;
 }
 
-/* The value parsers below replace a "needs a value" error from flag() (the value is then ""). */
-static int parse_int(Args *a, const char *name, int lo, int hi, int *out) {
+/* The value parsers replace flag()'s "needs a value" with their own error about "". */
+static void parse_int(Args *a, const char *name, int lo, int hi, int *out) {
     char *end;
     errno = 0;
     long v = strtol(a->value, &end, 10);
-    if (errno || end == a->value || *end || v < lo || v > hi) {
+    if (errno || end == a->value || *end || v < lo || v > hi)
         snprintf(a->bad, sizeof a->bad, "-%s: expected an integer in [%d, %d], got '%s'", name, lo, hi, a->value);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
+    else *out = (int)v;
 }
 
-static int parse_float(Args *a, const char *name, float lo, float hi, float *out) {
+static void parse_float(Args *a, const char *name, float lo, float hi, float *out) {
     char *end;
     errno = 0;
     float v = strtof(a->value, &end);
-    if (errno || end == a->value || *end || !(v >= lo && v <= hi)) {
+    if (errno || end == a->value || *end || !(v >= lo && v <= hi))
         snprintf(a->bad, sizeof a->bad, "-%s: expected a number in [%g, %g], got '%s'", name, lo, hi, a->value);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    else *out = v;
 }
 
-static int parse_shard(Args *a, int *index, int *count) {
+static void parse_shard(Args *a, int *index, int *count) {
     char extra;
-    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count) {
+    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count)
         snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
-        return -1;
-    }
-    return 0;
 }
 
-/* A LAYERED scheme value (quant/scheme.h); a syntax error is the usage error. Checks against the
- * model (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
+/* A LAYERED scheme (quant/scheme.h); a syntax error is a usage error. Checks against the model
+ * (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
 static int parse_scheme(Args *a, const char *text, KvLayered *out) {
     char why[160];
     if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
@@ -141,7 +122,7 @@ static int parse_scheme(Args *a, const char *text, KvLayered *out) {
     return -1;
 }
 
-/* A library call's failure while parsing a flag's value, as the usage error. */
+/* A library call's failure on a flag's value, as the usage error. */
 static void take_error(Args *a, int rc, const Error *err) {
     if (rc) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
 }
@@ -151,29 +132,18 @@ static void unknown_arg(Args *a) {
     a->i++;
 }
 
-/* The checks after the loop: the first error found is the one reported. */
+/* The checks after the flags: the first error found is the one reported. */
 static void require(Args *a, int ok, const char *msg) {
     if (!ok && !a->bad[0]) snprintf(a->bad, sizeof a->bad, "%s", msg);
 }
 
-/* value is one of names[0..n); else "--flag must be A or B". */
-static void one_of(Args *a, const char *flag_name, const char *value, const char *const *names, int n) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(value, names[i])) return;
-    if (a->bad[0]) return;
-    int len = snprintf(a->bad, sizeof a->bad, "--%s must be", flag_name);
-    for (int i = 0; i < n && len < (int)sizeof a->bad; i++)
-        len += snprintf(a->bad + len, sizeof a->bad - (size_t)len, "%s%s", i == 0 ? " " : i == n - 1 ? " or " : ", ",
-                        names[i]);
+/* "--precision must be exact or bf16" unless value is one of the two. */
+static void one_of(Args *a, const char *flag_name, const char *value, const char *first, const char *second) {
+    if (!a->bad[0] && strcmp(value, first) && strcmp(value, second))
+        snprintf(a->bad, sizeof a->bad, "--%s must be %s or %s", flag_name, first, second);
 }
 
-static EvalFlags eval_flags_default(void) {
-    return (EvalFlags){.text_file = DEFAULT_TEXT, .protocol = "hf", .precision = "exact", .stride = 512, .batch = 512,
-                       .shard_n = 1};
-}
-
-/* Takes argv[a->i] when it is a shared flag the command takes, or its MODEL_DIR; 0 leaves it to
- * the command. */
+/* Takes argv[a->i] if it is a shared flag the command takes, or its MODEL_DIR; 0 leaves it. */
 static int shared_flag(Args *a) {
     unsigned t = a->takes;
     EvalFlags *e = &a->e;
@@ -196,8 +166,8 @@ static int shared_flag(Args *a) {
     return 1;
 }
 
-/* Reads past the shared flags; 1 while an argument is left for the command's own flags, 0 at
- * the end or after the first error. */
+/* Reads past the shared flags: 1 while an argument is left for the command's own flags, 0 at
+ * the end or at the first error. */
 static int next_arg(Args *a) {
     while (a->i < a->argc && !a->bad[0])
         if (!shared_flag(a)) return 1;
@@ -205,13 +175,12 @@ static int next_arg(Args *a) {
 }
 
 /* The shared flags' checks, after the command's own: --protocol and --precision, then the
- * schemes of keys (k) and values (v, NULL for one scheme) with default_scheme for a side no
- * flag names. 1 when there is a usage error. */
+ * schemes of keys (k) and values (v; NULL for one scheme), default_scheme for a side no flag
+ * names. 1 when there is a usage error. */
 static int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayered *v) {
-    static const char *const protocols[] = {"hf", "llamacpp"}, *const precisions[] = {"exact", "bf16"};
     if (a->takes & TAKES_EVAL) {
-        one_of(a, "protocol", a->e.protocol, protocols, 2);
-        one_of(a, "precision", a->e.precision, precisions, 2);
+        one_of(a, "protocol", a->e.protocol, "hf", "llamacpp");
+        one_of(a, "precision", a->e.precision, "exact", "bf16");
     }
     const char *both = a->kv_scheme ? a->kv_scheme : default_scheme;
     if (!a->bad[0] && k) parse_scheme(a, a->k_scheme ? a->k_scheme : both, k);
@@ -230,37 +199,7 @@ static int bad_input(const Args *a, const char *msg) {
     return EXIT_BAD_INPUT;
 }
 
-/* "1,450,4996" -> ids, each checked against the vocabulary (NULL: a usage error, or none when
- * out of memory). */
-static int *parse_token_list(Args *a, const char *s, int vocab, int *n) {
-    int cap = 16, count = 0;
-    int *ids = malloc((size_t)cap * sizeof *ids);
-    const char *p = s;
-    while (ids) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v >= vocab) {
-            snprintf(a->bad, sizeof a->bad, "--tokens: '%s' is not a list of ids in [0, %d)", s, vocab);
-            free(ids);
-            return NULL;
-        }
-        if (count == cap) {
-            int *grown = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
-            if (!grown) { free(ids); return NULL; }
-            ids = grown;
-        }
-        ids[count++] = (int)v;
-        if (*end == 0) break;
-        if (*end != ',') { snprintf(a->bad, sizeof a->bad, "--tokens: unexpected '%c' in '%s'", *end, s); free(ids); return NULL; }
-        p = end + 1;
-    }
-    *n = count;
-    return ids;
-}
-
-/* ------------------------------------------------------------------------- */
-/* generate, logits, tokenize */
+/* --- generate, logits, tokenize ----------------------------------------------------------- */
 
 static int cmd_generate(Args *a) {
     GenerateOptions o = {.prompt = "", .steps = 256, .temperature = 1.0f, .top_p = 0.9f};
@@ -279,11 +218,10 @@ static int cmd_generate(Args *a) {
     if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
     o.scheme = &scheme;
     o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
-
     Error err;
     ModelDir L;
-    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
     GenerateStats st;
+    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
     int rc = generate_text(&L.model, L.tok, &o, stdout, &st, &err);
     modeldir_free(&L);
     if (rc) return bad_input(a, err.msg);
@@ -292,15 +230,6 @@ static int cmd_generate(Args *a) {
     fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n", st.prompt_tokens,
             st.prompt_tokens / st.prompt_seconds, st.generated, st.generated > 0 ? st.generated / st.generate_seconds : 0.0);
     return EXIT_OK;
-}
-
-/* The five largest logits of one position, as "pos 3: 450 (12.3456) ...". */
-static void print_top5(const float *row, int vocab, int pos) {
-    int best[5];
-    top_k_indices(row, vocab, 5, best);
-    printf("pos %d:", pos);
-    for (int k = 0; k < 5; k++) printf(" %d (%.4f)", best[k], row[best[k]]);
-    printf("\n");
 }
 
 static int cmd_logits(Args *a) {
@@ -313,20 +242,19 @@ static int cmd_logits(Args *a) {
     require(a, a->dir && list, "needs MODEL_DIR and --tokens");
     KvLayered scheme;
     if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
-
     Error err;
     ModelDir L;
     if (modeldir_load(&L, a->dir, 0, &err)) return bad_input(a, err.msg);
     int vocab = L.model.config.vocab_size, n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = parse_token_list(a, list, vocab, &n);
+    int *ids = token_ids_parse(list, vocab, &n, &err);   /* the model gives the vocabulary */
     RunState s = {0};
     if (!ids) {
-        require(a, 0, "out of memory");
+        take_error(a, -1, &err);
         usage_error(a);
     } else if (logits_of_tokens(&L.model, ids, n, &scheme, &s, &err)) bad_input(a, err.msg);
     else if (out && write_floats_file(out, s.logits, (size_t)n * vocab, &err)) bad_input(a, err.msg);
     else rc = EXIT_OK;
-    for (int t = 0; !out && rc == EXIT_OK && t < n; t++) print_top5(s.logits + (size_t)t * vocab, vocab, t);
+    if (rc == EXIT_OK && !out) logits_print_top5(stdout, s.logits, n, vocab);
     runstate_free(&s);
     free(ids);
     modeldir_free(&L);
@@ -344,46 +272,20 @@ static int cmd_tokenize(Args *a) {
     }
     require(a, a->dir && !text != !text_file, "needs MODEL_DIR and one of --text, --text-file");
     if (a->bad[0]) return usage_error(a);
-
-    char path[4096], msg[512];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", a->dir);
-    Tokenizer *tok = tokenizer_load(path, msg, sizeof msg);
-    if (!tok) return bad_input(a, msg);
     Error err;
-    size_t len = 0;
-    char *owned = NULL;
-    if (text_file && !(owned = read_whole_file(text_file, (size_t)1 << 30, &len, &err))) {
-        tokenizer_free(tok);
-        return bad_input(a, err.msg);
-    }
-    if (owned) text = owned;
-    else len = strlen(text);
-    int n = 0;
-    int *ids = tokenizer_encode(tok, text, len, bos, &n);
-    /* NULL only when out of memory: an empty text gives an empty list, not NULL */
-    if (!ids) fprintf(stderr, "tokenize: out of memory for %zu bytes of text\n", len);
-    for (int i = 0; ids && i < n; i++) printf(i ? " %d" : "%d", ids[i]);
-    if (ids) printf("\n");
-    free(ids);
-    free(owned);
-    tokenizer_free(tok);
-    return ids ? EXIT_OK : EXIT_BAD_INPUT;
+    if (tokenize_print(stdout, a->dir, text, text_file, bos, &err)) return bad_input(a, err.msg);
+    return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* ppl, ppl-merge, sweep, sweep-merge */
+/* --- ppl, ppl-merge, sweep, sweep-merge --------------------------------------------------- */
 
 /* The model's precision and the window options from the flags (schemes and compare left). */
 static PplOptions eval_options(const EvalFlags *e, ModelDir *L) {
     /* bf16 activations are about 2x faster on CPUs with AVX-512 BF16 but move logits by ~1e-2. */
     L->model.precision = strcmp(e->precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
-    PplOptions o = {0};
-    o.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
+    PplOptions o = {.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP, .stride = e->stride,
+                    .max_windows = e->windows, .shard_index = e->shard_i, .shard_count = e->shard_n};
     o.ctx = e->ctx ? e->ctx : L->model.config.max_seq_len;
-    o.stride = e->stride;
-    o.max_windows = e->windows;
-    o.shard_index = e->shard_i;
-    o.shard_count = e->shard_n;
     o.batch = e->batch < o.ctx ? e->batch : o.ctx;
     return o;
 }
@@ -402,7 +304,6 @@ static int cmd_ppl(Args *a) {
     require(a, a->dir != NULL, "missing MODEL_DIR");
     KvLayered k, v;
     if (check_args(a, "fp32", &k, &v)) return usage_error(a);
-
     Error err;
     ModelDir L;
     if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
@@ -414,31 +315,24 @@ static int cmd_ppl(Args *a) {
     progress_init(&progress, "ppl", a->quiet);
     o.progress = progress_update;
     o.progress_user = &progress;
-    int n_tokens = 0;
-    int *tokens = load_eval_tokens(a->e.text_file, L.tok, o.protocol == PPL_HF, &n_tokens, &err);
-    if (tokens && a->e.max_tokens && a->e.max_tokens < n_tokens) n_tokens = a->e.max_tokens;
-    PplReport report = {0};
-    int failed = !tokens || ppl_evaluate(&L.model, tokens, n_tokens, &o, &report.result, &err);
-    if (failed) bad_input(a, err.msg);
-    else {
-        progress_finish(&progress);
-        ppl_report_describe(&report, a->dir, a->e.text_file, a->e.precision, &L.model.config, &o, n_tokens);
-        print_ppl_report(a, &report);
-    }
-    free(tokens);
+    PplReport report;
+    int rc = ppl_run(&L.model, L.tok, &o, a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, &report, &err);
     modeldir_free(&L);
-    return failed ? EXIT_BAD_INPUT : EXIT_OK;
+    if (rc) return bad_input(a, err.msg);
+    progress_finish(&progress);
+    print_ppl_report(a, &report);
+    return EXIT_OK;
 }
 
-/* Its own parsing: only --json / -json, the rest are file names. */
+/* Its own parsing: --json or -json; the other arguments are files. */
 static int cmd_ppl_merge(Args *a) {
     int n = 0;
     char **files = calloc((size_t)a->argc, sizeof *files);
     if (!files) return bad_input(a, "out of memory");
-    for (int i = a->i; i < a->argc; i++) {
-        if (!strcmp(a->argv[i], "--json") || !strcmp(a->argv[i], "-json")) a->json = 1;
-        else if (a->argv[i][0] == '-') require(a, 0, "unknown flag");
-        else files[n++] = a->argv[i];
+    for (; a->i < a->argc; a->i++) {
+        if (!strcmp(a->argv[a->i], "--json") || !strcmp(a->argv[a->i], "-json")) a->json = 1;
+        else if (a->argv[a->i][0] == '-') require(a, 0, "unknown flag");
+        else files[n++] = a->argv[a->i];
     }
     require(a, n > 0, "give the shards' JSON files");
     PplReport report;
@@ -458,7 +352,7 @@ static int finish_sweep(const Args *a, const char *out_dir, const SweepSettings 
     return EXIT_OK;
 }
 
-/* The sweep of s's configurations once the flags are checked. */
+/* The sweep of s's configurations, its flags checked. */
 static int run_sweep(const Args *a, SweepSettings *s, const char *out_dir) {
     Error err;
     ModelDir L;
@@ -467,29 +361,22 @@ static int run_sweep(const Args *a, SweepSettings *s, const char *out_dir) {
     snprintf(s->model, sizeof s->model, "%s", a->dir);
     snprintf(s->text_file, sizeof s->text_file, "%s", a->e.text_file);
     snprintf(s->precision, sizeof s->precision, "%s", a->e.precision);
-    int rc = EXIT_BAD_INPUT;
     SweepTotals t = {0};
     Progress progress;
     progress_init(&progress, "sweep", a->quiet);
-    int *tokens = load_eval_tokens(a->e.text_file, L.tok, s->ppl.protocol == PPL_HF, &s->n_tokens, &err);
-    if (!tokens || sweep_bind_configs(s, &L.model.config, s->ppl.ctx, &err)) { bad_input(a, err.msg); goto done; }
-    if (a->e.max_tokens && a->e.max_tokens < s->n_tokens) s->n_tokens = a->e.max_tokens;
-    s->tokens_hash = sweep_tokens_hash(tokens, s->n_tokens);
-    s->windows_total = ppl_window_count(&s->ppl, s->n_tokens);
-    if (s->ppl.max_windows > 0 && s->ppl.max_windows < s->windows_total) s->windows_total = s->ppl.max_windows;
-    int failed = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, &err);
-    progress_finish(&progress);
-    if (failed) { bad_input(a, err.msg); goto done; }
-    if (!a->quiet)
+    int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, a->e.max_tokens, &tokens, &err);
+    if (rc == 0) {
+        rc = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, &err);
+        progress_finish(&progress);
+    }
+    if (rc) rc = bad_input(a, err.msg);
+    else if (!a->quiet)
         fprintf(stderr, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
                 t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
-    if (s->ppl.shard_count == 1) rc = finish_sweep(a, out_dir, s, &t);
-    else {
+    if (rc == 0 && s->ppl.shard_count == 1) rc = finish_sweep(a, out_dir, s, &t);
+    else if (rc == 0)
         printf("shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
                s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
-        rc = EXIT_OK;
-    }
-done:
     sweep_totals_free(&t);
     free(tokens);
     modeldir_free(&L);
@@ -498,8 +385,7 @@ done:
 
 static int cmd_sweep(Args *a) {
     const char *out_dir = NULL;
-    SweepSettings s = {0};
-    s.configs = calloc(SWEEP_MAX_CONFIGS, sizeof *s.configs);
+    SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
     if (!s.configs) return bad_input(a, "out of memory");
     Error err;
     while (next_arg(a)) {
@@ -518,7 +404,7 @@ static int cmd_sweep(Args *a) {
 
 static int cmd_sweep_merge(Args *a) {
     const char *out_dir = NULL;
-    int n = 0;
+    int n = 0, rc = EXIT_BAD_INPUT;
     char **dirs = calloc((size_t)a->argc, sizeof *dirs);
     if (!dirs) return bad_input(a, "out of memory");
     while (next_arg(a)) {
@@ -531,7 +417,6 @@ static int cmd_sweep_merge(Args *a) {
     SweepSettings s;
     SweepTotals t = {0};
     Error err;
-    int rc = EXIT_BAD_INPUT;
     if (a->bad[0]) usage_error(a);
     else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
     else {
@@ -543,20 +428,9 @@ static int cmd_sweep_merge(Args *a) {
     return rc;
 }
 
-/* ------------------------------------------------------------------------- */
-/* kv-extract, kv-info, compress, decompress, --quick-test */
-
-/* The last path component of a model directory, as the cache's model_name. */
-static void base_name(const char *dir, char *name, size_t cap) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    size_t start = n;
-    while (start > 0 && dir[start - 1] != '/') start--;
-    snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
-}
+/* --- kv-extract, kv-info, compress, decompress, --quick-test ------------------------------ */
 
 static int cmd_kv_extract(Args *a) {
-    static const char *const dtypes[] = {"f32", "f16"};
     const char *prompt = NULL, *list = NULL, *out = NULL, *dtype = "f32";
     while (next_arg(a)) {
         if (flag(a, "i", 1) || flag(a, "prompt", 1)) prompt = a->value;
@@ -566,27 +440,22 @@ static int cmd_kv_extract(Args *a) {
         else unknown_arg(a);
     }
     require(a, a->dir && out && !prompt != !list, "needs MODEL_DIR, -o FILE and one of -i PROMPT, --tokens IDS");
-    one_of(a, "dtype", dtype, dtypes, 2);
+    one_of(a, "dtype", dtype, "f32", "f16");
     if (a->bad[0]) return usage_error(a);
-
     Error err;
     ModelDir L;
     if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
     int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = list ? parse_token_list(a, list, L.model.config.vocab_size, &n)
+    int *ids = list ? token_ids_parse(list, L.model.config.vocab_size, &n, &err)
                     : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
-    KvSnapshot snap = {0};
-    char model_name[128];
-    base_name(a->dir, model_name, sizeof model_name);
-    if (!ids) bad_input(a, a->bad[0] ? a->bad : "out of memory");
-    else if (kv_snapshot_of_prompt(&L.model, ids, n, model_name, &snap, &err) ||
-             kv_snapshot_save(out, &snap, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err))
+    if (!ids && !list) error_set(&err, "out of memory");
+    if (!ids) fprintf(stderr, "kv-extract: %.255s\n", err.msg);   /* --tokens' error, cut where it always was */
+    else if (kv_extract_save(&L.model, a->dir, ids, n, out, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err))
         bad_input(a, err.msg);
     else {
         fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, L.model.config.n_layers, out);
         rc = EXIT_OK;
     }
-    kv_snapshot_free(&snap);
     free(ids);
     modeldir_free(&L);
     return rc;
@@ -622,12 +491,11 @@ typedef struct {
     CompressOptions o;
 } CompressArgs;
 
-/* 0, or a usage error in a->bad. */
+/* 0, or 1 with a usage error. */
 static int parse_compress(Args *a, CompressArgs *ca) {
     const char *scheme = "int4";
     int group = 64;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
-    memset(ca, 0, sizeof *ca);
     while (next_arg(a)) {
         if (flag(a, "input", 1) || flag(a, "i", 1)) ca->input = a->value;
         else if (flag(a, "output", 1) || flag(a, "o", 1)) ca->output = a->value;
@@ -647,40 +515,28 @@ static int parse_compress(Args *a, CompressArgs *ca) {
         snprintf(a->bad, sizeof a->bad, "-sparsity %g must be in [0, 1)", sparsity);
     if (ca->input && ca->output && !ca->metrics_only)
         require(a, strcmp(ca->input, ca->output) != 0, "-output must differ from -input");
-    /* --kv-scheme (or --scheme and --group-size) names both sides, --k-scheme / --v-scheme one;
-     * the first is checked even when the other two replace it on both sides */
+    /* --kv-scheme (or --scheme and -group-size) is checked even when --k-scheme and --v-scheme
+     * both replace it */
     char composed[64];
     compose_scheme(scheme, group, composed, sizeof composed);
     if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, &ca->k_scheme);
-    if (check_args(a, composed, &ca->k_scheme, &ca->v_scheme)) return -1;
-    ca->o.k_scheme = &ca->k_scheme;
-    ca->o.v_scheme = &ca->v_scheme;
-    ca->o.sparsity = sparsity;
-    ca->o.max_rmse = rmse;
-    ca->o.min_snr_db = snr;
-    ca->o.min_cosine = cosine;
+    if (check_args(a, composed, &ca->k_scheme, &ca->v_scheme)) return 1;
+    ca->o = (CompressOptions){&ca->k_scheme, &ca->v_scheme, sparsity, ca->o.lz4, rmse, snr, cosine};
     if (ca->metrics_only) ca->output = NULL;
     return 0;
 }
 
 static int cmd_compress(Args *a) {
-    CompressArgs ca;
+    CompressArgs ca = {0};
     if (parse_compress(a, &ca)) return usage_error(a);
     Error err;
     KvSnapshot snap;
-    CompressReport r;
+    int passed;
     if (kv_snapshot_load(ca.input, &snap, &err)) return bad_input(a, err.msg);
-    if (kv_compress(&snap, &ca.o, ca.output, &r, NULL, &err)) {
-        fprintf(stderr, "compress: %s: %s\n", ca.input, err.msg);
-        kv_snapshot_free(&snap);
-        return EXIT_BAD_INPUT;
-    }
-    report_compress_json(stdout, &r, &ca.o, 1);
-    if (ca.verbose) report_compress_text(stderr, &r, &ca.o);
-    int rc = r.passed ? EXIT_OK : EXIT_QUALITY;
-    compress_report_free(&r);
+    int rc = kv_compress_print(&snap, &ca.o, ca.output, stdout, ca.verbose ? stderr : NULL, &passed, &err);
     kv_snapshot_free(&snap);
-    return rc;
+    if (rc) fprintf(stderr, "compress: %s: %s\n", ca.input, err.msg);
+    return rc ? EXIT_BAD_INPUT : passed ? EXIT_OK : EXIT_QUALITY;
 }
 
 static int cmd_decompress(Args *a) {
@@ -701,7 +557,7 @@ static int cmd_decompress(Args *a) {
     return rc;
 }
 
-/* Takes no flags: anything after it is ignored, as it always was. */
+/* No flags: what follows is ignored, as it always was (schemes too). */
 static int cmd_quick_test(Args *a) {
     Error err;
     int passed;
@@ -709,15 +565,13 @@ static int cmd_quick_test(Args *a) {
     return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
-/* ------------------------------------------------------------------------- */
-/* --validate */
+/* --- --validate --------------------------------------------------------------------------- */
 
 #define BUNDLED_MODEL "data/models/mini-llama-brown"
 #define TINYLLAMA_DIR "models/tinyllama"
-#define VALIDATE_WINDOWS 8   /* about 5 s on the bundled model with 2 cores */
 
 /* "0.5" is a perplexity delta; "0.5%" a relative one. Either replaces both default bars. */
-static int parse_threshold(Args *a, ValidateOptions *o) {
+static void parse_threshold(Args *a, ValidateOptions *o) {
     char *end;
     errno = 0;
     double value = strtod(a->value, &end);
@@ -725,14 +579,13 @@ static int parse_threshold(Args *a, ValidateOptions *o) {
     if (percent) end++;
     if (errno || end == a->value || *end || !(value > 0) || !isfinite(value)) {
         snprintf(a->bad, sizeof a->bad, "--threshold: expected a positive number or percentage, got '%s'", a->value);
-        return -1;
+        return;
     }
     o->threshold_ppl = percent ? 0 : value;
     o->threshold_percent = percent ? value : 0;
-    return 0;
 }
 
-/* --model, else TinyLlama once exported, else the bundled model (saying so, unless quiet). */
+/* --model, else TinyLlama once exported, else the bundled model (saying so on out). */
 static void choose_model(ValidateOptions *o, FILE *out) {
     if (o->model_dir) o->model_note = "--model";
     else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o->model_dir = TINYLLAMA_DIR; o->model_note = "exported TinyLlama"; }
@@ -743,12 +596,12 @@ static void choose_model(ValidateOptions *o, FILE *out) {
 }
 
 static int cmd_validate(Args *a) {
-    ValidateOptions o = {.threshold_ppl = 0.5, .threshold_percent = 1.0, .windows = VALIDATE_WINDOWS};
+    /* 8 windows: about 5 s on the bundled model with 2 cores */
+    ValidateOptions o = {.threshold_ppl = 0.5, .threshold_percent = 1.0, .windows = 8};
     while (next_arg(a)) {
         if (flag(a, "model", 1)) o.model_dir = a->value;
         else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
-        /* not ppl's --windows: a smaller bound */
-        else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 20, &o.windows);
+        else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 20, &o.windows);   /* not ppl's bound */
         else unknown_arg(a);
     }
     KvLayered k, v;
@@ -761,12 +614,11 @@ static int cmd_validate(Args *a) {
     o.quiet = a->quiet;
     FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
     choose_model(&o, out);
-
     Error err;
     ModelDir L;
+    ValidateResult r;
     if (modeldir_load(&L, o.model_dir, 1, &err)) return bad_input(a, err.msg);
     if (!o.ctx) o.ctx = L.model.config.max_seq_len;
-    ValidateResult r;
     int rc = validate_run(&L.model, L.tok, &o, out, &r, &err);
     modeldir_free(&L);
     if (rc) return bad_input(a, err.msg);
@@ -775,16 +627,19 @@ static int cmd_validate(Args *a) {
     return r.passed ? EXIT_OK : EXIT_QUALITY;
 }
 
-/* ------------------------------------------------------------------------- */
-/* bench, schemes, --help */
+/* --- bench, schemes, --help --------------------------------------------------------------- */
 
-#define TINYLLAMA_CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
+typedef struct {
+    BenchOptions o;
+    const char *random, *dtype, *precision;
+} BenchArgs;
 
-/* 0, or a usage error in a->bad. --kv-scheme and the long schemes are bench's own: checked as
- * they come, and --kv-scheme sets both sides of the short runs. */
-static int parse_bench(Args *a, BenchOptions *o, const char **random, const char **dtype, const char **precision) {
+/* 0, or 1 with a usage error. Its scheme flags are its own, checked as they come: --kv-scheme
+ * is the cache of the prefill and decode runs, the long ones compare with fp32 at --ctx. */
+static int parse_bench(Args *a, BenchArgs *b) {
+    BenchOptions *o = &b->o;
     while (next_arg(a)) {
-        if (flag(a, "random", 1)) *random = a->value;
+        if (flag(a, "random", 1)) b->random = a->value;
         else if (flag(a, "p", 1)) parse_int(a, "p", 1, 1 << 16, &o->prompt);
         else if (flag(a, "n", 1)) parse_int(a, "n", 1, 1 << 16, &o->gen);
         else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 0, 1 << 20, &o->long_ctx);
@@ -796,21 +651,20 @@ static int parse_bench(Args *a, BenchOptions *o, const char **random, const char
         else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o->long_v);
         else if (flag(a, "threads", 1)) parse_int(a, "threads", 1, 1024, &o->threads);
         else if (flag(a, "repeat", 1)) parse_int(a, "repeat", 1, 64, &o->repeats);
-        else if (flag(a, "dtype", 1)) *dtype = a->value;
-        else if (flag(a, "precision", 1)) *precision = a->value;
+        else if (flag(a, "dtype", 1)) b->dtype = a->value;
+        else if (flag(a, "precision", 1)) b->precision = a->value;
         else if (flag(a, "no-probe", 0)) o->probe_machine = 0;
         else if (flag(a, "ppl", 0)) o->ppl_windows = 4;
         else if (flag(a, "ppl-windows", 1)) parse_int(a, "ppl-windows", 2, 1 << 16, &o->ppl_windows);
         else if (flag(a, "ppl-batch", 1)) parse_int(a, "ppl-batch", 1, 4096, &o->ppl_batch);
         else unknown_arg(a);
     }
-    static const char *const precisions[] = {"bf16", "exact"};
-    require(a, !a->dir != !*random, "give MODEL_DIR or --random NAME");
-    one_of(a, "precision", *precision, precisions, 2);
-    return a->bad[0] ? -1 : 0;
+    require(a, !a->dir != !b->random, "give MODEL_DIR or --random NAME");
+    one_of(a, "precision", b->precision, "bf16", "exact");
+    return a->bad[0] != 0;
 }
 
-/* --dtype: the weights' type of a --random model (either case). */
+/* --dtype: the weights of a --random model (either case). */
 static DType bench_dtype(Args *a, const char *name) {
     if (!strcmp(name, "f32") || !strcmp(name, "F32")) return DT_F32;
     if (!strcmp(name, "f16") || !strcmp(name, "F16")) return DT_F16;
@@ -818,37 +672,36 @@ static DType bench_dtype(Args *a, const char *name) {
     return DT_BF16;
 }
 
-/* --random NAME: "tinyllama", a config.json, or a directory holding one. */
-static int load_bench_model(Model *m, const char *dir, const char *random, DType dt, char *name, size_t n,
+/* MODEL_DIR, or random weights for --random NAME: "tinyllama", a config.json or a directory
+ * holding one. */
+static int load_bench_model(Model *m, const Args *a, const BenchArgs *b, DType dt, char *name, size_t n,
                             Error *err) {
-    if (!random) {
-        snprintf(name, n, "%s", dir);
-        return model_load(m, dir, err);
+    if (!b->random) {
+        snprintf(name, n, "%s", a->dir);
+        return model_load(m, a->dir, err);
     }
     char config[4096];
-    size_t len = strlen(random);
-    if (!strcmp(random, "tinyllama")) snprintf(config, sizeof config, "%s", TINYLLAMA_CONFIG);
-    else if (len > 5 && !strcmp(random + len - 5, ".json")) snprintf(config, sizeof config, "%s", random);
-    else snprintf(config, sizeof config, "%s/config.json", random);
-    snprintf(name, n, "random %s", random);
+    size_t len = strlen(b->random);
+    if (!strcmp(b->random, "tinyllama")) snprintf(config, sizeof config, "data/tinyllama-1.1b-chat-v1.0/config.json");
+    else if (len > 5 && !strcmp(b->random + len - 5, ".json")) snprintf(config, sizeof config, "%s", b->random);
+    else snprintf(config, sizeof config, "%s/config.json", b->random);
+    snprintf(name, n, "random %s", b->random);
     return model_init_random(m, config, dt, 1234, err);
 }
 
 static int cmd_bench(Args *a) {
-    BenchOptions o;
-    bench_default_options(&o);
-    const char *random = NULL, *dtype = "bf16", *precision = "bf16";
-    if (parse_bench(a, &o, &random, &dtype, &precision)) return usage_error(a);
-    DType dt = bench_dtype(a, dtype);
+    BenchArgs b = {.dtype = "bf16", .precision = "bf16"};
+    bench_default_options(&b.o);
+    if (parse_bench(a, &b)) return usage_error(a);
+    DType dt = bench_dtype(a, b.dtype);
     if (a->bad[0]) return usage_error(a);
-
     Error err;
     Model m;
-    char name[256];
-    if (load_bench_model(&m, a->dir, random, dt, name, sizeof name, &err)) return bad_input(a, err.msg);
-    m.precision = strcmp(precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
     BenchResult r;
-    int rc = bench_run(&m, name, &o, &r, &err);
+    char name[256];
+    if (load_bench_model(&m, a, &b, dt, name, sizeof name, &err)) return bad_input(a, err.msg);
+    m.precision = strcmp(b.precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
+    int rc = bench_run(&m, name, &b.o, &r, &err);
     model_free(&m);
     if (rc) return bad_input(a, err.msg);
     if (a->json) bench_print_json(stdout, &r);
@@ -856,7 +709,6 @@ static int cmd_bench(Args *a) {
     return EXIT_OK;
 }
 
-/* Takes no flags, as --quick-test. */
 static int cmd_schemes(Args *a) {
     (void)a;
     print_scheme_list(stdout);
@@ -871,8 +723,7 @@ static int cmd_help(Args *a) {
     return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* The commands */
+/* --- The commands ----------------------------------------------------------------------- */
 
 typedef struct {
     const char *names[3];       /* its name, then other spellings */
@@ -982,7 +833,9 @@ int main(int argc, char **argv) {
         print_usage(stderr);
         return EXIT_BAD_INPUT;
     }
-    Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes, .e = eval_flags_default()};
+    Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes};
+    a.e = (EvalFlags){.text_file = "data/wikitext-2-raw/wiki.test.raw", .protocol = "hf", .precision = "exact",
+                      .stride = 512, .batch = 512, .shard_n = 1};
     a.cmd = c->names[0] + strspn(c->names[0], "-");   /* "validate" for --validate, in messages */
     return c->run(&a);
 }

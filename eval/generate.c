@@ -1,7 +1,9 @@
-/* eval/generate.c: text generation and the logits of a token list (see eval/generate.h). */
+/* eval/generate.c: generation, the logits of a token list and tokenization (see eval/generate.h). */
 #include "eval/generate.h"
 #include "model/modeldir.h"
+#include "model/fileio.h"
 #include "model/sampler.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -106,4 +108,76 @@ int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *sch
     forward(m, s, &kv, ids, n, 0, 0);
     kv_cache_free(&kv);
     return 0;
+}
+
+void logits_print_top5(FILE *f, const float *logits, int n, int vocab) {
+    for (int t = 0; t < n; t++) {
+        const float *row = logits + (size_t)t * vocab;
+        int best[5];
+        top_k_indices(row, vocab, 5, best);
+        fprintf(f, "pos %d:", t);
+        for (int k = 0; k < 5; k++) fprintf(f, " %d (%.4f)", best[k], row[best[k]]);
+        fprintf(f, "\n");
+    }
+}
+
+int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
+    int cap = 16, count = 0;
+    int *ids = malloc((size_t)cap * sizeof *ids);
+    const char *p = text;
+    while (ids) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < 0 || v >= vocab) {
+            free(ids);
+            error_set(err, "--tokens: '%s' is not a list of ids in [0, %d)", text, vocab);
+            return NULL;
+        }
+        if (count == cap) {
+            int *grown = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
+            if (!grown) free(ids);
+            ids = grown;
+            if (!ids) break;
+        }
+        ids[count++] = (int)v;
+        if (*end == 0) {
+            *n = count;
+            return ids;
+        }
+        if (*end != ',') {
+            free(ids);
+            error_set(err, "--tokens: unexpected '%c' in '%s'", *end, text);
+            return NULL;
+        }
+        p = end + 1;
+    }
+    error_set(err, "out of memory");
+    return NULL;
+}
+
+int tokenize_print(FILE *f, const char *model_dir, const char *text, const char *text_file, int bos, Error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.bin", model_dir);
+    Tokenizer *tok = tokenizer_load(path, err->msg, sizeof err->msg);
+    if (!tok) return -1;
+    size_t len = 0;
+    char *owned = NULL;
+    if (text_file && !(owned = read_whole_file(text_file, (size_t)1 << 30, &len, err))) {
+        tokenizer_free(tok);
+        return -1;
+    }
+    if (owned) text = owned;
+    else len = strlen(text);
+    int n = 0;
+    int *ids = tokenizer_encode(tok, text, len, bos, &n);
+    /* NULL only when out of memory: an empty text gives an empty list, not NULL */
+    if (!ids) error_set(err, "out of memory for %zu bytes of text", len);
+    for (int i = 0; ids && i < n; i++) fprintf(f, i ? " %d" : "%d", ids[i]);
+    if (ids) fprintf(f, "\n");
+    int rc = ids ? 0 : -1;
+    free(ids);
+    free(owned);
+    tokenizer_free(tok);
+    return rc;
 }

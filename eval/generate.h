@@ -1,6 +1,6 @@
-/* eval/generate.h: the model run directly on tokens, outside any evaluation: text sampled and
- * streamed from a prompt (./run generate) and the logits of every position of a token list
- * (./run logits). */
+/* eval/generate.h: the model and the tokenizer used directly, outside any evaluation: text
+ * sampled and streamed from a prompt (./run generate), the logits of every position of a token
+ * list (./run logits) and the ids of a text (./run tokenize). */
 #ifndef KVQ_GENERATE_H
 #define KVQ_GENERATE_H
 
@@ -30,5 +30,15 @@ int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o
 /* Runs ids[0..n) from position 0 with the cache in scheme and leaves every position's logits,
  * [n][vocab], in s->logits. The caller frees s (runstate_free), also after a failure. */
 int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *scheme, RunState *s, Error *err);
+
+/* The five largest logits of each of n positions, one line each: "pos 3: 450 (12.3456) ...". */
+void logits_print_top5(FILE *f, const float *logits, int n, int vocab);
+
+/* "1,450,4996" (--tokens) -> n ids, each checked against the vocabulary; NULL with the reason. */
+int *token_ids_parse(const char *text, int vocab, int *n, Error *err);
+
+/* Prints the ids of text, or of the file text_file's contents, with the tokenizer of
+ * model_dir, on one line; BOS first when bos. */
+int tokenize_print(FILE *f, const char *model_dir, const char *text, const char *text_file, int bos, Error *err);
 
 #endif

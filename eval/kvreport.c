@@ -2,6 +2,7 @@
 #include "eval/kvreport.h"
 #include "eval/json_out.h"
 #include "model/config.h"
+#include "model/modeldir.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,5 +194,35 @@ int quick_test_run(FILE *f, int *passed, Error *err) {
     *passed = r.passed;
     compress_report_free(&r);
     kv_snapshot_free(&snap);
+    return 0;
+}
+
+/* The last path component of a model directory. */
+static void base_name(const char *dir, char *name, size_t cap) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
+}
+
+int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path, DType dtype,
+                    Error *err) {
+    KvSnapshot snap = {0};
+    char model_name[128];
+    base_name(model_dir, model_name, sizeof model_name);
+    int rc = kv_snapshot_of_prompt(m, ids, n, model_name, &snap, err) || kv_snapshot_save(path, &snap, dtype, err);
+    kv_snapshot_free(&snap);
+    return rc ? -1 : 0;
+}
+
+int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
+                      FILE *verbose, int *passed, Error *err) {
+    CompressReport r;
+    if (kv_compress(snap, o, output, &r, NULL, err)) return -1;
+    report_compress_json(json, &r, o, 1);
+    if (verbose) report_compress_text(verbose, &r, o);
+    *passed = r.passed;
+    compress_report_free(&r);
     return 0;
 }

@@ -1,10 +1,11 @@
-/* eval/kvreport.h: printing for the KV cache file commands (compress, kv-info) and the
- * seed's quick test on a synthetic cache (--quick-test). */
+/* eval/kvreport.h: the KV cache file commands below ./run's flags — kv-extract, compress and
+ * kv-info, their printing — and the seed's quick test on a synthetic cache (--quick-test). */
 #ifndef KVQ_KVREPORT_H
 #define KVQ_KVREPORT_H
 
 #include <stdio.h>
 #include "model/compress.h"
+#include "model/model.h"
 
 /* The seed's JSON: compression_ratio, sizes, rmse, snr_db, cosine_similarity, max_error,
  * quality_level, processing_time_ms, passed, violations, plus scheme, LZ4 stage and tensors. */
@@ -16,6 +17,16 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
 void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
                     const KvStats *st,
                     const char *mismatches, int n_mismatches, int json);
+
+/* ./run kv-extract: the fp32 KV cache of ids[0..n) run from position 0, saved to path as dtype
+ * (+ path.metadata.json), its model_name the last component of model_dir. */
+int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path, DType dtype,
+                    Error *err);
+
+/* ./run compress: the cache quantized with o (into the file output unless NULL); its JSON
+ * report on json, a few human lines on verbose (NULL: none). *passed: the thresholds held. */
+int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
+                      FILE *verbose, int *passed, Error *err);
 
 /* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
  * with model_dir, checked against that model's config.json (*n_mismatches: how many fields

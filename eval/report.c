@@ -1,6 +1,7 @@
-/* eval/report.c: print perplexity results and merge sharded runs. */
+/* eval/report.c: run ./run ppl, print perplexity results and merge sharded runs. */
 #include "eval/report.h"
 #include "eval/json_out.h"
+#include "eval/wikitext.h"
 #include "model/json.h"
 #include "model/fileio.h"
 #include <math.h>
@@ -33,6 +34,19 @@ void ppl_report_describe(PplReport *r, const char *model, const char *text_file,
     r->n_tokens = n_tokens;
     r->shard_index = o->shard_index;
     r->shard_count = o->shard_count;
+}
+
+int ppl_run(const Model *m, const Tokenizer *tok, const PplOptions *o, const char *model_dir, const char *text_file,
+            const char *precision, int max_tokens, PplReport *r, Error *err) {
+    int n_tokens = 0;
+    int *tokens = load_eval_tokens(text_file, tok, o->protocol == PPL_HF, &n_tokens, err);
+    if (!tokens) return -1;
+    if (max_tokens && max_tokens < n_tokens) n_tokens = max_tokens;
+    memset(r, 0, sizeof *r);
+    int rc = ppl_evaluate(m, tokens, n_tokens, o, &r->result, err);
+    free(tokens);
+    if (rc == 0) ppl_report_describe(r, model_dir, text_file, precision, &m->config, o, n_tokens);
+    return rc;
 }
 
 void report_ppl_text(FILE *f, const PplReport *r) {

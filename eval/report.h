@@ -1,11 +1,12 @@
-/* eval/report.h: perplexity results as text for people and JSON for scripts, and the
- * merge of sharded runs (./run ppl --shard I/N ... then ./run ppl-merge). */
+/* eval/report.h: ./run ppl's run below its flags, its results as text for people and JSON for
+ * scripts, and the merge of sharded runs (./run ppl --shard I/N ... then ./run ppl-merge). */
 #ifndef KVQ_REPORT_H
 #define KVQ_REPORT_H
 
 #include <stdio.h>
 #include "eval/perplexity.h"
 #include "model/json.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     char model[1024];
@@ -24,6 +25,11 @@ typedef struct {
  * their stored and effective bits at o->ctx for c's shape, precision, protocol, windows, shard. */
 void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
                          const Config *c, const PplOptions *o, int n_tokens);
+
+/* ./run ppl: the tokens of text_file (at most max_tokens; 0: all) evaluated with o and r filled:
+ * the result and the description of the run (model_dir, precision: as ./run was given them). */
+int ppl_run(const Model *m, const Tokenizer *tok, const PplOptions *o, const char *model_dir, const char *text_file,
+            const char *precision, int max_tokens, PplReport *r, Error *err);
 
 void report_ppl_text(FILE *f, const PplReport *r);
 /* The JSON lines of the schemes and their stored / effective bits, shared with the sweep's outputs. */

@@ -14,6 +14,7 @@
 
 #include "eval/perplexity.h"
 #include "eval/progress.h"
+#include "tokenizer/tokenizer.h"
 
 #define SWEEP_MAX_CONFIGS 256
 
@@ -54,6 +55,11 @@ int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
 /* Binds each configuration to the model (a scheme it cannot hold: an error naming the
  * configuration) and computes its stored and effective bits at ctx. */
 int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err);
+
+/* The settings that come from the model and the text (s->text_file, s->ppl already set): the
+ * text's tokens, at most max_tokens (0: all), into *tokens (malloc'd), their count and hash,
+ * the windows they make, and the configurations bound to the model. */
+int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int max_tokens, int **tokens, Error *err);
 
 /* Writes out_dir's files (sweep_write_outputs) and prints to f what ./run sweep prints: the
  * table and the files' names, or with json the results.json just written. */

@@ -1,6 +1,8 @@
 /* eval/sweep_config.c: a sweep's configurations from their text — "K[:V]" as --config gives
- * it, or a file of them one a line (--configs) — and bound to the model (eval/sweep.h). */
+ * it, or a file of them one a line (--configs) — bound to the model, and the rest of its
+ * settings from the model and the text (eval/sweep.h). */
 #include "eval/sweep.h"
+#include "eval/wikitext.h"
 #include "model/fileio.h"
 #include <stdlib.h>
 #include <string.h>
@@ -75,5 +77,15 @@ int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err) {
         kv_layered_bits(&sc->k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
         kv_layered_bits(&sc->v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
     }
+    return 0;
+}
+
+int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int max_tokens, int **tokens, Error *err) {
+    *tokens = load_eval_tokens(s->text_file, tok, s->ppl.protocol == PPL_HF, &s->n_tokens, err);
+    if (!*tokens || sweep_bind_configs(s, &m->config, s->ppl.ctx, err)) return -1;
+    if (max_tokens && max_tokens < s->n_tokens) s->n_tokens = max_tokens;
+    s->tokens_hash = sweep_tokens_hash(*tokens, s->n_tokens);
+    s->windows_total = ppl_window_count(&s->ppl, s->n_tokens);
+    if (s->ppl.max_windows > 0 && s->ppl.max_windows < s->windows_total) s->windows_total = s->ppl.max_windows;
     return 0;
 }
