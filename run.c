@@ -10,16 +10,10 @@
 #include <string.h>
 #include <time.h>
 #include <errno.h>
-#include <math.h>
 
-#include "model/fileio.h"
-#include "model/modeldir.h"
-#include "model/compress.h"
-#include "eval/perplexity.h"
-#include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/sweep.h"
-#include "eval/bench.h"
+#include "eval/bench_model.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
 #include "eval/generate.h"
@@ -69,21 +63,16 @@ static int flag(Args *a, const char *name, int takes_value) {
     s += (s[1] == '-') ? 2 : 1;
     size_t n = strlen(name);
     if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '=')) return 0;
+    a->i++;
     if (!takes_value) {
         if (s[n] == '=') snprintf(a->bad, sizeof a->bad, "flag -%s takes no value", name);
-        a->i++;
-        return 1;
-    }
-    if (s[n] == '=') {
+    } else if (s[n] == '=') {
         a->value = s + n + 1;
-        a->i++;
-    } else if (a->i + 1 < a->argc) {
-        a->value = a->argv[a->i + 1];
-        a->i += 2;
+    } else if (a->i < a->argc) {
+        a->value = a->argv[a->i++];
     } else {
         snprintf(a->bad, sizeof a->bad, "flag -%s needs a value", name);
         a->value = "";
-        a->i++;
     }
     return 1;
 }
@@ -219,17 +208,7 @@ static int cmd_generate(Args *a) {
     o.scheme = &scheme;
     o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
     Error err;
-    ModelDir L;
-    GenerateStats st;
-    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
-    int rc = generate_text(&L.model, L.tok, &o, stdout, &st, &err);
-    modeldir_free(&L);
-    if (rc) return bad_input(a, err.msg);
-    printf("\n");
-    fflush(stdout);   /* the text ends before the statistics, on a pipe too */
-    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n", st.prompt_tokens,
-            st.prompt_tokens / st.prompt_seconds, st.generated, st.generated > 0 ? st.generated / st.generate_seconds : 0.0);
-    return EXIT_OK;
+    return generate_from_dir(a->dir, &o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
 }
 
 static int cmd_logits(Args *a) {
@@ -243,22 +222,11 @@ static int cmd_logits(Args *a) {
     KvLayered scheme;
     if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
     Error err;
-    ModelDir L;
-    if (modeldir_load(&L, a->dir, 0, &err)) return bad_input(a, err.msg);
-    int vocab = L.model.config.vocab_size, n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = token_ids_parse(list, vocab, &n, &err);   /* the model gives the vocabulary */
-    RunState s = {0};
-    if (!ids) {
-        take_error(a, -1, &err);
-        usage_error(a);
-    } else if (logits_of_tokens(&L.model, ids, n, &scheme, &s, &err)) bad_input(a, err.msg);
-    else if (out && write_floats_file(out, s.logits, (size_t)n * vocab, &err)) bad_input(a, err.msg);
-    else rc = EXIT_OK;
-    if (rc == EXIT_OK && !out) logits_print_top5(stdout, s.logits, n, vocab);
-    runstate_free(&s);
-    free(ids);
-    modeldir_free(&L);
-    return rc;
+    int bad_ids;
+    if (logits_from_dir(a->dir, list, &scheme, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
+    if (!bad_ids) return bad_input(a, err.msg);
+    take_error(a, -1, &err);   /* the --tokens list is checked against the model's vocabulary */
+    return usage_error(a);
 }
 
 static int cmd_tokenize(Args *a) {
@@ -279,15 +247,11 @@ static int cmd_tokenize(Args *a) {
 
 /* --- ppl, ppl-merge, sweep, sweep-merge --------------------------------------------------- */
 
-/* The model's precision and the window options from the flags (schemes and compare left). */
-static PplOptions eval_options(const EvalFlags *e, ModelDir *L) {
-    /* bf16 activations are about 2x faster on CPUs with AVX-512 BF16 but move logits by ~1e-2. */
-    L->model.precision = strcmp(e->precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
-    PplOptions o = {.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP, .stride = e->stride,
-                    .max_windows = e->windows, .shard_index = e->shard_i, .shard_count = e->shard_n};
-    o.ctx = e->ctx ? e->ctx : L->model.config.max_seq_len;
-    o.batch = e->batch < o.ctx ? e->batch : o.ctx;
-    return o;
+/* The window options from the flags; ctx 0 is the model's context (eval/ reads it there). */
+static PplOptions eval_options(const EvalFlags *e) {
+    return (PplOptions){.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP, .ctx = e->ctx,
+                        .stride = e->stride, .max_windows = e->windows, .shard_index = e->shard_i,
+                        .shard_count = e->shard_n, .batch = e->batch};
 }
 
 static void print_ppl_report(const Args *a, const PplReport *r) {
@@ -304,22 +268,13 @@ static int cmd_ppl(Args *a) {
     require(a, a->dir != NULL, "missing MODEL_DIR");
     KvLayered k, v;
     if (check_args(a, "fp32", &k, &v)) return usage_error(a);
-    Error err;
-    ModelDir L;
-    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
-    PplOptions o = eval_options(&a->e, &L);
-    o.k_scheme = &k;
-    o.v_scheme = &v;
-    o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
-    Progress progress;
-    progress_init(&progress, "ppl", a->quiet);
-    o.progress = progress_update;
-    o.progress_user = &progress;
+    PplRun run = {a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, a->quiet, eval_options(&a->e)};
+    run.o.k_scheme = &k;
+    run.o.v_scheme = &v;
+    run.o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
     PplReport report;
-    int rc = ppl_run(&L.model, L.tok, &o, a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, &report, &err);
-    modeldir_free(&L);
-    if (rc) return bad_input(a, err.msg);
-    progress_finish(&progress);
+    Error err;
+    if (ppl_run(&run, &report, &err)) return bad_input(a, err.msg);
     print_ppl_report(a, &report);
     return EXIT_OK;
 }
@@ -345,44 +300,6 @@ static int cmd_ppl_merge(Args *a) {
     return EXIT_OK;
 }
 
-/* The out dir's files of a complete sweep, and the table (or the JSON) on stdout. */
-static int finish_sweep(const Args *a, const char *out_dir, const SweepSettings *s, const SweepTotals *t) {
-    Error err;
-    if (sweep_finish(stdout, out_dir, s, t, a->json, &err)) return bad_input(a, err.msg);
-    return EXIT_OK;
-}
-
-/* The sweep of s's configurations, its flags checked. */
-static int run_sweep(const Args *a, SweepSettings *s, const char *out_dir) {
-    Error err;
-    ModelDir L;
-    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
-    s->ppl = eval_options(&a->e, &L);
-    snprintf(s->model, sizeof s->model, "%s", a->dir);
-    snprintf(s->text_file, sizeof s->text_file, "%s", a->e.text_file);
-    snprintf(s->precision, sizeof s->precision, "%s", a->e.precision);
-    SweepTotals t = {0};
-    Progress progress;
-    progress_init(&progress, "sweep", a->quiet);
-    int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, a->e.max_tokens, &tokens, &err);
-    if (rc == 0) {
-        rc = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, &err);
-        progress_finish(&progress);
-    }
-    if (rc) rc = bad_input(a, err.msg);
-    else if (!a->quiet)
-        fprintf(stderr, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
-                t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
-    if (rc == 0 && s->ppl.shard_count == 1) rc = finish_sweep(a, out_dir, s, &t);
-    else if (rc == 0)
-        printf("shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
-               s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
-    sweep_totals_free(&t);
-    free(tokens);
-    modeldir_free(&L);
-    return rc;
-}
-
 static int cmd_sweep(Args *a) {
     const char *out_dir = NULL;
     SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
@@ -397,7 +314,15 @@ static int cmd_sweep(Args *a) {
     require(a, a->dir != NULL, "missing MODEL_DIR");
     require(a, out_dir != NULL, "missing --out-dir DIR (the journal and results go there)");
     require(a, s.n_configs > 0, "no configurations: give --config K[:V] or --configs FILE");
-    int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : run_sweep(a, &s, out_dir);
+    int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
+    if (rc == EXIT_OK) {
+        s.ppl = eval_options(&a->e);
+        snprintf(s.model, sizeof s.model, "%s", a->dir);
+        snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
+        snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
+        if (sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+            rc = bad_input(a, err.msg);
+    }
     free(s.configs);
     return rc;
 }
@@ -420,7 +345,7 @@ static int cmd_sweep_merge(Args *a) {
     if (a->bad[0]) usage_error(a);
     else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
     else {
-        rc = finish_sweep(a, out_dir, &s, &t);
+        rc = sweep_finish(stdout, out_dir, &s, &t, a->json, &err) ? bad_input(a, err.msg) : EXIT_OK;
         free(s.configs);
     }
     sweep_totals_free(&t);
@@ -443,22 +368,11 @@ static int cmd_kv_extract(Args *a) {
     one_of(a, "dtype", dtype, "f32", "f16");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    ModelDir L;
-    if (modeldir_load(&L, a->dir, 1, &err)) return bad_input(a, err.msg);
-    int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = list ? token_ids_parse(list, L.model.config.vocab_size, &n, &err)
-                    : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
-    if (!ids && !list) error_set(&err, "out of memory");
-    if (!ids) fprintf(stderr, "kv-extract: %.255s\n", err.msg);   /* --tokens' error, cut where it always was */
-    else if (kv_extract_save(&L.model, a->dir, ids, n, out, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err))
-        bad_input(a, err.msg);
-    else {
-        fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, L.model.config.n_layers, out);
-        rc = EXIT_OK;
-    }
-    free(ids);
-    modeldir_free(&L);
-    return rc;
+    int n, layers;
+    DType dt = strcmp(dtype, "f16") ? DT_F32 : DT_F16;
+    if (kv_extract_from_dir(a->dir, prompt, list, out, dt, &n, &layers, &err)) return bad_input(a, err.msg);
+    fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, layers, out);
+    return EXIT_OK;
 }
 
 static int cmd_kv_info(Args *a) {
@@ -484,58 +398,42 @@ static void compose_scheme(const char *scheme, int group, char *name, size_t n) 
     else snprintf(name, n, "%.63s", scheme);
 }
 
-typedef struct {
-    const char *input, *output;
-    int metrics_only, verbose;
-    KvLayered k_scheme, v_scheme;
-    CompressOptions o;
-} CompressArgs;
-
-/* 0, or 1 with a usage error. */
-static int parse_compress(Args *a, CompressArgs *ca) {
-    const char *scheme = "int4";
-    int group = 64;
+static int cmd_compress(Args *a) {
+    const char *input = NULL, *output = NULL, *scheme = "int4";
+    int group = 64, lz4 = 0, metrics_only = 0, verbose = 0;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
     while (next_arg(a)) {
-        if (flag(a, "input", 1) || flag(a, "i", 1)) ca->input = a->value;
-        else if (flag(a, "output", 1) || flag(a, "o", 1)) ca->output = a->value;
+        if (flag(a, "input", 1) || flag(a, "i", 1)) input = a->value;
+        else if (flag(a, "output", 1) || flag(a, "o", 1)) output = a->value;
         else if (flag(a, "scheme", 1)) scheme = a->value;
         else if (flag(a, "group-size", 1)) parse_int(a, "group-size", 1, 1 << 20, &group);
         else if (flag(a, "sparsity", 1)) parse_float(a, "sparsity", -1e9f, 1e9f, &sparsity);
         else if (flag(a, "max-rmse", 1)) parse_float(a, "max-rmse", 0, 1e9f, &rmse);
         else if (flag(a, "min-snr", 1)) parse_float(a, "min-snr", -1e9f, 1e9f, &snr);
         else if (flag(a, "min-cosine", 1)) parse_float(a, "min-cosine", -1, 1, &cosine);
-        else if (flag(a, "lz4", 0)) ca->o.lz4 = 1;
-        else if (flag(a, "metrics-only", 0)) ca->metrics_only = 1;
-        else if (flag(a, "verbose", 0) || flag(a, "v", 0)) ca->verbose = 1;
+        else if (flag(a, "lz4", 0)) lz4 = 1;
+        else if (flag(a, "metrics-only", 0)) metrics_only = 1;
+        else if (flag(a, "verbose", 0) || flag(a, "v", 0)) verbose = 1;
         else unknown_arg(a);
     }
-    require(a, ca->input && (ca->output || ca->metrics_only), "needs -input IN and -output OUT (or --metrics-only)");
+    require(a, input && (output || metrics_only), "needs -input IN and -output OUT (or --metrics-only)");
     if (!a->bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
         snprintf(a->bad, sizeof a->bad, "-sparsity %g must be in [0, 1)", sparsity);
-    if (ca->input && ca->output && !ca->metrics_only)
-        require(a, strcmp(ca->input, ca->output) != 0, "-output must differ from -input");
-    /* --kv-scheme (or --scheme and -group-size) is checked even when --k-scheme and --v-scheme
-     * both replace it */
+    if (input && output && !metrics_only) require(a, strcmp(input, output) != 0, "-output must differ from -input");
+    /* --kv-scheme (or --scheme, -group-size) is checked even when --k-scheme and --v-scheme replace it */
     char composed[64];
+    KvLayered k, v;
     compose_scheme(scheme, group, composed, sizeof composed);
-    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, &ca->k_scheme);
-    if (check_args(a, composed, &ca->k_scheme, &ca->v_scheme)) return 1;
-    ca->o = (CompressOptions){&ca->k_scheme, &ca->v_scheme, sparsity, ca->o.lz4, rmse, snr, cosine};
-    if (ca->metrics_only) ca->output = NULL;
-    return 0;
-}
-
-static int cmd_compress(Args *a) {
-    CompressArgs ca = {0};
-    if (parse_compress(a, &ca)) return usage_error(a);
+    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, &k);
+    if (check_args(a, composed, &k, &v)) return usage_error(a);
+    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine};
     Error err;
     KvSnapshot snap;
     int passed;
-    if (kv_snapshot_load(ca.input, &snap, &err)) return bad_input(a, err.msg);
-    int rc = kv_compress_print(&snap, &ca.o, ca.output, stdout, ca.verbose ? stderr : NULL, &passed, &err);
+    if (kv_snapshot_load(input, &snap, &err)) return bad_input(a, err.msg);
+    int rc = kv_compress_print(&snap, &o, metrics_only ? NULL : output, stdout, verbose ? stderr : NULL, &passed, &err);
     kv_snapshot_free(&snap);
-    if (rc) fprintf(stderr, "compress: %s: %s\n", ca.input, err.msg);
+    if (rc) fprintf(stderr, "compress: %s: %s\n", input, err.msg);
     return rc ? EXIT_BAD_INPUT : passed ? EXIT_OK : EXIT_QUALITY;
 }
 
@@ -550,11 +448,7 @@ static int cmd_decompress(Args *a) {
     if (in && out) require(a, strcmp(in, out) != 0, "-output must differ from -input");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    KvSnapshot snap;
-    if (kv_decompress_file(in, &snap, &err)) return bad_input(a, err.msg);
-    int rc = kv_snapshot_save(out, &snap, DT_F32, &err) ? bad_input(a, err.msg) : EXIT_OK;
-    kv_snapshot_free(&snap);
-    return rc;
+    return kv_decompress_to(in, out, &err) ? bad_input(a, err.msg) : EXIT_OK;
 }
 
 /* No flags: what follows is ignored, as it always was (schemes too). */
@@ -567,32 +461,10 @@ static int cmd_quick_test(Args *a) {
 
 /* --- --validate --------------------------------------------------------------------------- */
 
-#define BUNDLED_MODEL "data/models/mini-llama-brown"
-#define TINYLLAMA_DIR "models/tinyllama"
-
-/* "0.5" is a perplexity delta; "0.5%" a relative one. Either replaces both default bars. */
+/* --threshold (eval/validate.h); as the value parsers, replaces "needs a value". */
 static void parse_threshold(Args *a, ValidateOptions *o) {
-    char *end;
-    errno = 0;
-    double value = strtod(a->value, &end);
-    int percent = *end == '%';
-    if (percent) end++;
-    if (errno || end == a->value || *end || !(value > 0) || !isfinite(value)) {
+    if (validate_parse_threshold(a->value, o))
         snprintf(a->bad, sizeof a->bad, "--threshold: expected a positive number or percentage, got '%s'", a->value);
-        return;
-    }
-    o->threshold_ppl = percent ? 0 : value;
-    o->threshold_percent = percent ? value : 0;
-}
-
-/* --model, else TinyLlama once exported, else the bundled model (saying so on out). */
-static void choose_model(ValidateOptions *o, FILE *out) {
-    if (o->model_dir) o->model_note = "--model";
-    else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o->model_dir = TINYLLAMA_DIR; o->model_note = "exported TinyLlama"; }
-    else { o->model_dir = BUNDLED_MODEL; o->model_note = "bundled"; }
-    if (out && !strcmp(o->model_note, "bundled"))
-        fprintf(out, "Using the bundled model %s. For TinyLlama-1.1B run:\n"
-                     "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
 }
 
 static int cmd_validate(Args *a) {
@@ -600,8 +472,8 @@ static int cmd_validate(Args *a) {
     ValidateOptions o = {.threshold_ppl = 0.5, .threshold_percent = 1.0, .windows = 8};
     while (next_arg(a)) {
         if (flag(a, "model", 1)) o.model_dir = a->value;
-        else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
         else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 20, &o.windows);   /* not ppl's bound */
+        else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
         else unknown_arg(a);
     }
     KvLayered k, v;
@@ -612,100 +484,49 @@ static int cmd_validate(Args *a) {
     o.ctx = a->e.ctx;
     o.stride = a->e.stride;
     o.quiet = a->quiet;
-    FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
-    choose_model(&o, out);
     Error err;
-    ModelDir L;
-    ValidateResult r;
-    if (modeldir_load(&L, o.model_dir, 1, &err)) return bad_input(a, err.msg);
-    if (!o.ctx) o.ctx = L.model.config.max_seq_len;
-    int rc = validate_run(&L.model, L.tok, &o, out, &r, &err);
-    modeldir_free(&L);
-    if (rc) return bad_input(a, err.msg);
-    if (out) validate_print_results(out, &o, &r);
-    if (a->json) validate_print_json(stdout, &o, &r);
-    return r.passed ? EXIT_OK : EXIT_QUALITY;
+    int passed;
+    FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
+    if (validate_default_run(&o, out, a->json ? stdout : NULL, &passed, &err)) return bad_input(a, err.msg);
+    return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
 /* --- bench, schemes, --help --------------------------------------------------------------- */
 
-typedef struct {
+/* Its scheme flags are its own, checked as they come: --kv-scheme is the cache of the prefill
+ * and decode runs, the long ones are compared with fp32 at --ctx. */
+static int cmd_bench(Args *a) {
     BenchOptions o;
-    const char *random, *dtype, *precision;
-} BenchArgs;
-
-/* 0, or 1 with a usage error. Its scheme flags are its own, checked as they come: --kv-scheme
- * is the cache of the prefill and decode runs, the long ones compare with fp32 at --ctx. */
-static int parse_bench(Args *a, BenchArgs *b) {
-    BenchOptions *o = &b->o;
+    bench_default_options(&o);
+    const char *random = NULL, *dtype = "bf16", *precision = "bf16";
     while (next_arg(a)) {
-        if (flag(a, "random", 1)) b->random = a->value;
-        else if (flag(a, "p", 1)) parse_int(a, "p", 1, 1 << 16, &o->prompt);
-        else if (flag(a, "n", 1)) parse_int(a, "n", 1, 1 << 16, &o->gen);
-        else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 0, 1 << 20, &o->long_ctx);
-        else if (flag(a, "kv-scheme", 1)) parse_scheme(a, a->value, &o->scheme);
+        if (flag(a, "random", 1)) random = a->value;
+        else if (flag(a, "p", 1)) parse_int(a, "p", 1, 1 << 16, &o.prompt);
+        else if (flag(a, "n", 1)) parse_int(a, "n", 1, 1 << 16, &o.gen);
+        else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 0, 1 << 20, &o.long_ctx);
+        else if (flag(a, "kv-scheme", 1)) parse_scheme(a, a->value, &o.scheme);
         else if (flag(a, "long-scheme", 1)) {
-            if (!parse_scheme(a, a->value, &o->long_k)) o->long_v = o->long_k;
+            if (!parse_scheme(a, a->value, &o.long_k)) o.long_v = o.long_k;
         }
-        else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, &o->long_k);
-        else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o->long_v);
-        else if (flag(a, "threads", 1)) parse_int(a, "threads", 1, 1024, &o->threads);
-        else if (flag(a, "repeat", 1)) parse_int(a, "repeat", 1, 64, &o->repeats);
-        else if (flag(a, "dtype", 1)) b->dtype = a->value;
-        else if (flag(a, "precision", 1)) b->precision = a->value;
-        else if (flag(a, "no-probe", 0)) o->probe_machine = 0;
-        else if (flag(a, "ppl", 0)) o->ppl_windows = 4;
-        else if (flag(a, "ppl-windows", 1)) parse_int(a, "ppl-windows", 2, 1 << 16, &o->ppl_windows);
-        else if (flag(a, "ppl-batch", 1)) parse_int(a, "ppl-batch", 1, 4096, &o->ppl_batch);
+        else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, &o.long_k);
+        else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o.long_v);
+        else if (flag(a, "threads", 1)) parse_int(a, "threads", 1, 1024, &o.threads);
+        else if (flag(a, "repeat", 1)) parse_int(a, "repeat", 1, 64, &o.repeats);
+        else if (flag(a, "dtype", 1)) dtype = a->value;
+        else if (flag(a, "precision", 1)) precision = a->value;
+        else if (flag(a, "no-probe", 0)) o.probe_machine = 0;
+        else if (flag(a, "ppl", 0)) o.ppl_windows = 4;
+        else if (flag(a, "ppl-windows", 1)) parse_int(a, "ppl-windows", 2, 1 << 16, &o.ppl_windows);
+        else if (flag(a, "ppl-batch", 1)) parse_int(a, "ppl-batch", 1, 4096, &o.ppl_batch);
         else unknown_arg(a);
     }
-    require(a, !a->dir != !b->random, "give MODEL_DIR or --random NAME");
-    one_of(a, "precision", b->precision, "bf16", "exact");
-    return a->bad[0] != 0;
-}
-
-/* --dtype: the weights of a --random model (either case). */
-static DType bench_dtype(Args *a, const char *name) {
-    if (!strcmp(name, "f32") || !strcmp(name, "F32")) return DT_F32;
-    if (!strcmp(name, "f16") || !strcmp(name, "F16")) return DT_F16;
-    require(a, !strcmp(name, "bf16") || !strcmp(name, "BF16"), "--dtype must be bf16, f16 or f32");
-    return DT_BF16;
-}
-
-/* MODEL_DIR, or random weights for --random NAME: "tinyllama", a config.json or a directory
- * holding one. */
-static int load_bench_model(Model *m, const Args *a, const BenchArgs *b, DType dt, char *name, size_t n,
-                            Error *err) {
-    if (!b->random) {
-        snprintf(name, n, "%s", a->dir);
-        return model_load(m, a->dir, err);
-    }
-    char config[4096];
-    size_t len = strlen(b->random);
-    if (!strcmp(b->random, "tinyllama")) snprintf(config, sizeof config, "data/tinyllama-1.1b-chat-v1.0/config.json");
-    else if (len > 5 && !strcmp(b->random + len - 5, ".json")) snprintf(config, sizeof config, "%s", b->random);
-    else snprintf(config, sizeof config, "%s/config.json", b->random);
-    snprintf(name, n, "random %s", b->random);
-    return model_init_random(m, config, dt, 1234, err);
-}
-
-static int cmd_bench(Args *a) {
-    BenchArgs b = {.dtype = "bf16", .precision = "bf16"};
-    bench_default_options(&b.o);
-    if (parse_bench(a, &b)) return usage_error(a);
-    DType dt = bench_dtype(a, b.dtype);
+    require(a, !a->dir != !random, "give MODEL_DIR or --random NAME");
+    one_of(a, "precision", precision, "bf16", "exact");
+    DType dt = DT_BF16;
+    if (!a->bad[0] && bench_parse_dtype(dtype, &dt)) require(a, 0, "--dtype must be bf16, f16 or f32");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    Model m;
-    BenchResult r;
-    char name[256];
-    if (load_bench_model(&m, a, &b, dt, name, sizeof name, &err)) return bad_input(a, err.msg);
-    m.precision = strcmp(b.precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
-    int rc = bench_run(&m, name, &b.o, &r, &err);
-    model_free(&m);
-    if (rc) return bad_input(a, err.msg);
-    if (a->json) bench_print_json(stdout, &r);
-    else bench_print_text(stdout, &r);
+    if (bench_report(a->dir, random, dt, precision, &o, a->json, stdout, &err)) return bad_input(a, err.msg);
     return EXIT_OK;
 }
 

@@ -4,6 +4,7 @@
 #include "model/fileio.h"
 #include "model/sampler.h"
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,8 +60,14 @@ static int sample_tokens(const Model *m, const Tokenizer *tok, RunState *s, KvCa
     return pos;
 }
 
-int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, FILE *out, GenerateStats *st,
-                  Error *err) {
+/* The prompt's and the generation's speeds, for the line generate_from_dir ends with. */
+typedef struct {
+    int prompt_tokens, generated;
+    double prompt_seconds, generate_seconds;
+} GenerateStats;
+
+static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, FILE *out, GenerateStats *st,
+                         Error *err) {
     const Config *c = &m->config;
     int steps = o->steps < c->max_seq_len ? o->steps : c->max_seq_len;
     int n_prompt = 0, rc = -1;
@@ -96,7 +103,22 @@ done:
     return rc;
 }
 
-int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *scheme, RunState *s, Error *err) {
+int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out, FILE *stats, Error *err) {
+    ModelDir L;
+    GenerateStats st;
+    if (modeldir_load(&L, model_dir, 1, err)) return -1;
+    int rc = generate_text(&L.model, L.tok, o, out, &st, err);
+    modeldir_free(&L);
+    if (rc) return -1;
+    fprintf(out, "\n");
+    fflush(out);   /* the text ends before the statistics, on a pipe too */
+    fprintf(stats, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n", st.prompt_tokens,
+            st.prompt_tokens / st.prompt_seconds, st.generated, st.generated > 0 ? st.generated / st.generate_seconds : 0.0);
+    return 0;
+}
+
+/* Every position's logits of ids[0..n), [n][vocab], left in s->logits; the caller frees s. */
+static int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *scheme, RunState *s, Error *err) {
     const Config *c = &m->config;
     memset(s, 0, sizeof *s);
     if (n > c->max_seq_len) return error_set(err, "%d tokens exceed the context of %d", n, c->max_seq_len);
@@ -110,7 +132,7 @@ int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *sch
     return 0;
 }
 
-void logits_print_top5(FILE *f, const float *logits, int n, int vocab) {
+static void print_top5(FILE *f, const float *logits, int n, int vocab) {
     for (int t = 0; t < n; t++) {
         const float *row = logits + (size_t)t * vocab;
         int best[5];
@@ -119,6 +141,16 @@ void logits_print_top5(FILE *f, const float *logits, int n, int vocab) {
         for (int k = 0; k < 5; k++) fprintf(f, " %d (%.4f)", best[k], row[best[k]]);
         fprintf(f, "\n");
     }
+}
+
+/* A --tokens error cut at 255 bytes, where ./run has always cut it. */
+static void bounded_error(Error *err, const char *fmt, ...) {
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    error_set(err, "%s", msg);
 }
 
 int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
@@ -131,7 +163,7 @@ int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
         long v = strtol(p, &end, 10);
         if (end == p || errno || v < 0 || v >= vocab) {
             free(ids);
-            error_set(err, "--tokens: '%s' is not a list of ids in [0, %d)", text, vocab);
+            bounded_error(err, "--tokens: '%s' is not a list of ids in [0, %d)", text, vocab);
             return NULL;
         }
         if (count == cap) {
@@ -147,13 +179,34 @@ int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
         }
         if (*end != ',') {
             free(ids);
-            error_set(err, "--tokens: unexpected '%c' in '%s'", *end, text);
+            bounded_error(err, "--tokens: unexpected '%c' in '%s'", *end, text);
             return NULL;
         }
         p = end + 1;
     }
     error_set(err, "out of memory");
     return NULL;
+}
+
+int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *scheme, const char *out_path,
+                    FILE *out, int *bad_ids, Error *err) {
+    ModelDir L;
+    if (modeldir_load(&L, model_dir, 0, err)) return -1;   /* the weights alone */
+    int vocab = L.model.config.vocab_size, n = 0, rc = -1;
+    int *ids = token_ids_parse(ids_text, vocab, &n, err);
+    RunState s = {0};
+    *bad_ids = ids == NULL;
+    if (ids && logits_of_tokens(&L.model, ids, n, scheme, &s, err) == 0) {
+        if (out_path) rc = write_floats_file(out_path, s.logits, (size_t)n * vocab, err);
+        else {
+            print_top5(out, s.logits, n, vocab);
+            rc = 0;
+        }
+    }
+    runstate_free(&s);
+    free(ids);
+    modeldir_free(&L);
+    return rc;
 }
 
 int tokenize_print(FILE *f, const char *model_dir, const char *text, const char *text_file, int bos, Error *err) {

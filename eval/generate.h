@@ -6,7 +6,6 @@
 
 #include <stdio.h>
 #include "model/model.h"
-#include "tokenizer/tokenizer.h"
 
 typedef struct {
     const char *prompt;
@@ -17,28 +16,23 @@ typedef struct {
     const KvLayered *scheme;   /* how the cache stores keys and values */
 } GenerateOptions;
 
-typedef struct {
-    int prompt_tokens, generated;
-    double prompt_seconds, generate_seconds;   /* prefill, then the sampled tokens */
-} GenerateStats;
+/* model_dir loaded, the prompt's text and then each sampled token's written to out as it comes
+ * (flushed, so a reader sees the text grow) until o->steps positions or the end-of-sequence
+ * token, then a newline; the prompt's and the generation's speeds on stats. */
+int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out, FILE *stats, Error *err);
 
-/* Writes the prompt's text and then each sampled token's to out as it comes (flushed, so a
- * reader sees the text grow), until o->steps positions or the end-of-sequence token. */
-int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, FILE *out, GenerateStats *st,
-                  Error *err);
-
-/* Runs ids[0..n) from position 0 with the cache in scheme and leaves every position's logits,
- * [n][vocab], in s->logits. The caller frees s (runstate_free), also after a failure. */
-int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *scheme, RunState *s, Error *err);
-
-/* The five largest logits of each of n positions, one line each: "pos 3: 450 (12.3456) ...". */
-void logits_print_top5(FILE *f, const float *logits, int n, int vocab);
+/* model_dir's weights run on the ids of ids_text (--tokens) from position 0, the cache in
+ * scheme: the logits written to out_path as float32 [n][vocab], or without out_path the five
+ * largest of each position printed on out ("pos 3: 450 (12.3456) ..."). *bad_ids: the failure
+ * is ids_text's. */
+int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *scheme, const char *out_path,
+                    FILE *out, int *bad_ids, Error *err);
 
 /* "1,450,4996" (--tokens) -> n ids, each checked against the vocabulary; NULL with the reason. */
 int *token_ids_parse(const char *text, int vocab, int *n, Error *err);
 
-/* Prints the ids of text, or of the file text_file's contents, with the tokenizer of
- * model_dir, on one line; BOS first when bos. */
+/* The ids of text, or of the file text_file's contents, with model_dir's tokenizer, printed
+ * on one line; BOS first when bos. */
 int tokenize_print(FILE *f, const char *model_dir, const char *text, const char *text_file, int bos, Error *err);
 
 #endif

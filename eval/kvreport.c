@@ -3,6 +3,7 @@
 #include "eval/json_out.h"
 #include "model/config.h"
 #include "model/modeldir.h"
+#include "eval/generate.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,8 +207,8 @@ static void base_name(const char *dir, char *name, size_t cap) {
     snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
 }
 
-int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path, DType dtype,
-                    Error *err) {
+static int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path,
+                           DType dtype, Error *err) {
     KvSnapshot snap = {0};
     char model_name[128];
     base_name(model_dir, model_name, sizeof model_name);
@@ -225,4 +226,28 @@ int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const ch
     *passed = r.passed;
     compress_report_free(&r);
     return 0;
+}
+
+int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
+                        DType dtype, int *n_tokens, int *n_layers, Error *err) {
+    ModelDir L;
+    if (modeldir_load(&L, model_dir, 1, err)) return -1;
+    int n = 0;
+    int *ids = ids_text ? token_ids_parse(ids_text, L.model.config.vocab_size, &n, err)
+                        : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
+    if (!ids && !ids_text) error_set(err, "out of memory");
+    int rc = ids ? kv_extract_save(&L.model, model_dir, ids, n, path, dtype, err) : -1;
+    *n_tokens = n;
+    *n_layers = L.model.config.n_layers;
+    free(ids);
+    modeldir_free(&L);
+    return rc;
+}
+
+int kv_decompress_to(const char *in, const char *out, Error *err) {
+    KvSnapshot snap;
+    if (kv_decompress_file(in, &snap, err)) return -1;
+    int rc = kv_snapshot_save(out, &snap, DT_F32, err);
+    kv_snapshot_free(&snap);
+    return rc;
 }

@@ -18,10 +18,14 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
                     const KvStats *st,
                     const char *mismatches, int n_mismatches, int json);
 
-/* ./run kv-extract: the fp32 KV cache of ids[0..n) run from position 0, saved to path as dtype
- * (+ path.metadata.json), its model_name the last component of model_dir. */
-int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path, DType dtype,
-                    Error *err);
+/* ./run kv-extract: model_dir's fp32 KV cache of prompt (BOS first), or of the ids of ids_text
+ * (--tokens), saved to path as dtype (+ path.metadata.json), its model_name the last component
+ * of model_dir. *n_tokens, *n_layers: what the file holds. */
+int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
+                        DType dtype, int *n_tokens, int *n_layers, Error *err);
+
+/* ./run decompress: a compressed KV file back to an F32 cache file. */
+int kv_decompress_to(const char *in, const char *out, Error *err);
 
 /* ./run compress: the cache quantized with o (into the file output unless NULL); its JSON
  * report on json, a few human lines on verbose (NULL: none). *passed: the thresholds held. */

@@ -2,6 +2,7 @@
 #include "eval/report.h"
 #include "eval/json_out.h"
 #include "eval/wikitext.h"
+#include "eval/progress.h"
 #include "model/json.h"
 #include "model/fileio.h"
 #include <math.h>
@@ -36,16 +37,25 @@ void ppl_report_describe(PplReport *r, const char *model, const char *text_file,
     r->shard_count = o->shard_count;
 }
 
-int ppl_run(const Model *m, const Tokenizer *tok, const PplOptions *o, const char *model_dir, const char *text_file,
-            const char *precision, int max_tokens, PplReport *r, Error *err) {
+int ppl_run(const PplRun *run, PplReport *r, Error *err) {
+    ModelDir L;
+    PplOptions o = run->o;
+    if (ppl_load_model(&L, run->model_dir, run->precision, &o, err)) return -1;
+    Progress progress;
+    progress_init(&progress, "ppl", run->quiet);
+    o.progress = progress_update;
+    o.progress_user = &progress;
     int n_tokens = 0;
-    int *tokens = load_eval_tokens(text_file, tok, o->protocol == PPL_HF, &n_tokens, err);
-    if (!tokens) return -1;
-    if (max_tokens && max_tokens < n_tokens) n_tokens = max_tokens;
+    int *tokens = load_eval_tokens(run->text_file, L.tok, o.protocol == PPL_HF, &n_tokens, err);
+    if (tokens && run->max_tokens && run->max_tokens < n_tokens) n_tokens = run->max_tokens;
     memset(r, 0, sizeof *r);
-    int rc = ppl_evaluate(m, tokens, n_tokens, o, &r->result, err);
+    int rc = tokens ? ppl_evaluate(&L.model, tokens, n_tokens, &o, &r->result, err) : -1;
+    if (rc == 0) {
+        progress_finish(&progress);
+        ppl_report_describe(r, run->model_dir, run->text_file, run->precision, &L.model.config, &o, n_tokens);
+    }
     free(tokens);
-    if (rc == 0) ppl_report_describe(r, model_dir, text_file, precision, &m->config, o, n_tokens);
+    modeldir_free(&L);
     return rc;
 }
 

@@ -26,10 +26,17 @@ typedef struct {
 void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
                          const Config *c, const PplOptions *o, int n_tokens);
 
-/* ./run ppl: the tokens of text_file (at most max_tokens; 0: all) evaluated with o and r filled:
- * the result and the description of the run (model_dir, precision: as ./run was given them). */
-int ppl_run(const Model *m, const Tokenizer *tok, const PplOptions *o, const char *model_dir, const char *text_file,
-            const char *precision, int max_tokens, PplReport *r, Error *err);
+/* ./run ppl as its flags give it. */
+typedef struct {
+    const char *model_dir, *text_file, *precision;   /* precision: "exact" or "bf16" */
+    int max_tokens;             /* of the text's tokens, the first max_tokens (0: all) */
+    int quiet;                  /* no progress bar */
+    PplOptions o;               /* ctx 0: the model's context */
+} PplRun;
+
+/* The model loaded (ppl_load_model), the text's tokens evaluated with run->o, and r filled:
+ * the result and the description of the run. */
+int ppl_run(const PplRun *run, PplReport *r, Error *err);
 
 void report_ppl_text(FILE *f, const PplReport *r);
 /* The JSON lines of the schemes and their stored / effective bits, shared with the sweep's outputs. */

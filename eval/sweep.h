@@ -66,6 +66,13 @@ int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int ma
 int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const SweepTotals *totals, int json,
                  Error *err);
 
+/* ./run sweep below its flags, s holding the settings they give (s->ppl.ctx 0: the model's
+ * context): loads s->model (ppl_load_model), prepares s, runs it into out_dir with a progress
+ * bar and this run's figures on log unless quiet, then prints on out the shard's line, or for a
+ * whole sweep what sweep_finish prints. */
+int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
+                         FILE *log, Error *err);
+
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
 
 /* Runs (or resumes) the sweep into out_dir: the windows of s's shard, every configuration.
