@@ -191,11 +191,12 @@ int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
 int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *scheme, const char *out_path,
                     FILE *out, int *bad_ids, Error *err) {
     ModelDir L;
+    *bad_ids = 0;
     if (modeldir_load(&L, model_dir, 0, err)) return -1;   /* the weights alone */
     int vocab = L.model.config.vocab_size, n = 0, rc = -1;
     int *ids = token_ids_parse(ids_text, vocab, &n, err);
     RunState s = {0};
-    *bad_ids = ids == NULL;
+    *bad_ids = !ids;
     if (ids && logits_of_tokens(&L.model, ids, n, scheme, &s, err) == 0) {
         if (out_path) rc = write_floats_file(out_path, s.logits, (size_t)n * vocab, err);
         else {
