@@ -34,6 +34,7 @@ enum {
     TAKES_KV_SIDES = 1 << 4,    /* --k-scheme S, --v-scheme S: one side each, over --kv-scheme */
     TAKES_WINDOW = 1 << 5,      /* --text-file F, --ctx N, --stride N */
     TAKES_EVAL = 1 << 6,        /* --windows, --max-tokens, --protocol, --shard, --batch, --precision */
+    TAKES_EVAL_RUN = TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_WINDOW | TAKES_EVAL,   /* ppl's and sweep's */
 };
 
 /* The evaluation flags' values (TAKES_WINDOW, TAKES_EVAL). */
@@ -553,8 +554,6 @@ typedef struct {
     const char *usage;          /* its lines of ./run --help */
 } Command;
 
-#define EVAL_FLAGS (TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_WINDOW | TAKES_EVAL)
-
 /* In the order of ./run --help. */
 static const Command COMMANDS[] = {
     {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME,
@@ -566,7 +565,7 @@ static const Command COMMANDS[] = {
     {{"tokenize"}, cmd_tokenize, TAKES_DIR,
      "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
      "                                  print token ids\n"},
-    {{"ppl"}, cmd_ppl, EVAL_FLAGS | TAKES_KV_SCHEME | TAKES_KV_SIDES,
+    {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES,
      "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
      "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
      "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
@@ -574,7 +573,7 @@ static const Command COMMANDS[] = {
      "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"},
     {{"ppl-merge"}, cmd_ppl_merge, 0,
      "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
-    {{"sweep"}, cmd_sweep, EVAL_FLAGS,
+    {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN,
      "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
      "                                  many KV-cache configurations over the same windows, each\n"
      "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},
