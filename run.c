@@ -1,99 +1,60 @@
-/* run.c: kvq's command line. Parses flags, calls into eval/ and model/, prints
- * results and picks the exit code: 0 ok, 1 a quality check failed, 2 bad input
- * or usage. Read this file top to bottom for the tour; each command is one
- * function of the same name. */
+/* run.c: kvq's command line: flags, dispatch, printing and exit codes (0 ok, 1 a quality check
+ * failed, 2 bad input or usage). The work is done below, in eval/ and model/.
+ *
+ * COMMANDS, at the bottom, is the list of commands: their names, the function that runs each,
+ * the shared flags it takes and its lines of --help. The shared flags (MODEL_DIR, --json,
+ * --quiet, the scheme flags, the evaluation window) are parsed in one place, shared_flag();
+ * each cmd_* function reads its own flags, calls into eval/ and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <errno.h>
-#include <math.h>
 
-#include "model/model.h"
-#include "model/formats/fileio.h"
-#include "model/modeldir.h"
-#include "model/sampler.h"
-#include "tokenizer/tokenizer.h"
-#include "eval/wikitext.h"
-#include "eval/perplexity.h"
-#include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/sweep.h"
-#include "eval/bench.h"
+#include "eval/bench_model.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
-#include "model/formats/kvfile.h"
-#include "model/formats/compress.h"
+#include "eval/generate.h"
+#include "eval/scheme_list.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
 #define EXIT_BAD_INPUT 2
 
-/* ------------------------------------------------------------------------- */
-/* Usage */
+/* --- Flags: "-name value", "--name value" and "--name=value" are all accepted --------------- */
 
-static void print_usage(FILE *f) {
-    fprintf(f,
-        "kvq: run Llama models in C and measure what KV-cache quantization costs.\n"
-        "\n"
-        "usage: ./run COMMAND [options]     (flags take one or two dashes: -n 64 = --n 64)\n"
-        "\n"
-        "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
-        "           [--kv-scheme S]        stream text; -n counts all positions incl. the prompt\n"
-        "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S]\n"
-        "                                  logits of every position (float32 [T, vocab] to FILE)\n"
-        "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
-        "                                  print token ids\n"
-        "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
-        "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-        "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
-        "                                  perplexity with the KV cache quantized as it is written\n"
-        "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"
-        "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"
-        "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
-        "                                  many KV-cache configurations over the same windows, each\n"
-        "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"
-        "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"
-        "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
-        "                                  run a prompt and save its KV cache (+ .metadata.json)\n"
-        "  kv-info FILE [--model MODEL_DIR] [--json]\n"
-        "                                  shape, size and statistics of a KV cache file\n"
-        "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-        "           [--kv-scheme S | --k-scheme S --v-scheme S] [--lz4] [--metrics-only] [-verbose]\n"
-        "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
-        "                                  quantize a KV cache file; JSON metrics on stdout;\n"
-        "                                  exit 1 when a quality threshold fails\n"
-        "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"
-        "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"
-        "  schemes                         list the KV-cache quantization schemes\n"
-        "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
-        "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
-        "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
-        "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
-        "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
-        "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"
-        "  --help                          this text (also after any command: ./run ppl --help)\n"
-        "\n"
-        "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%%] [--kv-scheme int4-g64]\n"
-        "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
-        "                                  six-step check that the quantized KV cache keeps perplexity\n"
-        "                                  within the threshold (exit 1 when it does not); default:\n"
-        "                                  delta < the larger of 0.5 and 1%% of the baseline perplexity\n"
-        "\n"
-        "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
-        "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
-        "Exit codes: 0 ok, 1 quality check failed, 2 bad input or usage.\n");
-}
+/* The shared flags, each command taking some (Command.takes). */
+enum {
+    TAKES_DIR = 1 << 0,         /* one argument without a dash: MODEL_DIR (kv-info: FILE) */
+    TAKES_JSON = 1 << 1,        /* --json */
+    TAKES_QUIET = 1 << 2,       /* --quiet */
+    TAKES_KV_SCHEME = 1 << 3,   /* --kv-scheme S: keys and values */
+    TAKES_KV_SIDES = 1 << 4,    /* --k-scheme S, --v-scheme S: one side each, over --kv-scheme */
+    TAKES_WINDOW = 1 << 5,      /* --text-file F, --ctx N, --stride N */
+    TAKES_EVAL = 1 << 6,        /* --windows, --max-tokens, --protocol, --shard, --batch, --precision */
+    TAKES_EVAL_RUN = TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_WINDOW | TAKES_EVAL,   /* ppl's and sweep's */
+};
 
-/* ------------------------------------------------------------------------- */
-/* Flags: "-name value", "--name value" and "--name=value" are all accepted. */
+/* The evaluation flags' values (TAKES_WINDOW, TAKES_EVAL). */
+typedef struct {
+    const char *text_file, *protocol, *precision;
+    int ctx, stride, windows, max_tokens, batch, shard_i, shard_n;
+} EvalFlags;
 
 typedef struct {
     int argc;
     char **argv;
-    int i;              /* next argument to read */
-    const char *value;  /* value of the last matched flag */
-    char bad[256];      /* first usage error */
+    int i;                      /* next argument to read */
+    const char *value;          /* value of the last matched flag */
+    char bad[256];              /* the usage error */
+    const char *cmd;            /* the command's name in messages ("validate" for --validate) */
+    unsigned takes;             /* TAKES_* */
+    const char *dir;            /* the shared flags' values */
+    int json, quiet;
+    const char *kv_scheme, *k_scheme, *v_scheme;   /* as given; NULL when not */
+    EvalFlags e;
 } Args;
 
 /* 1 if argv[i] is the flag `name` (a long name without dashes); takes its value if needed. */
@@ -103,47 +64,57 @@ static int flag(Args *a, const char *name, int takes_value) {
     s += (s[1] == '-') ? 2 : 1;
     size_t n = strlen(name);
     if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '=')) return 0;
+    a->i++;
     if (!takes_value) {
         if (s[n] == '=') snprintf(a->bad, sizeof a->bad, "flag -%s takes no value", name);
-        a->i++;
-        return 1;
-    }
-    if (s[n] == '=') {
+    } else if (s[n] == '=') {
         a->value = s + n + 1;
-        a->i++;
-    } else if (a->i + 1 < a->argc) {
-        a->value = a->argv[a->i + 1];
-        a->i += 2;
+    } else if (a->i < a->argc) {
+        a->value = a->argv[a->i++];
     } else {
         snprintf(a->bad, sizeof a->bad, "flag -%s needs a value", name);
         a->value = "";
-        a->i++;
     }
     return 1;
 }
 
-static int parse_int(Args *a, const char *name, int lo, int hi, int *out) {
+/* The value parsers replace flag()'s "needs a value" with their own error about "". */
+static void parse_int(Args *a, const char *name, int lo, int hi, int *out) {
     char *end;
     errno = 0;
     long v = strtol(a->value, &end, 10);
-    if (errno || end == a->value || *end || v < lo || v > hi) {
+    if (errno || end == a->value || *end || v < lo || v > hi)
         snprintf(a->bad, sizeof a->bad, "-%s: expected an integer in [%d, %d], got '%s'", name, lo, hi, a->value);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
+    else *out = (int)v;
 }
 
-static int parse_float(Args *a, const char *name, float lo, float hi, float *out) {
+static void parse_float(Args *a, const char *name, float lo, float hi, float *out) {
     char *end;
     errno = 0;
     float v = strtof(a->value, &end);
-    if (errno || end == a->value || *end || !(v >= lo && v <= hi)) {
+    if (errno || end == a->value || *end || !(v >= lo && v <= hi))
         snprintf(a->bad, sizeof a->bad, "-%s: expected a number in [%g, %g], got '%s'", name, lo, hi, a->value);
-        return -1;
-    }
-    *out = v;
-    return 0;
+    else *out = v;
+}
+
+static void parse_shard(Args *a, int *index, int *count) {
+    char extra;
+    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count)
+        snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
+}
+
+/* A LAYERED scheme (quant/scheme.h); a syntax error is a usage error. Checks against the model
+ * (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
+static int parse_scheme(Args *a, const char *text, KvLayered *out) {
+    char why[160];
+    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
+    snprintf(a->bad, sizeof a->bad, "KV scheme '%.60s': %.160s", text, why);
+    return -1;
+}
+
+/* A library call's failure on a flag's value, as the usage error. */
+static void take_error(Args *a, int rc, const Error *err) {
+    if (rc) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
 }
 
 static void unknown_arg(Args *a) {
@@ -151,985 +122,520 @@ static void unknown_arg(Args *a) {
     a->i++;
 }
 
-static int usage_error(const char *cmd, const char *msg) {
-    fprintf(stderr, "%s: %s (see ./run --help)\n", cmd, msg);
-    return EXIT_BAD_INPUT;
+/* The checks after the flags: the first error found is the one reported. */
+static void require(Args *a, int ok, const char *msg) {
+    if (!ok && !a->bad[0]) snprintf(a->bad, sizeof a->bad, "%s", msg);
 }
 
-/* A LAYERED scheme value of a flag (quant/scheme.h); syntax errors go to bad. Checks against the
- * model (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
-static int layered_or_error(const char *text, KvLayered *out, char *bad, size_t n) {
-    char why[160];
-    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
-    snprintf(bad, n, "KV scheme '%.60s': %.160s", text, why);
-    return -1;
+/* "--precision must be exact or bf16" unless value is one of the two. */
+static void one_of(Args *a, const char *flag_name, const char *value, const char *first, const char *second) {
+    if (!a->bad[0] && strcmp(value, first) && strcmp(value, second))
+        snprintf(a->bad, sizeof a->bad, "--%s must be %s or %s", flag_name, first, second);
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* ------------------------------------------------------------------------- */
-/* generate */
-
-/* TinyLlama-Chat's template: <|user|>\n{prompt}</s>\n<|assistant|>\n */
-static char *chat_prompt(const char *prompt) {
-    const char *pre = "<|user|>\n", *post = "</s>\n<|assistant|>\n";
-    size_t n = strlen(pre) + strlen(prompt) + strlen(post) + 1;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s%s%s", pre, prompt, post);
-    return s;
-}
-
-static int cmd_generate(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *prompt = "", *scheme_name = "fp32";
-    int steps = 256, chat = 0, seed_set = 0;
-    float temperature = 1.0f, top_p = 0.9f;
-    unsigned long long seed = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "i", 1) || flag(&a, "prompt", 1)) prompt = a.value;
-        else if (flag(&a, "n", 1) || flag(&a, "steps", 1)) parse_int(&a, "n", 1, 1 << 20, &steps);
-        else if (flag(&a, "t", 1) || flag(&a, "temperature", 1)) parse_float(&a, "t", 0.0f, 100.0f, &temperature);
-        else if (flag(&a, "p", 1) || flag(&a, "top-p", 1)) parse_float(&a, "p", 0.0f, 1.0f, &top_p);
-        else if (flag(&a, "s", 1) || flag(&a, "seed", 1)) { int v; if (!parse_int(&a, "s", 0, 2147483647, &v)) { seed = (unsigned long long)v; seed_set = 1; } }
-        else if (flag(&a, "chat", 0)) chat = 1;
-        else if (flag(&a, "kv-scheme", 1)) scheme_name = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    KvLayered scheme;
-    if (!a.bad[0]) layered_or_error(scheme_name, &scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("generate", a.bad);
-    if (!seed_set) seed = (unsigned long long)time(NULL);
-
-    Error err;
-    ModelDir L;
-    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "generate: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
-    char *text = chat ? chat_prompt(prompt) : strdup(prompt);
-    int n_prompt = 0;
-    int *tokens = text ? tokenizer_encode(L.tok, text, strlen(text), 1, &n_prompt) : NULL;
-    free(text);
-    if (steps > c->max_seq_len) steps = c->max_seq_len;
-    int rc = EXIT_BAD_INPUT;
-    RunState s = {0};
-    KvCache kv = {0};
-    Sampler sampler = {0};
-    int *seq = tokens ? realloc(tokens, (size_t)steps * sizeof *seq) : NULL;
-    if (!seq) { fprintf(stderr, "generate: out of memory\n"); goto done; }
-    tokens = seq;
-    if (n_prompt >= steps) {
-        fprintf(stderr, "generate: the prompt is %d tokens; -n %d leaves no room to generate\n", n_prompt, steps);
-        goto done;
-    }
-    if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, &err) ||
-        kv_cache_init(&kv, c, steps, s.max_batch, &scheme, &scheme, L.model.rope_inv_freq, &err) ||
-        sampler_init(&sampler, c->vocab_size, temperature, top_p, seed, &err)) {
-        fprintf(stderr, "generate: %s\n", err.msg);
-        goto done;
-    }
-    char piece[64];
-    for (int i = 0; i < n_prompt; i++) {
-        int len = tokenizer_piece_bytes(L.tok, i ? tokens[i - 1] : -1, tokens[i], piece);
-        fwrite(piece, 1, (size_t)len, stdout);
-    }
-    fflush(stdout);
-    double t0 = now_seconds();
-    prefill(&L.model, &s, &kv, tokens, n_prompt);
-    double t1 = now_seconds();
-    int pos = n_prompt;
-    for (; pos < steps; pos++) {
-        int next = sampler_next(&sampler, s.logits);
-        if (next == c->eos_id) break;
-        tokens[pos] = next;
-        int len = tokenizer_piece_bytes(L.tok, tokens[pos - 1], next, piece);
-        fwrite(piece, 1, (size_t)len, stdout);
-        fflush(stdout);
-        if (pos + 1 < steps) forward(&L.model, &s, &kv, &tokens[pos], 1, pos, 0);
-    }
-    double t2 = now_seconds();
-    int generated = pos - n_prompt;
-    printf("\n");
-    fflush(stdout);   /* the text ends before the statistics, on a pipe too */
-    fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s\n",
-            n_prompt, n_prompt / (t1 - t0), generated, generated > 0 ? generated / (t2 - t1) : 0.0);
-    rc = EXIT_OK;
-done:
-    sampler_free(&sampler);
-    kv_cache_free(&kv);
-    runstate_free(&s);
-    free(tokens);
-    modeldir_free(&L);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------- */
-/* logits */
-
-/* "1,450,4996" -> ids, each checked against the vocabulary. */
-static int *parse_token_list(const char *s, int vocab, int *n, char *bad, size_t badlen) {
-    int cap = 16, count = 0;
-    int *ids = malloc((size_t)cap * sizeof *ids);
-    const char *p = s;
-    while (ids) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (end == p || errno || v < 0 || v >= vocab) {
-            snprintf(bad, badlen, "--tokens: '%s' is not a list of ids in [0, %d)", s, vocab);
-            free(ids);
-            return NULL;
-        }
-        if (count == cap) {
-            int *grown = realloc(ids, (size_t)(cap *= 2) * sizeof *ids);
-            if (!grown) { free(ids); return NULL; }
-            ids = grown;
-        }
-        ids[count++] = (int)v;
-        if (*end == 0) break;
-        if (*end != ',') { snprintf(bad, badlen, "--tokens: unexpected '%c' in '%s'", *end, s); free(ids); return NULL; }
-        p = end + 1;
-    }
-    *n = count;
-    return ids;
-}
-
-/* The five largest logits of one position, as "pos 3: 450 (12.3456) ...". */
-static void print_top5(const float *row, int vocab, int pos) {
-    int best[5];
-    top_k_indices(row, vocab, 5, best);
-    printf("pos %d:", pos);
-    for (int k = 0; k < 5; k++) printf(" %d (%.4f)", best[k], row[best[k]]);
-    printf("\n");
-}
-
-static int cmd_logits(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *list = NULL, *out = NULL, *scheme_name = "fp32";
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "tokens", 1)) list = a.value;
-        else if (flag(&a, "out", 1) || flag(&a, "o", 1)) out = a.value;
-        else if (flag(&a, "kv-scheme", 1)) scheme_name = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && (!dir || !list)) snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and --tokens");
-    KvLayered scheme;
-    if (!a.bad[0]) layered_or_error(scheme_name, &scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("logits", a.bad);
-
-    Error err;
-    ModelDir L;
-    if (modeldir_load(&L, dir, 0, &err)) { fprintf(stderr, "logits: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
-    int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = parse_token_list(list, c->vocab_size, &n, a.bad, sizeof a.bad);
-    if (!ids) { usage_error("logits", a.bad[0] ? a.bad : "out of memory"); goto done; }
-    if (n > c->max_seq_len) { fprintf(stderr, "logits: %d tokens exceed the context of %d\n", n, c->max_seq_len); goto done; }
-    RunState s;
-    KvCache kv;
-    if (runstate_init(&s, c, n, &err) || kv_cache_init(&kv, c, n, n, &scheme, &scheme, L.model.rope_inv_freq, &err)) {
-        fprintf(stderr, "logits: %s\n", err.msg);
-        goto done;
-    }
-    forward(&L.model, &s, &kv, ids, n, 0, 0);
-    if (out) {
-        if (write_floats_file(out, s.logits, (size_t)n * c->vocab_size, &err)) fprintf(stderr, "logits: %s\n", err.msg);
-        else rc = EXIT_OK;
-    } else {
-        for (int t = 0; t < n; t++) print_top5(s.logits + (size_t)t * c->vocab_size, c->vocab_size, t);
-        rc = EXIT_OK;
-    }
-    kv_cache_free(&kv);
-    runstate_free(&s);
-done:
-    free(ids);
-    modeldir_free(&L);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------- */
-/* tokenize */
-
-static int cmd_tokenize(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *text = NULL, *text_file = NULL;
-    int bos = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "text", 1)) text = a.value;
-        else if (flag(&a, "text-file", 1)) text_file = a.value;
-        else if (flag(&a, "bos", 0)) bos = 1;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && (!dir || !text == !text_file))
-        snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR and one of --text, --text-file");
-    if (a.bad[0]) return usage_error("tokenize", a.bad);
-
-    char path[4096], msg[512];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", dir);
-    Tokenizer *tok = tokenizer_load(path, msg, sizeof msg);
-    if (!tok) { fprintf(stderr, "tokenize: %s\n", msg); return EXIT_BAD_INPUT; }
-    Error err;
-    size_t len = 0;
-    char *owned = NULL;
-    if (text_file) {
-        owned = read_whole_file(text_file, (size_t)1 << 30, &len, &err);
-        if (!owned) { fprintf(stderr, "tokenize: %s\n", err.msg); tokenizer_free(tok); return EXIT_BAD_INPUT; }
-        text = owned;
-    } else {
-        len = strlen(text);
-    }
-    int n = 0;
-    int *ids = tokenizer_encode(tok, text, len, bos, &n);
-    /* NULL only when out of memory: an empty text gives an empty list, not NULL */
-    if (!ids) fprintf(stderr, "tokenize: out of memory for %zu bytes of text\n", len);
-    for (int i = 0; ids && i < n; i++) printf(i ? " %d" : "%d", ids[i]);
-    if (ids) printf("\n");
-    int rc = ids ? EXIT_OK : EXIT_BAD_INPUT;
-    free(ids);
-    free(owned);
-    tokenizer_free(tok);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------- */
-/* ppl and ppl-merge */
-
-#define DEFAULT_TEXT "data/wikitext-2-raw/wiki.test.raw"
-
-static int parse_shard(Args *a, int *index, int *count) {
-    char extra;
-    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count) {
-        snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
-        return -1;
-    }
-    return 0;
-}
-
-/* The evaluation flags ppl and sweep share. */
-typedef struct {
-    const char *text_file, *protocol, *precision;
-    int ctx, stride, windows, max_tokens, batch, shard_i, shard_n, quiet, json;
-} EvalFlags;
-
-static EvalFlags eval_flags_default(void) {
-    return (EvalFlags){.text_file = DEFAULT_TEXT, .protocol = "hf", .precision = "exact", .stride = 512, .batch = 512,
-                       .shard_n = 1};
-}
-
-/* 1 if argv[a->i] is one of the shared evaluation flags (and consumes it). */
-static int eval_flag(Args *a, EvalFlags *e) {
-    if (flag(a, "text-file", 1)) e->text_file = a->value;
-    else if (flag(a, "precision", 1)) e->precision = a->value;
-    else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 2, 1 << 20, &e->ctx);
-    else if (flag(a, "stride", 1)) parse_int(a, "stride", 1, 1 << 20, &e->stride);
-    else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 30, &e->windows);
-    else if (flag(a, "max-tokens", 1)) parse_int(a, "max-tokens", 2, 1 << 30, &e->max_tokens);
-    else if (flag(a, "protocol", 1)) e->protocol = a->value;
-    else if (flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
-    else if (flag(a, "batch", 1)) parse_int(a, "batch", 1, 4096, &e->batch);
-    else if (flag(a, "quiet", 0)) e->quiet = 1;
-    else if (flag(a, "json", 0)) e->json = 1;
+/* Takes argv[a->i] if it is a shared flag the command takes, or its MODEL_DIR; 0 leaves it. */
+static int shared_flag(Args *a) {
+    unsigned t = a->takes;
+    EvalFlags *e = &a->e;
+    if ((t & TAKES_DIR) && a->argv[a->i][0] != '-' && !a->dir) a->dir = a->argv[a->i++];
+    else if ((t & TAKES_JSON) && flag(a, "json", 0)) a->json = 1;
+    else if ((t & TAKES_QUIET) && flag(a, "quiet", 0)) a->quiet = 1;
+    else if ((t & TAKES_KV_SCHEME) && flag(a, "kv-scheme", 1)) a->kv_scheme = a->value;
+    else if ((t & TAKES_KV_SIDES) && flag(a, "k-scheme", 1)) a->k_scheme = a->value;
+    else if ((t & TAKES_KV_SIDES) && flag(a, "v-scheme", 1)) a->v_scheme = a->value;
+    else if ((t & TAKES_WINDOW) && flag(a, "text-file", 1)) e->text_file = a->value;
+    else if ((t & TAKES_WINDOW) && flag(a, "ctx", 1)) parse_int(a, "ctx", 2, 1 << 20, &e->ctx);
+    else if ((t & TAKES_WINDOW) && flag(a, "stride", 1)) parse_int(a, "stride", 1, 1 << 20, &e->stride);
+    else if ((t & TAKES_EVAL) && flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 30, &e->windows);
+    else if ((t & TAKES_EVAL) && flag(a, "max-tokens", 1)) parse_int(a, "max-tokens", 2, 1 << 30, &e->max_tokens);
+    else if ((t & TAKES_EVAL) && flag(a, "protocol", 1)) e->protocol = a->value;
+    else if ((t & TAKES_EVAL) && flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
+    else if ((t & TAKES_EVAL) && flag(a, "batch", 1)) parse_int(a, "batch", 1, 4096, &e->batch);
+    else if ((t & TAKES_EVAL) && flag(a, "precision", 1)) e->precision = a->value;
     else return 0;
     return 1;
 }
 
-static void eval_flags_check(const EvalFlags *e, char *bad, size_t n) {
-    if (!bad[0] && strcmp(e->protocol, "hf") && strcmp(e->protocol, "llamacpp"))
-        snprintf(bad, n, "--protocol must be hf or llamacpp");
-    if (!bad[0] && strcmp(e->precision, "exact") && strcmp(e->precision, "bf16"))
-        snprintf(bad, n, "--precision must be exact or bf16");
+/* Reads past the shared flags: 1 while an argument is left for the command's own flags, 0 at
+ * the end or at the first error. */
+static int next_arg(Args *a) {
+    while (a->i < a->argc && !a->bad[0])
+        if (!shared_flag(a)) return 1;
+    return 0;
 }
 
-/* The model's precision and the window options from the flags (schemes and compare left). */
-static PplOptions eval_options(const EvalFlags *e, ModelDir *L) {
-    /* bf16 activations are about 2x faster on CPUs with AVX-512 BF16 but move logits by ~1e-2. */
-    L->model.precision = strcmp(e->precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
-    PplOptions o = {0};
-    o.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP;
-    o.ctx = e->ctx ? e->ctx : L->model.config.max_seq_len;
-    o.stride = e->stride;
-    o.max_windows = e->windows;
-    o.shard_index = e->shard_i;
-    o.shard_count = e->shard_n;
-    o.batch = e->batch < o.ctx ? e->batch : o.ctx;
-    return o;
-}
-
-static int cmd_ppl(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    EvalFlags e = eval_flags_default();
-    const char *dir = NULL, *kv = NULL, *ks = NULL, *vs = NULL;
-    int no_compare = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (eval_flag(&a, &e)) continue;
-        else if (flag(&a, "kv-scheme", 1)) kv = a.value;
-        else if (flag(&a, "k-scheme", 1)) ks = a.value;
-        else if (flag(&a, "v-scheme", 1)) vs = a.value;
-        else if (flag(&a, "no-compare", 0)) no_compare = 1;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+/* The shared flags' checks, after the command's own: --protocol and --precision, then the
+ * schemes of keys (k) and values (v; NULL for one scheme), default_scheme for a side no flag
+ * names. 1 when there is a usage error. */
+static int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayered *v) {
+    if (a->takes & TAKES_EVAL) {
+        one_of(a, "protocol", a->e.protocol, "hf", "llamacpp");
+        one_of(a, "precision", a->e.precision, "exact", "bf16");
     }
-    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    eval_flags_check(&e, a.bad, sizeof a.bad);
-    KvLayered k_scheme, v_scheme;
-    if (!a.bad[0]) layered_or_error(ks ? ks : kv ? kv : "fp32", &k_scheme, a.bad, sizeof a.bad);
-    if (!a.bad[0]) layered_or_error(vs ? vs : kv ? kv : "fp32", &v_scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("ppl", a.bad);
-    const char *text_file = e.text_file, *precision = e.precision;
-    int max_tokens = e.max_tokens, json = e.json, quiet = e.quiet, shard_i = e.shard_i, shard_n = e.shard_n;
+    const char *both = a->kv_scheme ? a->kv_scheme : default_scheme;
+    if (!a->bad[0] && k) parse_scheme(a, a->k_scheme ? a->k_scheme : both, k);
+    if (!a->bad[0] && v) parse_scheme(a, a->v_scheme ? a->v_scheme : both, v);
+    return a->bad[0] != 0;
+}
 
+static int usage_error(const Args *a) {
+    fprintf(stderr, "%s: %s (see ./run --help)\n", a->cmd, a->bad);
+    return EXIT_BAD_INPUT;
+}
+
+/* Bad input found past the flags (a file, the model): one line naming it. */
+static int bad_input(const Args *a, const char *msg) {
+    fprintf(stderr, "%s: %s\n", a->cmd, msg);
+    return EXIT_BAD_INPUT;
+}
+
+/* --- generate, logits, tokenize ----------------------------------------------------------- */
+
+static int cmd_generate(Args *a) {
+    GenerateOptions o = {.prompt = "", .steps = 256, .temperature = 1.0f, .top_p = 0.9f};
+    int seed = -1;
+    while (next_arg(a)) {
+        if (flag(a, "i", 1) || flag(a, "prompt", 1)) o.prompt = a->value;
+        else if (flag(a, "n", 1) || flag(a, "steps", 1)) parse_int(a, "n", 1, 1 << 20, &o.steps);
+        else if (flag(a, "t", 1) || flag(a, "temperature", 1)) parse_float(a, "t", 0.0f, 100.0f, &o.temperature);
+        else if (flag(a, "p", 1) || flag(a, "top-p", 1)) parse_float(a, "p", 0.0f, 1.0f, &o.top_p);
+        else if (flag(a, "s", 1) || flag(a, "seed", 1)) parse_int(a, "s", 0, 2147483647, &seed);
+        else if (flag(a, "chat", 0)) o.chat = 1;
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    KvLayered scheme;
+    if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
+    o.scheme = &scheme;
+    o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
     Error err;
-    ModelDir L;
-    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "ppl: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    const Config *c = &L.model.config;
-    PplOptions o = eval_options(&e, &L);
-    o.k_scheme = &k_scheme;
-    o.v_scheme = &v_scheme;
-    o.compare = !no_compare && !(kv_layered_is_fp32(&k_scheme) && kv_layered_is_fp32(&v_scheme));
-    Progress progress;
-    progress_init(&progress, "ppl", quiet);
-    o.progress = progress_update;
-    o.progress_user = &progress;
-
-    int rc = EXIT_BAD_INPUT, n_tokens = 0;
-    int *tokens = load_eval_tokens(text_file, L.tok, o.protocol == PPL_HF, &n_tokens, &err);
-    if (!tokens) { fprintf(stderr, "ppl: %s\n", err.msg); goto done; }
-    if (max_tokens && max_tokens < n_tokens) n_tokens = max_tokens;
-    PplReport report = {0};
-    if (ppl_evaluate(&L.model, tokens, n_tokens, &o, &report.result, &err)) {
-        fprintf(stderr, "ppl: %s\n", err.msg);
-        goto done;
-    }
-    progress_finish(&progress);
-    snprintf(report.model, sizeof report.model, "%s", dir);
-    snprintf(report.text_file, sizeof report.text_file, "%s", text_file);
-    snprintf(report.k_scheme, sizeof report.k_scheme, "%s", k_scheme.text);
-    snprintf(report.v_scheme, sizeof report.v_scheme, "%s", v_scheme.text);
-    /* the schemes were bound to this model when its caches were made, so these cannot fail */
-    char why[160];
-    if (kv_layered_bind(&k_scheme, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) == 0 &&
-        kv_layered_bind(&v_scheme, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why) == 0) {
-        kv_layered_bits(&k_scheme, c->n_layers, c->head_dim, o.ctx, &report.k_bits[0], &report.k_bits[1]);
-        kv_layered_bits(&v_scheme, c->n_layers, c->head_dim, o.ctx, &report.v_bits[0], &report.v_bits[1]);
-    }
-    snprintf(report.precision, sizeof report.precision, "%s", precision);
-    report.protocol_llamacpp = o.protocol == PPL_LLAMACPP;
-    report.ctx = o.ctx;
-    report.stride = o.stride;
-    report.n_tokens = n_tokens;
-    report.shard_index = shard_i;
-    report.shard_count = shard_n;
-    if (json) report_ppl_json(stdout, &report);
-    else report_ppl_text(stdout, &report);
-    rc = EXIT_OK;
-done:
-    free(tokens);
-    modeldir_free(&L);
-    return rc;
+    return generate_from_dir(a->dir, &o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
 }
 
-static int cmd_ppl_merge(int argc, char **argv) {
-    int json = 0, n = 0;
-    char **files = calloc((size_t)argc, sizeof *files);
-    if (!files) { fprintf(stderr, "ppl-merge: out of memory\n"); return EXIT_BAD_INPUT; }
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-json")) json = 1;
-        else if (argv[i][0] == '-') { free(files); return usage_error("ppl-merge", "unknown flag"); }
-        else files[n++] = argv[i];
+static int cmd_logits(Args *a) {
+    const char *list = NULL, *out = NULL;
+    while (next_arg(a)) {
+        if (flag(a, "tokens", 1)) list = a->value;
+        else if (flag(a, "out", 1) || flag(a, "o", 1)) out = a->value;
+        else unknown_arg(a);
     }
-    if (n == 0) { free(files); return usage_error("ppl-merge", "give the shards' JSON files"); }
+    require(a, a->dir && list, "needs MODEL_DIR and --tokens");
+    KvLayered scheme;
+    if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
+    Error err;
+    int bad_ids;
+    if (logits_from_dir(a->dir, list, &scheme, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
+    if (!bad_ids) return bad_input(a, err.msg);
+    take_error(a, -1, &err);   /* the --tokens list is checked against the model's vocabulary */
+    return usage_error(a);
+}
+
+static int cmd_tokenize(Args *a) {
+    const char *text = NULL, *text_file = NULL;
+    int bos = 0;
+    while (next_arg(a)) {
+        if (flag(a, "text", 1)) text = a->value;
+        else if (flag(a, "text-file", 1)) text_file = a->value;
+        else if (flag(a, "bos", 0)) bos = 1;
+        else unknown_arg(a);
+    }
+    require(a, a->dir && !text != !text_file, "needs MODEL_DIR and one of --text, --text-file");
+    if (a->bad[0]) return usage_error(a);
+    Error err;
+    if (tokenize_print(stdout, a->dir, text, text_file, bos, &err)) return bad_input(a, err.msg);
+    return EXIT_OK;
+}
+
+/* --- ppl, ppl-merge, sweep, sweep-merge --------------------------------------------------- */
+
+/* The window options from the flags; ctx 0 is the model's context (eval/ reads it there). */
+static PplOptions eval_options(const EvalFlags *e) {
+    return (PplOptions){.protocol = strcmp(e->protocol, "llamacpp") ? PPL_HF : PPL_LLAMACPP, .ctx = e->ctx,
+                        .stride = e->stride, .max_windows = e->windows, .shard_index = e->shard_i,
+                        .shard_count = e->shard_n, .batch = e->batch};
+}
+
+static void print_ppl_report(const Args *a, const PplReport *r) {
+    if (a->json) report_ppl_json(stdout, r);
+    else report_ppl_text(stdout, r);
+}
+
+static int cmd_ppl(Args *a) {
+    int no_compare = 0;
+    while (next_arg(a)) {
+        if (flag(a, "no-compare", 0)) no_compare = 1;
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    KvLayered k, v;
+    if (check_args(a, "fp32", &k, &v)) return usage_error(a);
+    PplRun run = {a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, a->quiet, eval_options(&a->e)};
+    run.o.k_scheme = &k;
+    run.o.v_scheme = &v;
+    run.o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
     PplReport report;
     Error err;
-    int rc = ppl_merge_files(files, n, &report, &err);
+    if (ppl_run(&run, &report, &err)) return bad_input(a, err.msg);
+    print_ppl_report(a, &report);
+    return EXIT_OK;
+}
+
+/* Its own parsing: --json or -json; the other arguments are files. */
+static int cmd_ppl_merge(Args *a) {
+    int n = 0;
+    char **files = calloc((size_t)a->argc, sizeof *files);
+    if (!files) return bad_input(a, "out of memory");
+    for (; a->i < a->argc; a->i++) {
+        if (!strcmp(a->argv[a->i], "--json") || !strcmp(a->argv[a->i], "-json")) a->json = 1;
+        else if (a->argv[a->i][0] == '-') require(a, 0, "unknown flag");
+        else files[n++] = a->argv[a->i];
+    }
+    require(a, n > 0, "give the shards' JSON files");
+    PplReport report;
+    Error err;
+    int failed = !a->bad[0] && ppl_merge_files(files, n, &report, &err);
     free(files);
-    if (rc) { fprintf(stderr, "ppl-merge: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (json) report_ppl_json(stdout, &report);
-    else report_ppl_text(stdout, &report);
+    if (a->bad[0]) return usage_error(a);
+    if (failed) return bad_input(a, err.msg);
+    print_ppl_report(a, &report);
     return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* sweep and sweep-merge */
-
-/* Splits "K[:V]" at the colon that ends K: a colon right after a layer range ("0:", "2-5:",
- * the start of a per-layer item) belongs to the LAYERED value. V = K when there is none. */
-static int split_config(const char *text, char *k, char *v, size_t n) {
-    const char *item = text;   /* start of the current ';' item */
-    for (const char *p = text; *p; p++) {
-        if (*p == ';') item = p + 1;
-        if (*p != ':') continue;
-        size_t len = (size_t)(p - item);
-        int layer_range = len > 0 && strspn(item, "0123456789-") == len;
-        if (layer_range) continue;
-        if ((size_t)(p - text) >= n || strlen(p + 1) >= n) return -1;
-        snprintf(k, n, "%.*s", (int)(p - text), text);
-        snprintf(v, n, "%s", p + 1);
-        return 0;
-    }
-    if (strlen(text) >= n) return -1;
-    snprintf(k, n, "%s", text);
-    snprintf(v, n, "%s", text);
-    return 0;
-}
-
-/* Adds one configuration "K[:V]" (parsed now; checked against the model later). */
-static void add_config(SweepSettings *s, const char *text, char *bad, size_t n) {
-    if (s->n_configs == SWEEP_MAX_CONFIGS) { snprintf(bad, n, "more than %d configurations", SWEEP_MAX_CONFIGS); return; }
-    SweepConfig *c = &s->configs[s->n_configs];
-    if (split_config(text, c->k_text, c->v_text, sizeof c->k_text)) { snprintf(bad, n, "configuration too long"); return; }
-    if (!c->k_text[0] || !c->v_text[0]) { snprintf(bad, n, "configuration '%.60s': empty K or V", text); return; }
-    if (layered_or_error(c->k_text, &c->k, bad, n) || layered_or_error(c->v_text, &c->v, bad, n)) return;
-    s->n_configs++;
-}
-
-/* --configs FILE: one K[:V] per line; '#' starts a comment; blank lines are skipped. */
-static void add_config_file(SweepSettings *s, const char *path, char *bad, size_t n) {
+static int cmd_sweep(Args *a) {
+    const char *out_dir = NULL;
+    SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
+    if (!s.configs) return bad_input(a, "out of memory");
     Error err;
-    size_t len;
-    char *text = read_whole_file(path, 1 << 20, &len, &err);
-    if (!text) { snprintf(bad, n, "--configs %.200s", err.msg); return; }
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && !bad[0]; line = strtok_r(NULL, "\n", &save)) {
-        line[strcspn(line, "#\r")] = 0;
-        while (*line == ' ' || *line == '\t') line++;
-        size_t l = strlen(line);
-        while (l > 0 && (line[l - 1] == ' ' || line[l - 1] == '\t')) line[--l] = 0;
-        if (l > 0) add_config(s, line, bad, n);
+    while (next_arg(a)) {
+        if (flag(a, "config", 1)) take_error(a, sweep_add_config(&s, a->value, &err), &err);
+        else if (flag(a, "configs", 1)) take_error(a, sweep_add_config_file(&s, a->value, &err), &err);
+        else if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else unknown_arg(a);
     }
-    free(text);
-    if (!bad[0] && s->n_configs == 0) snprintf(bad, n, "--configs %.200s: no configurations in it", path);
-}
-
-/* Binds each configuration to the model (a bad scheme for it: an error naming it) and
- * computes its stored and effective bits at ctx. */
-static int bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err) {
-    for (int i = 0; i < s->n_configs; i++) {
-        SweepConfig *sc = &s->configs[i];
-        char why[200];
-        if (kv_layered_bind(&sc->k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
-            kv_layered_bind(&sc->v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))
-            return error_set(err, "configuration %d (%s : %s): %s", i + 1, sc->k_text, sc->v_text, why);
-        kv_layered_bits(&sc->k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
-        kv_layered_bits(&sc->v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    require(a, out_dir != NULL, "missing --out-dir DIR (the journal and results go there)");
+    require(a, s.n_configs > 0, "no configurations: give --config K[:V] or --configs FILE");
+    int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
+    if (rc == EXIT_OK) {
+        s.ppl = eval_options(&a->e);
+        snprintf(s.model, sizeof s.model, "%s", a->dir);
+        snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
+        snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
+        if (sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+            rc = bad_input(a, err.msg);
     }
-    return 0;
-}
-
-/* Prints the table (or the JSON) and writes the out dir's files of a complete sweep. */
-static int sweep_finish(const char *cmd, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json) {
-    Error err;
-    if (sweep_write_outputs(out_dir, s, t, &err)) { fprintf(stderr, "%s: %s\n", cmd, err.msg); return EXIT_BAD_INPUT; }
-    if (json) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/results.json", out_dir);
-        size_t len;
-        char *text = read_whole_file(path, 1 << 26, &len, &err);
-        if (text) fputs(text, stdout);
-        free(text);
-    } else {
-        sweep_print_table(stdout, s, t);
-        printf("\nwrote %s/results.md, results.csv, results.json, chart.svg\n", out_dir);
-    }
-    return EXIT_OK;
-}
-
-static int cmd_sweep(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    EvalFlags e = eval_flags_default();
-    const char *dir = NULL, *out_dir = NULL;
-    SweepSettings s = {0};
-    s.configs = calloc(SWEEP_MAX_CONFIGS, sizeof *s.configs);
-    if (!s.configs) { fprintf(stderr, "sweep: out of memory\n"); return EXIT_BAD_INPUT; }
-    while (a.i < argc && !a.bad[0]) {
-        if (eval_flag(&a, &e)) continue;
-        else if (flag(&a, "config", 1)) add_config(&s, a.value, a.bad, sizeof a.bad);
-        else if (flag(&a, "configs", 1)) add_config_file(&s, a.value, a.bad, sizeof a.bad);
-        else if (flag(&a, "out-dir", 1)) out_dir = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && !dir) snprintf(a.bad, sizeof a.bad, "missing MODEL_DIR");
-    if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR (the journal and results go there)");
-    if (!a.bad[0] && s.n_configs == 0) snprintf(a.bad, sizeof a.bad, "no configurations: give --config K[:V] or --configs FILE");
-    eval_flags_check(&e, a.bad, sizeof a.bad);
-    Error err;
-    ModelDir L;
-    if (a.bad[0] || modeldir_load(&L, dir, 1, &err)) {
-        free(s.configs);
-        if (a.bad[0]) return usage_error("sweep", a.bad);
-        fprintf(stderr, "sweep: %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    s.ppl = eval_options(&e, &L);
-    snprintf(s.model, sizeof s.model, "%s", dir);
-    snprintf(s.text_file, sizeof s.text_file, "%s", e.text_file);
-    snprintf(s.precision, sizeof s.precision, "%s", e.precision);
-    int rc = EXIT_BAD_INPUT;
-    SweepTotals totals = {0};
-    int *tokens = load_eval_tokens(e.text_file, L.tok, s.ppl.protocol == PPL_HF, &s.n_tokens, &err);
-    if (!tokens || bind_configs(&s, &L.model.config, s.ppl.ctx, &err)) { fprintf(stderr, "sweep: %s\n", err.msg); goto done; }
-    if (e.max_tokens && e.max_tokens < s.n_tokens) s.n_tokens = e.max_tokens;
-    s.tokens_hash = sweep_tokens_hash(tokens, s.n_tokens);
-    s.windows_total = ppl_window_count(&s.ppl, s.n_tokens);
-    if (s.ppl.max_windows > 0 && s.ppl.max_windows < s.windows_total) s.windows_total = s.ppl.max_windows;
-    Progress progress;
-    progress_init(&progress, "sweep", e.quiet);
-    if (sweep_run(&L.model, tokens, &s, out_dir, &progress, &totals, &err)) {
-        progress_finish(&progress);
-        fprintf(stderr, "sweep: %s\n", err.msg);
-        goto done;
-    }
-    progress_finish(&progress);
-    if (!e.quiet)
-        fprintf(stderr, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
-                totals.run_seconds, totals.run_tokens, totals.run_seconds > 0 ? totals.run_tokens / totals.run_seconds : 0);
-    if (s.ppl.shard_count > 1) {
-        printf("shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
-               s.ppl.shard_index, s.ppl.shard_count, totals.windows, out_dir);
-        rc = EXIT_OK;
-    } else {
-        rc = sweep_finish("sweep", out_dir, &s, &totals, e.json);
-    }
-done:
-    sweep_totals_free(&totals);
-    free(tokens);
     free(s.configs);
-    modeldir_free(&L);
     return rc;
 }
 
-static int cmd_sweep_merge(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
+static int cmd_sweep_merge(Args *a) {
     const char *out_dir = NULL;
-    int json = 0, n = 0;
-    char **dirs = calloc((size_t)argc, sizeof *dirs);
-    if (!dirs) { fprintf(stderr, "sweep-merge: out of memory\n"); return EXIT_BAD_INPUT; }
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "out-dir", 1)) out_dir = a.value;
-        else if (flag(&a, "json", 0)) json = 1;
-        else if (argv[a.i][0] != '-') dirs[n++] = argv[a.i++];
-        else unknown_arg(&a);
+    int n = 0, rc = EXIT_BAD_INPUT;
+    char **dirs = calloc((size_t)a->argc, sizeof *dirs);
+    if (!dirs) return bad_input(a, "out of memory");
+    while (next_arg(a)) {
+        if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else if (a->argv[a->i][0] != '-') dirs[n++] = a->argv[a->i++];
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && n == 0) snprintf(a.bad, sizeof a.bad, "give the shards' --out-dir directories");
-    if (!a.bad[0] && !out_dir) snprintf(a.bad, sizeof a.bad, "missing --out-dir DIR for the merged results");
-    if (a.bad[0]) { free(dirs); return usage_error("sweep-merge", a.bad); }
+    require(a, n > 0, "give the shards' --out-dir directories");
+    require(a, out_dir != NULL, "missing --out-dir DIR for the merged results");
     SweepSettings s;
-    SweepTotals totals;
+    SweepTotals t = {0};
     Error err;
-    int rc = EXIT_BAD_INPUT;
-    if (sweep_merge(dirs, n, &s, &totals, &err)) fprintf(stderr, "sweep-merge: %s\n", err.msg);
-    else rc = sweep_finish("sweep-merge", out_dir, &s, &totals, json), free(s.configs);
-    sweep_totals_free(&totals);
+    if (a->bad[0]) usage_error(a);
+    else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
+    else {
+        rc = sweep_finish(stdout, out_dir, &s, &t, a->json, &err) ? bad_input(a, err.msg) : EXIT_OK;
+        free(s.configs);
+    }
+    sweep_totals_free(&t);
     free(dirs);
     return rc;
 }
 
-/* ------------------------------------------------------------------------- */
-/* kv-extract, kv-info */
+/* --- kv-extract, kv-info, compress, decompress, --quick-test ------------------------------ */
 
-/* The last path component of a model directory, as the cache's model_name. */
-static void base_name(const char *dir, char *name, size_t cap) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    size_t start = n;
-    while (start > 0 && dir[start - 1] != '/') start--;
-    snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
+static int cmd_kv_extract(Args *a) {
+    const char *prompt = NULL, *list = NULL, *out = NULL, *dtype = "f32";
+    while (next_arg(a)) {
+        if (flag(a, "i", 1) || flag(a, "prompt", 1)) prompt = a->value;
+        else if (flag(a, "tokens", 1)) list = a->value;
+        else if (flag(a, "o", 1) || flag(a, "output", 1)) out = a->value;
+        else if (flag(a, "dtype", 1)) dtype = a->value;
+        else unknown_arg(a);
+    }
+    require(a, a->dir && out && !prompt != !list, "needs MODEL_DIR, -o FILE and one of -i PROMPT, --tokens IDS");
+    one_of(a, "dtype", dtype, "f32", "f16");
+    if (a->bad[0]) return usage_error(a);
+    Error err;
+    int n, layers;
+    DType dt = strcmp(dtype, "f16") ? DT_F32 : DT_F16;
+    if (kv_extract_from_dir(a->dir, prompt, list, out, dt, &n, &layers, &err)) return bad_input(a, err.msg);
+    fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, layers, out);
+    return EXIT_OK;
 }
 
-static int cmd_kv_extract(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *dir = NULL, *prompt = NULL, *list = NULL, *out = NULL, *dtype = "f32";
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "i", 1) || flag(&a, "prompt", 1)) prompt = a.value;
-        else if (flag(&a, "tokens", 1)) list = a.value;
-        else if (flag(&a, "o", 1) || flag(&a, "output", 1)) out = a.value;
-        else if (flag(&a, "dtype", 1)) dtype = a.value;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+static int cmd_kv_info(Args *a) {
+    const char *model = NULL;
+    while (next_arg(a)) {
+        if (flag(a, "model", 1)) model = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!dir || !out || !prompt == !list))
-        snprintf(a.bad, sizeof a.bad, "needs MODEL_DIR, -o FILE and one of -i PROMPT, --tokens IDS");
-    if (!a.bad[0] && strcmp(dtype, "f32") && strcmp(dtype, "f16")) snprintf(a.bad, sizeof a.bad, "--dtype must be f32 or f16");
-    if (a.bad[0]) return usage_error("kv-extract", a.bad);
-
+    require(a, a->dir != NULL, "missing FILE");
+    if (a->bad[0]) return usage_error(a);
     Error err;
-    ModelDir L;
-    if (modeldir_load(&L, dir, 1, &err)) { fprintf(stderr, "kv-extract: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    int n = 0, rc = EXIT_BAD_INPUT;
-    int *ids = list ? parse_token_list(list, L.model.config.vocab_size, &n, a.bad, sizeof a.bad)
-                    : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
-    KvSnapshot snap = {0};
-    char model_name[128];
-    base_name(dir, model_name, sizeof model_name);
-    if (!ids) fprintf(stderr, "kv-extract: %s\n", a.bad[0] ? a.bad : "out of memory");
-    else if (kv_snapshot_of_prompt(&L.model, ids, n, model_name, &snap, &err) ||
-             kv_snapshot_save(out, &snap, strcmp(dtype, "f16") ? DT_F32 : DT_F16, &err))
-        fprintf(stderr, "kv-extract: %s\n", err.msg);
-    else {
-        fprintf(stderr, "kv-extract: %d tokens x %d layers -> %s\n", n, L.model.config.n_layers, out);
-        rc = EXIT_OK;
-    }
-    kv_snapshot_free(&snap);
-    free(ids);
-    modeldir_free(&L);
-    return rc;
-}
-
-static int cmd_kv_info(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *file = NULL, *model = NULL;
-    int json = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "model", 1)) model = a.value;
-        else if (flag(&a, "json", 0)) json = 1;
-        else if (argv[a.i][0] != '-' && !file) file = argv[a.i++];
-        else unknown_arg(&a);
-    }
-    if (!a.bad[0] && !file) snprintf(a.bad, sizeof a.bad, "missing FILE");
-    if (a.bad[0]) return usage_error("kv-info", a.bad);
-    Error err;
-    KvSnapshot snap;
-    char k_scheme[512], v_scheme[512];
-    if (kv_load_any(file, &snap, k_scheme, v_scheme, sizeof k_scheme, &err)) {
-        fprintf(stderr, "kv-info: %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    KvStats stats;
-    kv_snapshot_stats(&snap, &stats);
-    char mismatches[1024] = "";
-    int n_mismatches = -1;
-    if (model) {
-        Config c;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/config.json", model);
-        if (config_load(&c, path, &err)) { fprintf(stderr, "kv-info: %s\n", err.msg); kv_snapshot_free(&snap); return EXIT_BAD_INPUT; }
-        n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
-    }
-    report_kv_info(stdout, file, k_scheme, v_scheme, &snap, &stats, mismatches, n_mismatches, json);
-    kv_snapshot_free(&snap);
+    int n_mismatches;
+    if (kv_info(stdout, a->dir, model, a->json, &n_mismatches, &err)) return bad_input(a, err.msg);
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* compress, decompress, --quick-test */
-
 /* "--scheme int4 -group-size 64" -> "int4-g64" (the seed's flags); any other spelling is kept. */
-static int compose_scheme(const char *scheme, int group, KvLayered *out, char *bad, size_t badlen) {
-    char name[64];
+static void compose_scheme(const char *scheme, int group, char *name, size_t n) {
     const char *asym = strstr(scheme, "-asym");
     size_t stem = asym ? (size_t)(asym - scheme) : strlen(scheme);
     int plain_int = !strncmp(scheme, "int", 3) && strspn(scheme + 3, "0123456789") == stem - 3 && stem > 3;
-    if (plain_int) snprintf(name, sizeof name, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
-    else snprintf(name, sizeof name, "%.63s", scheme);
-    return layered_or_error(name, out, bad, badlen);
+    if (plain_int) snprintf(name, n, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
+    else snprintf(name, n, "%.63s", scheme);
 }
 
-typedef struct {
-    const char *input, *output;
-    int metrics_only, verbose;
-    KvLayered k_scheme, v_scheme;
-    CompressOptions o;
-} CompressArgs;
-
-static int parse_compress(int argc, char **argv, CompressArgs *ca, char *bad, size_t badlen) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    const char *scheme = "int4", *full = NULL, *k_full = NULL, *v_full = NULL;
-    int group = 64;
+static int cmd_compress(Args *a) {
+    const char *input = NULL, *output = NULL, *scheme = "int4";
+    int group = 64, lz4 = 0, metrics_only = 0, verbose = 0;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
-    memset(ca, 0, sizeof *ca);
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "input", 1) || flag(&a, "i", 1)) ca->input = a.value;
-        else if (flag(&a, "output", 1) || flag(&a, "o", 1)) ca->output = a.value;
-        else if (flag(&a, "scheme", 1)) scheme = a.value;
-        else if (flag(&a, "kv-scheme", 1)) full = a.value;
-        else if (flag(&a, "k-scheme", 1)) k_full = a.value;
-        else if (flag(&a, "v-scheme", 1)) v_full = a.value;
-        else if (flag(&a, "group-size", 1)) parse_int(&a, "group-size", 1, 1 << 20, &group);
-        else if (flag(&a, "sparsity", 1)) parse_float(&a, "sparsity", -1e9f, 1e9f, &sparsity);
-        else if (flag(&a, "max-rmse", 1)) parse_float(&a, "max-rmse", 0, 1e9f, &rmse);
-        else if (flag(&a, "min-snr", 1)) parse_float(&a, "min-snr", -1e9f, 1e9f, &snr);
-        else if (flag(&a, "min-cosine", 1)) parse_float(&a, "min-cosine", -1, 1, &cosine);
-        else if (flag(&a, "lz4", 0)) ca->o.lz4 = 1;
-        else if (flag(&a, "metrics-only", 0)) ca->metrics_only = 1;
-        else if (flag(&a, "verbose", 0) || flag(&a, "v", 0)) ca->verbose = 1;
-        else unknown_arg(&a);
+    while (next_arg(a)) {
+        if (flag(a, "input", 1) || flag(a, "i", 1)) input = a->value;
+        else if (flag(a, "output", 1) || flag(a, "o", 1)) output = a->value;
+        else if (flag(a, "scheme", 1)) scheme = a->value;
+        else if (flag(a, "group-size", 1)) parse_int(a, "group-size", 1, 1 << 20, &group);
+        else if (flag(a, "sparsity", 1)) parse_float(a, "sparsity", -1e9f, 1e9f, &sparsity);
+        else if (flag(a, "max-rmse", 1)) parse_float(a, "max-rmse", 0, 1e9f, &rmse);
+        else if (flag(a, "min-snr", 1)) parse_float(a, "min-snr", -1e9f, 1e9f, &snr);
+        else if (flag(a, "min-cosine", 1)) parse_float(a, "min-cosine", -1, 1, &cosine);
+        else if (flag(a, "lz4", 0)) lz4 = 1;
+        else if (flag(a, "metrics-only", 0)) metrics_only = 1;
+        else if (flag(a, "verbose", 0) || flag(a, "v", 0)) verbose = 1;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!ca->input || (!ca->output && !ca->metrics_only)))
-        snprintf(a.bad, sizeof a.bad, "needs -input IN and -output OUT (or --metrics-only)");
-    if (!a.bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
-        snprintf(a.bad, sizeof a.bad, "-sparsity %g must be in [0, 1)", sparsity);
-    if (!a.bad[0] && ca->output && !ca->metrics_only && !strcmp(ca->input, ca->output))
-        snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
-    /* --kv-scheme (or --scheme and --group-size) names both sides; --k-scheme / --v-scheme one side */
-    if (!a.bad[0] && full) layered_or_error(full, &ca->k_scheme, a.bad, sizeof a.bad);
-    else if (!a.bad[0]) compose_scheme(scheme, group, &ca->k_scheme, a.bad, sizeof a.bad);
-    ca->v_scheme = ca->k_scheme;
-    if (!a.bad[0] && k_full) layered_or_error(k_full, &ca->k_scheme, a.bad, sizeof a.bad);
-    if (!a.bad[0] && v_full) layered_or_error(v_full, &ca->v_scheme, a.bad, sizeof a.bad);
-    ca->o.k_scheme = &ca->k_scheme;
-    ca->o.v_scheme = &ca->v_scheme;
-    ca->o.sparsity = sparsity;
-    ca->o.max_rmse = rmse;
-    ca->o.min_snr_db = snr;
-    ca->o.min_cosine = cosine;
-    if (ca->metrics_only) ca->output = NULL;
-    snprintf(bad, badlen, "%s", a.bad);
-    return a.bad[0] ? -1 : 0;
-}
-
-static int cmd_compress(int argc, char **argv) {
-    CompressArgs ca;
-    char bad[256];
-    if (parse_compress(argc, argv, &ca, bad, sizeof bad)) return usage_error("compress", bad);
+    require(a, input && (output || metrics_only), "needs -input IN and -output OUT (or --metrics-only)");
+    if (!a->bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
+        snprintf(a->bad, sizeof a->bad, "-sparsity %g must be in [0, 1)", sparsity);
+    if (input && output && !metrics_only) require(a, strcmp(input, output) != 0, "-output must differ from -input");
+    /* --kv-scheme (or --scheme, -group-size) is checked even when --k-scheme and --v-scheme replace it */
+    char composed[64];
+    KvLayered k, v;
+    compose_scheme(scheme, group, composed, sizeof composed);
+    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, &k);
+    if (check_args(a, composed, &k, &v)) return usage_error(a);
+    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine};
     Error err;
     KvSnapshot snap;
-    CompressReport r;
-    if (kv_snapshot_load(ca.input, &snap, &err)) { fprintf(stderr, "compress: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (kv_compress(&snap, &ca.o, ca.output, &r, NULL, &err)) {
-        fprintf(stderr, "compress: %s: %s\n", ca.input, err.msg);
-        kv_snapshot_free(&snap);
-        return EXIT_BAD_INPUT;
-    }
-    report_compress_json(stdout, &r, &ca.o, 1);
-    if (ca.verbose) report_compress_text(stderr, &r, &ca.o);
-    int rc = r.passed ? EXIT_OK : EXIT_QUALITY;
-    compress_report_free(&r);
+    int passed;
+    if (kv_snapshot_load(input, &snap, &err)) return bad_input(a, err.msg);
+    int rc = kv_compress_print(&snap, &o, metrics_only ? NULL : output, stdout, verbose ? stderr : NULL, &passed, &err);
     kv_snapshot_free(&snap);
-    return rc;
+    if (rc) fprintf(stderr, "compress: %s: %s\n", input, err.msg);
+    return rc ? EXIT_BAD_INPUT : passed ? EXIT_OK : EXIT_QUALITY;
 }
 
-static int cmd_decompress(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
+static int cmd_decompress(Args *a) {
     const char *in = NULL, *out = NULL;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "input", 1) || flag(&a, "i", 1)) in = a.value;
-        else if (flag(&a, "output", 1) || flag(&a, "o", 1)) out = a.value;
-        else unknown_arg(&a);
+    while (next_arg(a)) {
+        if (flag(a, "input", 1) || flag(a, "i", 1)) in = a->value;
+        else if (flag(a, "output", 1) || flag(a, "o", 1)) out = a->value;
+        else unknown_arg(a);
     }
-    if (!a.bad[0] && (!in || !out)) snprintf(a.bad, sizeof a.bad, "needs -input IN and -output OUT");
-    if (!a.bad[0] && !strcmp(in, out)) snprintf(a.bad, sizeof a.bad, "-output must differ from -input");
-    if (a.bad[0]) return usage_error("decompress", a.bad);
+    require(a, in && out, "needs -input IN and -output OUT");
+    if (in && out) require(a, strcmp(in, out) != 0, "-output must differ from -input");
+    if (a->bad[0]) return usage_error(a);
     Error err;
-    KvSnapshot snap;
-    if (kv_decompress_file(in, &snap, &err)) { fprintf(stderr, "decompress: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    int rc = kv_snapshot_save(out, &snap, DT_F32, &err) ? EXIT_BAD_INPUT : EXIT_OK;
-    if (rc) fprintf(stderr, "decompress: %s\n", err.msg);
-    kv_snapshot_free(&snap);
-    return rc;
+    return kv_decompress_to(in, out, &err) ? bad_input(a, err.msg) : EXIT_OK;
 }
 
-static int cmd_quick_test(void) {
+/* No flags: what follows is ignored, as it always was (schemes too). */
+static int cmd_quick_test(Args *a) {
     Error err;
-    KvSnapshot snap;
-    CompressReport r;
-    KvLayered int4;
-    char why[160];
-    kv_layered_parse("int4-g64", &int4, why, sizeof why);
-    CompressOptions o = {&int4, &int4, 0.0, 0, 0.10, 18.0, 0.99};
-    if (quick_test_cache(&snap, 42, &err) || kv_compress(&snap, &o, NULL, &r, NULL, &err)) {
-        fprintf(stderr, "quick-test: %s\n", err.msg);
-        return EXIT_BAD_INPUT;
-    }
-    printf("quick test: synthetic KV cache, %d layers x %d KV heads x %d tokens x %d dims, seed 42\n",
-           snap.n_layers, snap.n_kv_heads, snap.seq_len, snap.head_dim);
-    printf("  values drawn with mini-llama-brown's per-layer key/value mean and std; signal RMS %.4f\n",
-           kv_snapshot_rms(&snap));
-    printf("  int4-g64: ratio %.3fx, rmse %.5f (%.2f%% of RMS), snr %.2f dB, cosine %.5f, max error %.4f\n",
-           r.compression_ratio, r.quality.rmse, 100.0 * r.quality.rmse / kv_snapshot_rms(&snap), r.quality.snr_db,
-           r.quality.cosine_similarity, r.quality.max_error);
-    printf("  thresholds: rmse < %.2f, snr > %.0f dB, cosine > %.2f\n", o.max_rmse, o.min_snr_db, o.min_cosine);
-    for (int i = 0; i < r.n_violations; i++) printf("  violation: %s\n", r.violations[i]);
-    printf("%s (%s)\n", r.passed ? "PASSED" : "FAILED", r.quality_level);
-    int rc = r.passed ? EXIT_OK : EXIT_QUALITY;
-    compress_report_free(&r);
-    kv_snapshot_free(&snap);
-    return rc;
+    int passed;
+    if (quick_test_run(stdout, &passed, &err)) return bad_input(a, err.msg);
+    return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
-/* ------------------------------------------------------------------------- */
-/* --validate */
+/* --- --validate --------------------------------------------------------------------------- */
 
-#define BUNDLED_MODEL "data/models/mini-llama-brown"
-#define TINYLLAMA_DIR "models/tinyllama"
-#define VALIDATE_WINDOWS 8   /* about 5 s on the bundled model with 2 cores */
-
-/* "0.5" is a perplexity delta; "0.5%" a relative one. Either replaces both default bars. */
-static int parse_threshold(Args *a, ValidateOptions *o) {
-    char *end;
-    errno = 0;
-    double value = strtod(a->value, &end);
-    int percent = *end == '%';
-    if (percent) end++;
-    if (errno || end == a->value || *end || !(value > 0) || !isfinite(value)) {
+/* --threshold (eval/validate.h); as the value parsers, replaces "needs a value". */
+static void parse_threshold(Args *a, ValidateOptions *o) {
+    if (validate_parse_threshold(a->value, o))
         snprintf(a->bad, sizeof a->bad, "--threshold: expected a positive number or percentage, got '%s'", a->value);
-        return -1;
-    }
-    o->threshold_ppl = percent ? 0 : value;
-    o->threshold_percent = percent ? value : 0;
-    return 0;
 }
 
-static int cmd_validate(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
-    ValidateOptions o = {0};
-    const char *kv = "int4-g64", *ks = NULL, *vs = NULL;
-    int json = 0;
-    o.text_file = DEFAULT_TEXT;
-    o.threshold_ppl = 0.5;
-    o.threshold_percent = 1.0;
-    o.windows = VALIDATE_WINDOWS;
-    o.stride = 512;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "model", 1)) o.model_dir = a.value;
-        else if (flag(&a, "threshold", 1)) parse_threshold(&a, &o);
-        else if (flag(&a, "kv-scheme", 1)) kv = a.value;
-        else if (flag(&a, "k-scheme", 1)) ks = a.value;
-        else if (flag(&a, "v-scheme", 1)) vs = a.value;
-        else if (flag(&a, "windows", 1)) parse_int(&a, "windows", 1, 1 << 20, &o.windows);
-        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 2, 1 << 20, &o.ctx);
-        else if (flag(&a, "stride", 1)) parse_int(&a, "stride", 1, 1 << 20, &o.stride);
-        else if (flag(&a, "text-file", 1)) o.text_file = a.value;
-        else if (flag(&a, "quiet", 0)) o.quiet = 1;
-        else if (flag(&a, "json", 0)) json = 1;
-        else unknown_arg(&a);
+static int cmd_validate(Args *a) {
+    /* 8 windows: about 5 s on the bundled model with 2 cores */
+    ValidateOptions o = {.threshold_ppl = 0.5, .threshold_percent = 1.0, .windows = 8};
+    while (next_arg(a)) {
+        if (flag(a, "model", 1)) o.model_dir = a->value;
+        else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 20, &o.windows);   /* not ppl's bound */
+        else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
+        else unknown_arg(a);
     }
-    KvLayered k_scheme, v_scheme;
-    if (!a.bad[0]) layered_or_error(ks ? ks : kv, &k_scheme, a.bad, sizeof a.bad);
-    if (!a.bad[0]) layered_or_error(vs ? vs : kv, &v_scheme, a.bad, sizeof a.bad);
-    if (a.bad[0]) return usage_error("validate", a.bad);
-    o.k_scheme = &k_scheme;
-    o.v_scheme = &v_scheme;
-    if (o.model_dir) o.model_note = "--model";
-    else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o.model_dir = TINYLLAMA_DIR; o.model_note = "exported TinyLlama"; }
-    else { o.model_dir = BUNDLED_MODEL; o.model_note = "bundled"; }
-    FILE *out = o.quiet ? NULL : json ? stderr : stdout;
-    if (out && !strcmp(o.model_note, "bundled"))
-        fprintf(out, "Using the bundled model %s. For TinyLlama-1.1B run:\n"
-                     "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
-
+    KvLayered k, v;
+    if (check_args(a, "int4-g64", &k, &v)) return usage_error(a);
+    o.k_scheme = &k;
+    o.v_scheme = &v;
+    o.text_file = a->e.text_file;
+    o.ctx = a->e.ctx;
+    o.stride = a->e.stride;
+    o.quiet = a->quiet;
     Error err;
-    ModelDir L;
-    if (modeldir_load(&L, o.model_dir, 1, &err)) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (!o.ctx) o.ctx = L.model.config.max_seq_len;
-    ValidateResult r;
-    int rc = validate_run(&L.model, L.tok, &o, out, &r, &err);
-    modeldir_free(&L);
-    if (rc) { fprintf(stderr, "validate: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (out) validate_print_results(out, &o, &r);
-    if (json) validate_print_json(stdout, &o, &r);
-    return r.passed ? EXIT_OK : EXIT_QUALITY;
+    int passed;
+    FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
+    if (validate_default_run(&o, out, a->json ? stdout : NULL, &passed, &err)) return bad_input(a, err.msg);
+    return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
-/* ------------------------------------------------------------------------- */
-/* bench */
+/* --- bench, schemes, --help --------------------------------------------------------------- */
 
-#define TINYLLAMA_CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
-
-/* --random NAME: "tinyllama", a config.json, or a directory holding one. */
-static void random_config_path(const char *name, char *out, size_t n) {
-    if (!strcmp(name, "tinyllama")) snprintf(out, n, "%s", TINYLLAMA_CONFIG);
-    else if (strlen(name) > 5 && !strcmp(name + strlen(name) - 5, ".json")) snprintf(out, n, "%s", name);
-    else snprintf(out, n, "%s/config.json", name);
-}
-
-static int cmd_bench(int argc, char **argv) {
-    Args a = {argc, argv, 2, NULL, {0}};
+/* Its scheme flags are its own, checked as they come: --kv-scheme is the cache of the prefill
+ * and decode runs, the long ones are compared with fp32 at --ctx. */
+static int cmd_bench(Args *a) {
     BenchOptions o;
     bench_default_options(&o);
-    const char *dir = NULL, *random = NULL, *dtype = "bf16", *precision = "bf16";
-    int json = 0;
-    while (a.i < argc && !a.bad[0]) {
-        if (flag(&a, "random", 1)) random = a.value;
-        else if (flag(&a, "p", 1)) parse_int(&a, "p", 1, 1 << 16, &o.prompt);
-        else if (flag(&a, "n", 1)) parse_int(&a, "n", 1, 1 << 16, &o.gen);
-        else if (flag(&a, "ctx", 1)) parse_int(&a, "ctx", 0, 1 << 20, &o.long_ctx);
-        else if (flag(&a, "kv-scheme", 1)) layered_or_error(a.value, &o.scheme, a.bad, sizeof a.bad);
-        else if (flag(&a, "long-scheme", 1)) {
-            layered_or_error(a.value, &o.long_k, a.bad, sizeof a.bad);
-            o.long_v = o.long_k;
+    const char *random = NULL, *dtype = "bf16", *precision = "bf16";
+    while (next_arg(a)) {
+        if (flag(a, "random", 1)) random = a->value;
+        else if (flag(a, "p", 1)) parse_int(a, "p", 1, 1 << 16, &o.prompt);
+        else if (flag(a, "n", 1)) parse_int(a, "n", 1, 1 << 16, &o.gen);
+        else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 0, 1 << 20, &o.long_ctx);
+        else if (flag(a, "kv-scheme", 1)) parse_scheme(a, a->value, &o.scheme);
+        else if (flag(a, "long-scheme", 1)) {
+            if (!parse_scheme(a, a->value, &o.long_k)) o.long_v = o.long_k;
         }
-        else if (flag(&a, "long-k-scheme", 1)) layered_or_error(a.value, &o.long_k, a.bad, sizeof a.bad);
-        else if (flag(&a, "long-v-scheme", 1)) layered_or_error(a.value, &o.long_v, a.bad, sizeof a.bad);
-        else if (flag(&a, "threads", 1)) parse_int(&a, "threads", 1, 1024, &o.threads);
-        else if (flag(&a, "repeat", 1)) parse_int(&a, "repeat", 1, 64, &o.repeats);
-        else if (flag(&a, "dtype", 1)) dtype = a.value;
-        else if (flag(&a, "precision", 1)) precision = a.value;
-        else if (flag(&a, "no-probe", 0)) o.probe_machine = 0;
-        else if (flag(&a, "ppl", 0)) o.ppl_windows = 4;
-        else if (flag(&a, "ppl-windows", 1)) parse_int(&a, "ppl-windows", 2, 1 << 16, &o.ppl_windows);
-        else if (flag(&a, "ppl-batch", 1)) parse_int(&a, "ppl-batch", 1, 4096, &o.ppl_batch);
-        else if (flag(&a, "json", 0)) json = 1;
-        else if (argv[a.i][0] != '-' && !dir) dir = argv[a.i++];
-        else unknown_arg(&a);
+        else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, &o.long_k);
+        else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o.long_v);
+        else if (flag(a, "threads", 1)) parse_int(a, "threads", 1, 1024, &o.threads);
+        else if (flag(a, "repeat", 1)) parse_int(a, "repeat", 1, 64, &o.repeats);
+        else if (flag(a, "dtype", 1)) dtype = a->value;
+        else if (flag(a, "precision", 1)) precision = a->value;
+        else if (flag(a, "no-probe", 0)) o.probe_machine = 0;
+        else if (flag(a, "ppl", 0)) o.ppl_windows = 4;
+        else if (flag(a, "ppl-windows", 1)) parse_int(a, "ppl-windows", 2, 1 << 16, &o.ppl_windows);
+        else if (flag(a, "ppl-batch", 1)) parse_int(a, "ppl-batch", 1, 4096, &o.ppl_batch);
+        else unknown_arg(a);
     }
+    require(a, !a->dir != !random, "give MODEL_DIR or --random NAME");
+    one_of(a, "precision", precision, "bf16", "exact");
     DType dt = DT_BF16;
-    if (!a.bad[0] && !dir == !random) snprintf(a.bad, sizeof a.bad, "give MODEL_DIR or --random NAME");
-    if (!a.bad[0] && strcmp(precision, "bf16") && strcmp(precision, "exact"))
-        snprintf(a.bad, sizeof a.bad, "--precision must be bf16 or exact");
-    if (!a.bad[0] && (!strcmp(dtype, "f32") || !strcmp(dtype, "F32"))) dt = DT_F32;
-    else if (!a.bad[0] && (!strcmp(dtype, "f16") || !strcmp(dtype, "F16"))) dt = DT_F16;
-    else if (!a.bad[0] && strcmp(dtype, "bf16") && strcmp(dtype, "BF16"))
-        snprintf(a.bad, sizeof a.bad, "--dtype must be bf16, f16 or f32");
-    if (a.bad[0]) return usage_error("bench", a.bad);
-
+    if (!a->bad[0] && bench_parse_dtype(dtype, &dt)) require(a, 0, "--dtype must be bf16, f16 or f32");
+    if (a->bad[0]) return usage_error(a);
     Error err;
-    Model m;
-    char config[4096], name[256];
-    if (random) {
-        random_config_path(random, config, sizeof config);
-        snprintf(name, sizeof name, "random %s", random);
-        if (model_init_random(&m, config, dt, 1234, &err)) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    } else {
-        snprintf(name, sizeof name, "%s", dir);
-        if (model_load(&m, dir, &err)) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    }
-    m.precision = strcmp(precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
-    BenchResult r;
-    int rc = bench_run(&m, name, &o, &r, &err);
-    model_free(&m);
-    if (rc) { fprintf(stderr, "bench: %s\n", err.msg); return EXIT_BAD_INPUT; }
-    if (json) bench_print_json(stdout, &r);
-    else bench_print_text(stdout, &r);
+    if (bench_report(a->dir, random, dt, precision, &o, a->json, stdout, &err)) return bad_input(a, err.msg);
     return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* schemes */
-
-/* The bases (one codec each) with the stored bits per value of some examples at head_dim 64,
- * then the modifiers: what --kv-scheme, --k-scheme and --v-scheme take. */
-static int cmd_schemes(void) {
-    printf("KV cache schemes: BASE(+MODIFIER)*, per layer as SPEC;L:SPEC;L1-L2:SPEC, keys and values apart\n");
-    printf("(--k-scheme, --v-scheme, --kv-scheme). Stored bits per value at head_dim 64.\n\nbases:\n");
-    for (int i = 0; i < kv_codec_count(); i++) {
-        const KvCodec *codec = kv_codec_at(i);
-        printf("  %s\n      %s\n", codec->syntax, codec->summary);
-        char examples[256], line[512] = "";
-        snprintf(examples, sizeof examples, "%s", codec->examples);
-        for (char *name = strtok(examples, " "); name; name = strtok(NULL, " ")) {
-            KvSpec spec;
-            char why[160];
-            if (kv_spec_parse(name, &spec, why, sizeof why)) continue;
-            size_t used = strlen(line);
-            snprintf(line + used, sizeof line - used, "%s%s %.4g", used ? ", " : "", spec.text, kv_spec_stored_bits(&spec, 64));
-        }
-        printf("      %s\n", line);
-    }
-    printf("\nmodifiers:\n");
-    for (int i = 0; i < kv_modifier_count(); i++)
-        printf("  %-22s %s\n", kv_modifier_at(i)->syntax, kv_modifier_at(i)->summary);
-    printf("\n+outK adds (16 + 8) K / head_dim bits; full-precision positions (+res, +sink) are float32 in\n"
-           "memory and fp16 in a compressed file.\n");
+static int cmd_schemes(Args *a) {
+    (void)a;
+    print_scheme_list(stdout);
     return EXIT_OK;
 }
 
-/* ------------------------------------------------------------------------- */
+static void print_usage(FILE *f);
+
+static int cmd_help(Args *a) {
+    (void)a;
+    print_usage(stdout);
+    return EXIT_OK;
+}
+
+/* --- The commands ----------------------------------------------------------------------- */
+
+typedef struct {
+    const char *names[3];       /* its name, then other spellings */
+    int (*run)(Args *a);
+    unsigned takes;             /* the shared flags it takes (TAKES_*) */
+    const char *usage;          /* its lines of ./run --help */
+} Command;
+
+/* In the order of ./run --help. */
+static const Command COMMANDS[] = {
+    {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME,
+     "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
+     "           [--kv-scheme S]        stream text; -n counts all positions incl. the prompt\n"},
+    {{"logits"}, cmd_logits, TAKES_DIR | TAKES_KV_SCHEME,
+     "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S]\n"
+     "                                  logits of every position (float32 [T, vocab] to FILE)\n"},
+    {{"tokenize"}, cmd_tokenize, TAKES_DIR,
+     "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
+     "                                  print token ids\n"},
+    {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES,
+     "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
+     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
+     "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
+     "                                  perplexity with the KV cache quantized as it is written\n"
+     "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"},
+    {{"ppl-merge"}, cmd_ppl_merge, 0,
+     "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
+    {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN,
+     "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
+     "                                  many KV-cache configurations over the same windows, each\n"
+     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},
+    {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON,
+     "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"},
+    {{"kv-extract"}, cmd_kv_extract, TAKES_DIR,
+     "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
+     "                                  run a prompt and save its KV cache (+ .metadata.json)\n"},
+    {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON,
+     "  kv-info FILE [--model MODEL_DIR] [--json]\n"
+     "                                  shape, size and statistics of a KV cache file\n"},
+    {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES,
+     "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
+     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--lz4] [--metrics-only] [-verbose]\n"
+     "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
+     "                                  quantize a KV cache file; JSON metrics on stdout;\n"
+     "                                  exit 1 when a quality threshold fails\n"},
+    {{"decompress"}, cmd_decompress, 0,
+     "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"},
+    {{"--quick-test", "-quick-test"}, cmd_quick_test, 0,
+     "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"},
+    {{"schemes"}, cmd_schemes, 0,
+     "  schemes                         list the KV-cache quantization schemes\n"},
+    {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON,
+     "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
+     "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
+     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
+     "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
+     "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
+     "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"},
+    /* main() answers --help anywhere on the line before it looks for a command */
+    {{"--help", "-help", "help"}, cmd_help, 0,
+     "  --help                          this text (also after any command: ./run ppl --help)\n"},
+    {{"--validate", "-validate", "validate"}, cmd_validate,
+     TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_WINDOW,
+     "\n"
+     "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%] [--kv-scheme int4-g64]\n"
+     "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
+     "                                  six-step check that the quantized KV cache keeps perplexity\n"
+     "                                  within the threshold (exit 1 when it does not); default:\n"
+     "                                  delta < the larger of 0.5 and 1% of the baseline perplexity\n"},
+};
+#define N_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void print_usage(FILE *f) {
+    fputs("kvq: run Llama models in C and measure what KV-cache quantization costs.\n"
+          "\n"
+          "usage: ./run COMMAND [options]     (flags take one or two dashes: -n 64 = --n 64)\n"
+          "\n", f);
+    for (int i = 0; i < N_COMMANDS; i++) fputs(COMMANDS[i].usage, f);
+    fputs("\n"
+          "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
+          "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
+          "Exit codes: 0 ok, 1 quality check failed, 2 bad input or usage.\n", f);
+}
+
+static const Command *find_command(const char *name) {
+    for (int i = 0; i < N_COMMANDS; i++)
+        for (int k = 0; k < 3 && COMMANDS[i].names[k]; k++)
+            if (!strcmp(name, COMMANDS[i].names[k])) return &COMMANDS[i];
+    return NULL;
+}
 
 /* "./run COMMAND --help" prints the usage too. (A prompt or path spelled "--help" cannot be given.) */
 static int asks_for_help(int argc, char **argv) {
@@ -1140,24 +646,16 @@ static int asks_for_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
-    const char *cmd = argv[1];
     if (asks_for_help(argc, argv)) { print_usage(stdout); return EXIT_OK; }
-    if (!strcmp(cmd, "generate")) return cmd_generate(argc, argv);
-    if (!strcmp(cmd, "logits")) return cmd_logits(argc, argv);
-    if (!strcmp(cmd, "tokenize")) return cmd_tokenize(argc, argv);
-    if (!strcmp(cmd, "ppl")) return cmd_ppl(argc, argv);
-    if (!strcmp(cmd, "ppl-merge")) return cmd_ppl_merge(argc, argv);
-    if (!strcmp(cmd, "sweep")) return cmd_sweep(argc, argv);
-    if (!strcmp(cmd, "sweep-merge")) return cmd_sweep_merge(argc, argv);
-    if (!strcmp(cmd, "kv-extract")) return cmd_kv_extract(argc, argv);
-    if (!strcmp(cmd, "kv-info")) return cmd_kv_info(argc, argv);
-    if (!strcmp(cmd, "compress")) return cmd_compress(argc, argv);
-    if (!strcmp(cmd, "decompress")) return cmd_decompress(argc, argv);
-    if (!strcmp(cmd, "--quick-test") || !strcmp(cmd, "-quick-test")) return cmd_quick_test();
-    if (!strcmp(cmd, "--validate") || !strcmp(cmd, "-validate") || !strcmp(cmd, "validate")) return cmd_validate(argc, argv);
-    if (!strcmp(cmd, "schemes")) return cmd_schemes();
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv);
-    fprintf(stderr, "run: unknown command '%s'\n", cmd);
-    print_usage(stderr);
-    return EXIT_BAD_INPUT;
+    const Command *c = find_command(argv[1]);
+    if (!c) {
+        fprintf(stderr, "run: unknown command '%s'\n", argv[1]);
+        print_usage(stderr);
+        return EXIT_BAD_INPUT;
+    }
+    Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes};
+    a.e = (EvalFlags){.text_file = "data/wikitext-2-raw/wiki.test.raw", .protocol = "hf", .precision = "exact",
+                      .stride = 512, .batch = 512, .shard_n = 1};
+    a.cmd = c->names[0] + strspn(c->names[0], "-");   /* "validate" for --validate, in messages */
+    return c->run(&a);
 }

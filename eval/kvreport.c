@@ -1,6 +1,9 @@
-/* eval/kvreport.c: compress / kv-info output and the quick test's synthetic cache. */
+/* eval/kvreport.c: compress / kv-info output, kv-info itself and the quick test on its synthetic cache. */
 #include "eval/kvreport.h"
 #include "eval/json_out.h"
+#include "model/config.h"
+#include "model/modeldir.h"
+#include "eval/generate.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +145,109 @@ double kv_snapshot_rms(const KvSnapshot *s) {
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += (double)s->k[i] * s->k[i] + (double)s->v[i] * s->v[i];
     return n ? sqrt(sum / (2.0 * n)) : 0;
+}
+
+int kv_info(FILE *f, const char *path, const char *model_dir, int json, int *n_mismatches, Error *err) {
+    KvSnapshot snap;
+    char k_scheme[512], v_scheme[512];
+    if (kv_load_any(path, &snap, k_scheme, v_scheme, sizeof k_scheme, err)) return -1;
+    KvStats stats;
+    kv_snapshot_stats(&snap, &stats);
+    char mismatches[1024] = "";
+    *n_mismatches = -1;
+    if (model_dir) {
+        Config c;
+        char config[4096];
+        snprintf(config, sizeof config, "%s/config.json", model_dir);
+        if (config_load(&c, config, err)) {
+            kv_snapshot_free(&snap);
+            return -1;
+        }
+        *n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
+    }
+    report_kv_info(f, path, k_scheme, v_scheme, &snap, &stats, mismatches, *n_mismatches, json);
+    kv_snapshot_free(&snap);
+    return 0;
+}
+
+int quick_test_run(FILE *f, int *passed, Error *err) {
+    KvSnapshot snap;
+    CompressReport r;
+    KvLayered int4;
+    char why[160];
+    kv_layered_parse("int4-g64", &int4, why, sizeof why);
+    CompressOptions o = {&int4, &int4, 0.0, 0, 0.10, 18.0, 0.99};   /* the seed's thresholds */
+    if (quick_test_cache(&snap, 42, err)) return -1;
+    if (kv_compress(&snap, &o, NULL, &r, NULL, err)) {
+        kv_snapshot_free(&snap);
+        return -1;
+    }
+    double rms = kv_snapshot_rms(&snap);
+    fprintf(f, "quick test: synthetic KV cache, %d layers x %d KV heads x %d tokens x %d dims, seed 42\n",
+            snap.n_layers, snap.n_kv_heads, snap.seq_len, snap.head_dim);
+    fprintf(f, "  values drawn with mini-llama-brown's per-layer key/value mean and std; signal RMS %.4f\n", rms);
+    fprintf(f, "  int4-g64: ratio %.3fx, rmse %.5f (%.2f%% of RMS), snr %.2f dB, cosine %.5f, max error %.4f\n",
+            r.compression_ratio, r.quality.rmse, 100.0 * r.quality.rmse / rms, r.quality.snr_db,
+            r.quality.cosine_similarity, r.quality.max_error);
+    fprintf(f, "  thresholds: rmse < %.2f, snr > %.0f dB, cosine > %.2f\n", o.max_rmse, o.min_snr_db, o.min_cosine);
+    for (int i = 0; i < r.n_violations; i++) fprintf(f, "  violation: %s\n", r.violations[i]);
+    fprintf(f, "%s (%s)\n", r.passed ? "PASSED" : "FAILED", r.quality_level);
+    *passed = r.passed;
+    compress_report_free(&r);
+    kv_snapshot_free(&snap);
+    return 0;
+}
+
+/* The last path component of a model directory. */
+static void base_name(const char *dir, char *name, size_t cap) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/') start--;
+    snprintf(name, cap, "%.*s", (int)(n - start), dir + start);
+}
+
+static int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path,
+                           DType dtype, Error *err) {
+    KvSnapshot snap = {0};
+    char model_name[128];
+    base_name(model_dir, model_name, sizeof model_name);
+    int rc = kv_snapshot_of_prompt(m, ids, n, model_name, &snap, err) || kv_snapshot_save(path, &snap, dtype, err);
+    kv_snapshot_free(&snap);
+    return rc ? -1 : 0;
+}
+
+int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
+                      FILE *verbose, int *passed, Error *err) {
+    CompressReport r;
+    if (kv_compress(snap, o, output, &r, NULL, err)) return -1;
+    report_compress_json(json, &r, o, 1);
+    if (verbose) report_compress_text(verbose, &r, o);
+    *passed = r.passed;
+    compress_report_free(&r);
+    return 0;
+}
+
+int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
+                        DType dtype, int *n_tokens, int *n_layers, Error *err) {
+    ModelDir L;
+    if (modeldir_load(&L, model_dir, 1, err)) return -1;
+    int n = 0;
+    int *ids = ids_text ? token_ids_parse(ids_text, L.model.config.vocab_size, &n, err)
+                        : tokenizer_encode(L.tok, prompt, strlen(prompt), 1, &n);
+    if (!ids && !ids_text) error_set(err, "out of memory");
+    int rc = ids ? kv_extract_save(&L.model, model_dir, ids, n, path, dtype, err) : -1;
+    *n_tokens = n;
+    *n_layers = L.model.config.n_layers;
+    free(ids);
+    modeldir_free(&L);
+    return rc;
+}
+
+int kv_decompress_to(const char *in, const char *out, Error *err) {
+    KvSnapshot snap;
+    if (kv_decompress_file(in, &snap, err)) return -1;
+    int rc = kv_snapshot_save(out, &snap, DT_F32, err);
+    kv_snapshot_free(&snap);
+    return rc;
 }

@@ -1,10 +1,11 @@
-/* eval/kvreport.h: printing for the KV cache file commands (compress, kv-info) and the
- * seed's quick test on a synthetic cache. */
+/* eval/kvreport.h: the KV cache file commands below ./run's flags — kv-extract, compress and
+ * kv-info, their printing — and the seed's quick test on a synthetic cache (--quick-test). */
 #ifndef KVQ_KVREPORT_H
 #define KVQ_KVREPORT_H
 
 #include <stdio.h>
 #include "model/formats/compress.h"
+#include "model/model.h"
 
 /* The seed's JSON: compression_ratio, sizes, rmse, snr_db, cosine_similarity, max_error,
  * quality_level, processing_time_ms, passed, violations, plus scheme, LZ4 stage and tensors. */
@@ -16,6 +17,29 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
 void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
                     const KvStats *st,
                     const char *mismatches, int n_mismatches, int json);
+
+/* ./run kv-extract: model_dir's fp32 KV cache of prompt (BOS first), or of the ids of ids_text
+ * (--tokens), saved to path as dtype (+ path.metadata.json), its model_name the last component
+ * of model_dir. *n_tokens, *n_layers: what the file holds. */
+int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
+                        DType dtype, int *n_tokens, int *n_layers, Error *err);
+
+/* ./run decompress: a compressed KV file back to an F32 cache file. */
+int kv_decompress_to(const char *in, const char *out, Error *err);
+
+/* ./run compress: the cache quantized with o (into the file output unless NULL); its JSON
+ * report on json, a few human lines on verbose (NULL: none). *passed: the thresholds held. */
+int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
+                      FILE *verbose, int *passed, Error *err);
+
+/* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
+ * with model_dir, checked against that model's config.json (*n_mismatches: how many fields
+ * differ, -1 without a model). Nothing is printed when loading fails. */
+int kv_info(FILE *f, const char *path, const char *model_dir, int json, int *n_mismatches, Error *err);
+
+/* ./run --quick-test: the synthetic cache below (seed 42) compressed with int4-g64 and held to
+ * the seed's thresholds (rmse < 0.10, snr > 18 dB, cosine > 0.99); the report printed to f. */
+int quick_test_run(FILE *f, int *passed, Error *err);
 
 /* The quick test's synthetic cache: 22 layers, 4 KV heads, head_dim 64, 128 tokens, drawn
  * from normal distributions whose per-layer mean and std are those of a real cache

@@ -255,3 +255,11 @@ double ppl_stderr_mean(double sum, double sumsq, long n) {
     double mean = sum / n, var = (sumsq - n * mean * mean) / (n - 1);
     return sqrt(var > 0 ? var : 0) / sqrt((double)n);
 }
+
+int ppl_load_model(ModelDir *L, const char *dir, const char *precision, PplOptions *o, Error *err) {
+    if (modeldir_load(L, dir, 1, err)) return -1;
+    L->model.precision = strcmp(precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
+    if (!o->ctx) o->ctx = L->model.config.max_seq_len;
+    if (o->batch > o->ctx) o->batch = o->ctx;
+    return 0;
+}

@@ -4,6 +4,7 @@
 #define KVQ_PERPLEXITY_H
 
 #include "model/model.h"
+#include "model/modeldir.h"
 #include "eval/stats.h"
 
 typedef enum {
@@ -34,6 +35,11 @@ typedef struct {
     long tokens_processed;     /* forward-pass tokens (both runs counted once) */
     double seconds;
 } PplResult;
+
+/* An evaluation's model as ./run loads it: dir with its tokenizer, the matmul precision named
+ * ("exact", or "bf16": activations in bf16, about 2x faster on CPUs with AVX-512 BF16 but
+ * logits move by ~1e-2), and o's ctx 0 made the model's context and its batch cut to ctx. */
+int ppl_load_model(ModelDir *L, const char *dir, const char *precision, PplOptions *o, Error *err);
 
 /* Number of windows the options give for n_tokens (before sharding / max_windows). */
 int ppl_window_count(const PplOptions *o, int n_tokens);

@@ -1,6 +1,8 @@
-/* eval/report.c: print perplexity results and merge sharded runs. */
+/* eval/report.c: run ./run ppl, print perplexity results and merge sharded runs. */
 #include "eval/report.h"
 #include "eval/json_out.h"
+#include "eval/wikitext.h"
+#include "eval/progress.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
 #include <math.h>
@@ -8,6 +10,54 @@
 #include <string.h>
 
 static double num(const JsonValue *root, const char *key);
+
+/* A scheme's stored and effective bits; copied, because binding writes into the scheme. */
+static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, int ctx, double bits[2]) {
+    KvLayered bound = *scheme;
+    char why[160];
+    /* bound to this model already when its caches were made, so this cannot fail */
+    if (kv_layered_bind(&bound, c->n_layers, c->head_dim, side, why, sizeof why) == 0)
+        kv_layered_bits(&bound, c->n_layers, c->head_dim, ctx, &bits[0], &bits[1]);
+}
+
+void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
+                         const Config *c, const PplOptions *o, int n_tokens) {
+    snprintf(r->model, sizeof r->model, "%s", model);
+    snprintf(r->text_file, sizeof r->text_file, "%s", text_file);
+    snprintf(r->k_scheme, sizeof r->k_scheme, "%s", o->k_scheme->text);
+    snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
+    scheme_bits(o->k_scheme, KV_SIDE_KEYS, c, o->ctx, r->k_bits);
+    scheme_bits(o->v_scheme, KV_SIDE_VALUES, c, o->ctx, r->v_bits);
+    snprintf(r->precision, sizeof r->precision, "%s", precision);
+    r->protocol_llamacpp = o->protocol == PPL_LLAMACPP;
+    r->ctx = o->ctx;
+    r->stride = o->stride;
+    r->n_tokens = n_tokens;
+    r->shard_index = o->shard_index;
+    r->shard_count = o->shard_count;
+}
+
+int ppl_run(const PplRun *run, PplReport *r, Error *err) {
+    ModelDir L;
+    PplOptions o = run->o;
+    if (ppl_load_model(&L, run->model_dir, run->precision, &o, err)) return -1;
+    Progress progress;
+    progress_init(&progress, "ppl", run->quiet);
+    o.progress = progress_update;
+    o.progress_user = &progress;
+    int n_tokens = 0;
+    int *tokens = load_eval_tokens(run->text_file, L.tok, o.protocol == PPL_HF, &n_tokens, err);
+    if (tokens && run->max_tokens && run->max_tokens < n_tokens) n_tokens = run->max_tokens;
+    memset(r, 0, sizeof *r);
+    int rc = tokens ? ppl_evaluate(&L.model, tokens, n_tokens, &o, &r->result, err) : -1;
+    if (rc == 0) {
+        progress_finish(&progress);
+        ppl_report_describe(r, run->model_dir, run->text_file, run->precision, &L.model.config, &o, n_tokens);
+    }
+    free(tokens);
+    modeldir_free(&L);
+    return rc;
+}
 
 void report_ppl_text(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;

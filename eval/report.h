@@ -1,11 +1,12 @@
-/* eval/report.h: perplexity results as text for people and JSON for scripts, and the
- * merge of sharded runs (./run ppl --shard I/N ... then ./run ppl-merge). */
+/* eval/report.h: ./run ppl's run below its flags, its results as text for people and JSON for
+ * scripts, and the merge of sharded runs (./run ppl --shard I/N ... then ./run ppl-merge). */
 #ifndef KVQ_REPORT_H
 #define KVQ_REPORT_H
 
 #include <stdio.h>
 #include "eval/perplexity.h"
 #include "model/formats/json.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     char model[1024];
@@ -19,6 +20,23 @@ typedef struct {
     int merged_shards;          /* ppl-merge: how many shard files were added up (0: a run) */
     PplResult result;
 } PplReport;
+
+/* Fills r's description of a run (r->result is left as is): model, text, the schemes of o and
+ * their stored and effective bits at o->ctx for c's shape, precision, protocol, windows, shard. */
+void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
+                         const Config *c, const PplOptions *o, int n_tokens);
+
+/* ./run ppl as its flags give it. */
+typedef struct {
+    const char *model_dir, *text_file, *precision;   /* precision: "exact" or "bf16" */
+    int max_tokens;             /* of the text's tokens, the first max_tokens (0: all) */
+    int quiet;                  /* no progress bar */
+    PplOptions o;               /* ctx 0: the model's context */
+} PplRun;
+
+/* The model loaded (ppl_load_model), the text's tokens evaluated with run->o, and r filled:
+ * the result and the description of the run. */
+int ppl_run(const PplRun *run, PplReport *r, Error *err);
 
 void report_ppl_text(FILE *f, const PplReport *r);
 /* The JSON lines of the schemes and their stored / effective bits, shared with the sweep's outputs. */

@@ -14,6 +14,7 @@
 
 #include "eval/perplexity.h"
 #include "eval/progress.h"
+#include "tokenizer/tokenizer.h"
 
 #define SWEEP_MAX_CONFIGS 256
 
@@ -45,6 +46,32 @@ typedef struct {
     double run_seconds;          /* this process: wall time of the windows it ran, baselines included */
     long run_tokens;             /* ... and their forward-pass tokens */
 } SweepTotals;
+
+/* eval/sweep_config.c. Adds one configuration "K[:V]" (--config): its schemes parsed now and
+ * checked against the model by sweep_bind_configs. s->configs holds SWEEP_MAX_CONFIGS. */
+int sweep_add_config(SweepSettings *s, const char *text, Error *err);
+/* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. */
+int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
+/* Binds each configuration to the model (a scheme it cannot hold: an error naming the
+ * configuration) and computes its stored and effective bits at ctx. */
+int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err);
+
+/* The settings that come from the model and the text (s->text_file, s->ppl already set): the
+ * text's tokens, at most max_tokens (0: all), into *tokens (malloc'd), their count and hash,
+ * the windows they make, and the configurations bound to the model. */
+int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int max_tokens, int **tokens, Error *err);
+
+/* Writes out_dir's files (sweep_write_outputs) and prints to f what ./run sweep prints: the
+ * table and the files' names, or with json the results.json just written. */
+int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const SweepTotals *totals, int json,
+                 Error *err);
+
+/* ./run sweep below its flags, s holding the settings they give (s->ppl.ctx 0: the model's
+ * context): loads s->model (ppl_load_model), prepares s, runs it into out_dir with a progress
+ * bar and this run's figures on log unless quiet, then prints on out the shard's line, or for a
+ * whole sweep what sweep_finish prints. */
+int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
+                         FILE *log, Error *err);
 
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
 

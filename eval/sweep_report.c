@@ -172,3 +172,46 @@ int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const Sweep
     free(labels);
     return rc;
 }
+
+int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json, Error *err) {
+    if (sweep_write_outputs(out_dir, s, t, err)) return -1;
+    if (!json) {
+        sweep_print_table(f, s, t);
+        fprintf(f, "\nwrote %s/results.md, results.csv, results.json, chart.svg\n", out_dir);
+        return 0;
+    }
+    /* the file just written, so that stdout and results.json cannot differ */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/results.json", out_dir);
+    size_t len;
+    Error ignored;   /* it was written a moment ago; a failure to read it back prints nothing, as before */
+    char *text = read_whole_file(path, 1 << 26, &len, &ignored);
+    if (text) fputs(text, f);
+    free(text);
+    return 0;
+}
+
+int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
+                         FILE *log, Error *err) {
+    ModelDir L;
+    if (ppl_load_model(&L, s->model, s->precision, &s->ppl, err)) return -1;
+    SweepTotals t = {0};
+    Progress progress;
+    progress_init(&progress, "sweep", quiet);
+    int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
+    if (rc == 0) {
+        rc = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, err);
+        progress_finish(&progress);
+    }
+    if (rc == 0 && !quiet)
+        fprintf(log, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
+                t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
+    if (rc == 0 && s->ppl.shard_count == 1) rc = sweep_finish(out, out_dir, s, &t, json, err);
+    else if (rc == 0)
+        fprintf(out, "shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
+                s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
+    sweep_totals_free(&t);
+    free(tokens);
+    modeldir_free(&L);
+    return rc;
+}

@@ -1,4 +1,4 @@
-/* eval/validate.c: the six-step validation and its report. */
+/* eval/validate.c: the six-step validation, its report, and ./run --validate's defaults. */
 #include "eval/validate.h"
 #include "eval/json_out.h"
 #include "eval/perplexity.h"
@@ -6,6 +6,8 @@
 #include "eval/wikitext.h"
 #include "model/formats/compress.h"
 #include "model/modeldir.h"
+#include "model/formats/fileio.h"
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,4 +229,39 @@ void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResu
     fprintf(out, "  \"cache_roundtrip_ok\": %s,\n", r->roundtrip_ok ? "true" : "false");
     json_out_number(out, "seconds", r->seconds, 1);
     fprintf(out, "}\n");
+}
+
+int validate_parse_threshold(const char *text, ValidateOptions *o) {
+    char *end;
+    errno = 0;
+    double value = strtod(text, &end);
+    int percent = *end == '%';
+    if (percent) end++;
+    if (errno || end == text || *end || !(value > 0) || !isfinite(value)) return -1;
+    o->threshold_ppl = percent ? 0 : value;
+    o->threshold_percent = percent ? value : 0;
+    return 0;
+}
+
+#define BUNDLED_MODEL "data/models/mini-llama-brown"
+#define TINYLLAMA_DIR "models/tinyllama"
+
+int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed, Error *err) {
+    if (o->model_dir) o->model_note = "--model";
+    else if (path_exists(TINYLLAMA_DIR "/model.safetensors")) { o->model_dir = TINYLLAMA_DIR; o->model_note = "exported TinyLlama"; }
+    else { o->model_dir = BUNDLED_MODEL; o->model_note = "bundled"; }
+    if (out && !strcmp(o->model_note, "bundled"))
+        fprintf(out, "Using the bundled model %s. For TinyLlama-1.1B run:\n"
+                     "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
+    ModelDir L;
+    ValidateResult r;
+    if (modeldir_load(&L, o->model_dir, 1, err)) return -1;
+    if (!o->ctx) o->ctx = L.model.config.max_seq_len;
+    int rc = validate_run(&L.model, L.tok, o, out, &r, err);
+    modeldir_free(&L);
+    if (rc) return -1;
+    if (out) validate_print_results(out, o, &r);
+    if (json) validate_print_json(json, o, &r);
+    *passed = r.passed;
+    return 0;
 }

@@ -40,6 +40,16 @@ typedef struct {
     int passed;
 } ValidateResult;
 
+/* --threshold's value: "0.5" a perplexity delta, "0.5%" a relative one; either replaces both
+ * default bars. -1 when it is neither (a positive finite number, then perhaps '%'). */
+int validate_parse_threshold(const char *text, ValidateOptions *o);
+
+/* ./run --validate below its flags: the model is o->model_dir, else TinyLlama once exported to
+ * models/tinyllama, else the bundled model (out is told how to get TinyLlama); ctx 0 is the
+ * model's context. The six steps with the report on out (NULL: silent) and the JSON on json
+ * (NULL: none); *passed: delta within the threshold. */
+int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed, Error *err);
+
 /* Runs the six steps, printing the report to out (NULL: silent). */
 int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, FILE *out,
                  ValidateResult *r, Error *err);
