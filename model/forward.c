@@ -44,11 +44,10 @@ _Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a 
 
 /* Per-thread attention scratch (floats): scores of one work item (rows padded to whole blocks);
  * two views of a block of rows (see attention_block), each as rows and as a transposed block;
- * the second view's scores; four rows' weights split between the views; the work item's
- * queries as bf16 pairs; each row's 1 / sum of its exps (bf16 pairs, see attention_weights). */
+ * the second view's scores; four rows' weights split between the views; each row's 1 / sum of
+ * its exps (bf16 pairs, see attention_weights). */
 typedef struct {
     float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w, *row_inv;
-    uint32_t *q2;
 } AttentionScratch;
 
 /* Score rows of n_max positions are this long: the bf16 path writes whole blocks of scores. */
@@ -57,11 +56,16 @@ static int padded_positions(int n_max) { return (n_max + ATT_POSITIONS - 1) / AT
 static double attention_scratch_count(const Config *c) {
     double group = (double)(c->n_heads / c->n_kv_heads), block = (double)ATT_POSITIONS * c->head_dim;
     double padded = ceil((double)c->max_seq_len / ATT_POSITIONS) * ATT_POSITIONS;
-    double row = padded + ATT_POSITIONS + c->head_dim / 2.0 + 2;
+    double row = padded + ATT_POSITIONS + 1;
     return ATT_TOKENS * group * row + 4 * block + 8 * ATT_POSITIONS;
 }
 
 static size_t attention_scratch_floats(const Config *c) { return (size_t)attention_scratch_count(c); }
+
+/* Blocks of ATT_POSITIONS cache rows over a whole context, and the floats of one (a block of
+ * keys or of values, f32 or bf16 pairs: see key_block). */
+static int context_blocks(const Config *c) { return (c->max_seq_len + ATT_POSITIONS - 1) / ATT_POSITIONS; }
+static size_t block_floats(const Config *c) { return (size_t)ATT_POSITIONS * c->head_dim; }
 
 static AttentionScratch attention_scratch(const Config *c, float *base) {
     size_t rows = (size_t)ATT_TOKENS * (c->n_heads / c->n_kv_heads), block = (size_t)ATT_POSITIONS * c->head_dim;
@@ -74,7 +78,6 @@ static AttentionScratch attention_scratch(const Config *c, float *base) {
     a.score_b = a.kt_b + block;
     a.w = a.score_b + rows * ATT_POSITIONS;
     a.row_inv = a.w + 8 * ATT_POSITIONS;
-    a.q2 = (uint32_t *)(a.row_inv + rows);
     return a;
 }
 
@@ -85,25 +88,36 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
     s->n_threads = thread_count();
     /* The largest buffers, estimated in double: a config can ask for more than size_t holds. */
     double widest = c->vocab_size > c->hidden_dim ? c->vocab_size : c->hidden_dim;
-    double att = s->n_threads * attention_scratch_count(c);
+    double att = s->n_threads * attention_scratch_count(c) +
+                 2.0 * c->n_kv_heads * ceil((double)c->max_seq_len / ATT_POSITIONS) * ATT_POSITIONS * c->head_dim;
     if (att * sizeof(float) > 1e15 || (double)max_batch * widest * sizeof(float) > 1e15)
         return error_set(err, "a batch of %d tokens with this config needs more memory than exists", max_batch);
     s->x = huge_alloc(T * c->dim * sizeof(float));
     s->xb = huge_alloc(T * c->dim * sizeof(float));
     s->xb2 = huge_alloc(T * c->dim * sizeof(float));
     s->q = huge_alloc(T * c->dim * sizeof(float));
+    s->q2 = huge_alloc(T * ((size_t)c->dim / 2) * sizeof(uint32_t));
     s->k = huge_alloc(T * kv_dim * sizeof(float));
     s->v = huge_alloc(T * kv_dim * sizeof(float));
     s->hb = huge_alloc(T * c->hidden_dim * sizeof(float));
     s->hb2 = huge_alloc(T * c->hidden_dim * sizeof(float));
     s->att = huge_alloc((size_t)s->n_threads * attention_scratch_floats(c) * sizeof(float));
+    size_t shared_blocks = (size_t)c->n_kv_heads * context_blocks(c);
+    if (max_batch > ATT_TOKENS) {   /* see share_blocks: a batch of one block of tokens has no use for it */
+        s->att_blocks = huge_alloc(2 * shared_blocks * block_floats(c) * sizeof(float));
+        s->att_views = malloc(2 * shared_blocks * sizeof *s->att_views);
+        if (!s->att_blocks || !s->att_views) {
+            runstate_free(s);
+            return error_set(err, "out of memory for a batch of %d tokens", max_batch);
+        }
+    }
     s->logits = malloc(T * c->vocab_size * sizeof(float));
     s->rope_cs = malloc(T * c->head_dim * sizeof(float));
     s->norm_w = malloc((size_t)c->dim * sizeof(float));
     /* mlp_swiglu_add's need, the largest; in size_t: each size may be up to 2^30 */
     size_t scratch = matmul_scratch_bytes(max_batch, (size_t)c->hidden_dim + (size_t)c->dim);
     s->mm_scratch = huge_alloc(scratch);
-    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->k || !s->v || !s->hb || !s->hb2 || !s->att ||
+    if (!s->mm_scratch || !s->x || !s->xb || !s->xb2 || !s->q || !s->q2 || !s->k || !s->v || !s->hb || !s->hb2 || !s->att ||
         !s->logits || !s->rope_cs || !s->norm_w) {
         runstate_free(s);
         return error_set(err, "out of memory for a batch of %d tokens", max_batch);
@@ -112,9 +126,9 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
 }
 
 void runstate_free(RunState *s) {
-    free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->k); free(s->v);
+    free(s->x); free(s->xb); free(s->xb2); free(s->q); free(s->q2); free(s->k); free(s->v);
     free(s->hb); free(s->hb2); free(s->att); free(s->logits); free(s->mm_scratch); free(s->rope_cs);
-    free(s->norm_w);
+    free(s->norm_w); free(s->att_blocks); free(s->att_views);
     memset(s, 0, sizeof *s);
 }
 
@@ -152,7 +166,7 @@ static int causal_end(int pos, int t, int p0, int np) {
 
 /* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys:
  * out[i * stride + p] = scale * q_i . key p for the positions row i may attend to. q2: the
- * work item's queries as bf16 pairs (rows of hd / 2), with kt then pair rows of keys; the
+ * batch's queries as bf16 pairs (s->q2), with kt then pair rows of keys; the
  * scores are then not scaled (exp_pairs does it) and fill the whole block, past the causal end
  * too (the rows are padded to whole blocks); NULL: f32 (s->q). */
 static void block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
@@ -165,7 +179,8 @@ static void block_scores(const RunState *s, const Config *c, const void *kt, con
         const uint32_t *q[4];
         float *rows[4];
         for (int j = 0; j < nq; j++) {
-            q[j] = q2 + (size_t)(i0 + j) * (hd / 2);
+            QueryRow r = query_row(t0, kvh, group, i0 + j);
+            q[j] = q2 + (size_t)r.t * (c->dim / 2) + (size_t)r.h * (hd / 2);
             rows[j] = out + (size_t)(i0 + j) * stride;
         }
         dot_pairs64(nq, q, kt, hd / 2, rows);
@@ -224,7 +239,7 @@ static void mixed_block_scores(const RunState *s, const Config *c, const KvCache
                                int np, int pairs, float scale, size_t stride) {
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, rows = (t1 - t0) * group;
     const void *keys_b = key_block(cache, st, kvh, p0, np, q.lo, hd, pairs, a->rows_b, a->kt_b);
-    all_block_scores(s, c, keys_b, pairs ? a->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a->score_b, ATT_POSITIONS);
+    all_block_scores(s, c, keys_b, pairs ? s->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a->score_b, ATT_POSITIONS);
     for (int i = 0; i < rows; i++) {
         int t = query_row(t0, kvh, group, i).t, own = kv_cache_quantized_end(cache, st, pos + t + 1);
         int end = causal_end(pos, t, p0, np);
@@ -306,7 +321,7 @@ static void attention_weights(const Config *c, const AttentionScratch *a, int t0
  * attention()); positions then pair up too, and blocks start at even positions. Queries are
  * in the keys' read domain and outputs come out in the values' (model/kvcache.h). */
 static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
-                            int pos, int pairs, float *scratch) {
+                            int pos, int pairs, const void *const *shared, float *scratch) {
     const Config *c = &m->config;
     int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
     size_t stride = (size_t)padded_positions(n_max);
@@ -316,28 +331,28 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     QuantizedSpan kq = quantized_span(cache, keys_st, pos, t0, t1), vq = quantized_span(cache, values_st, pos, t0, t1);
     /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * stride] */
     int rows = (t1 - t0) * group;
-    for (int t = t0; t < t1; t++) {   /* a token's query heads of this group lie side by side, as its rows */
-        size_t first = (size_t)t * c->dim + (size_t)kvh * group * hd;
-        if (pairs) bf16_pairs_along(s->q + first, group * hd, a.q2 + (size_t)(t - t0) * group * (hd / 2));
-        memset(s->xb2 + first, 0, (size_t)group * hd * sizeof(float));
-    }
+    for (int t = t0; t < t1; t++)   /* a token's query heads of this group lie side by side, as its rows */
+        memset(s->xb2 + (size_t)t * c->dim + (size_t)kvh * group * hd, 0, (size_t)group * hd * sizeof(float));
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const void *keys = key_block(cache, keys_st, kvh, p0, np, kq.hi, hd, pairs, a.rows, a.kt);
-        all_block_scores(s, c, keys, pairs ? a.q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, stride);
+        const void *keys = shared ? shared[2 * (p0 / ATT_POSITIONS)]
+                                  : key_block(cache, keys_st, kvh, p0, np, kq.hi, hd, pairs, a.rows, a.kt);
+        all_block_scores(s, c, keys, pairs ? s->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, stride);
         if (needs_second_view(kq, p0, np))
             mixed_block_scores(s, c, cache, keys_st, kq, &a, t0, t1, kvh, pos, p0, np, pairs, scale, stride);
     }
     attention_weights(c, &a, t0, kvh, rows, pos, n_max, stride, pairs, scale);
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const float *vb = kv_cache_rows(cache, values_st, kvh, p0, np, vq.hi, a.rows);
+        const void *shared_values = shared ? shared[2 * (p0 / ATT_POSITIONS) + 1] : NULL;
+        const float *vb = shared_values ? shared_values : kv_cache_rows(cache, values_st, kvh, p0, np, vq.hi, a.rows);
+        const uint32_t *value_pairs = (const uint32_t *)(shared_values ? shared_values : a.kt);
         if (needs_second_view(vq, p0, np)) {
             kv_cache_rows(cache, values_st, kvh, p0, np, vq.lo, a.rows_b);
             mixed_block_values(s, c, cache, values_st, &a, vb, t0, kvh, rows, pos, p0, np, pairs, stride);
             continue;
         }
-        if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)a.kt);   /* kt is free in this pass */
+        if (pairs && !shared_values) bf16_pair_rows(vb, np, hd, (uint32_t *)a.kt);   /* kt is free in this pass */
         for (int i = 0; i < rows;) {
             int nq = rows - i >= 4 ? 4 : 1;
             float *out[4];
@@ -350,7 +365,7 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
                 w2[j] = (const uint32_t *)(a.score + (size_t)(i + j) * stride) + p0 / 2;
             }
             int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the last row's is the longest */
-            if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, (const uint32_t *)a.kt, (end + 1) / 2, hd);
+            if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, value_pairs, (end + 1) / 2, hd);
             else if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
             else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
             i += nq;
@@ -363,16 +378,61 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
     }
 }
 
+/* bf16 precision on a CPU with bf16 dot products: attention in bf16 pairs too, as the
+ * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. */
+static int attention_in_pairs(const Model *m) {
+    return kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AVX512_BF16 &&
+           m->config.head_dim % 64 == 0;
+}
+
+/* Whether every work item of a batch reads each block of the cache the same way: no query
+ * reads a position of its own at full precision past its Q (most schemes, and an fp32 cache),
+ * so a block of rows that one query reads quantized is quantized for all that can see it. A
+ * batch of one block of tokens is one work item per KV head: nothing to share. */
+static int blocks_shareable(const RunState *s, const KvCache *cache, int layer, int T, int pos) {
+    return s->att_blocks && T > ATT_TOKENS &&
+           !quantized_span(cache, kv_cache_keys(cache, layer), pos, 0, T).lagging &&
+           !quantized_span(cache, kv_cache_values(cache, layer), pos, 0, T).lagging;
+}
+
+/* Every block of keys and values up to pos + T, decoded (or read in place) and converted to
+ * what the attention loops read (transposed keys, bf16 pairs) once per layer: done inside each
+ * work item, a batch of 512 tokens repeated it for every ATT_TOKENS of them. s->att_views gets
+ * [kvh][block] = {keys, values}. A query past a row's position does not see that row (causal),
+ * so reading rows up to pos + T quantized changes nothing that any query of the batch reads. */
+static void share_blocks(const Model *m, RunState *s, const KvCache *cache, int layer, int T, int pos, int pairs) {
+    const Config *c = &m->config;
+    const KvStore *keys_st = kv_cache_keys(cache, layer), *values_st = kv_cache_values(cache, layer);
+    int hd = c->head_dim, n_max = pos + T, n_blocks = (n_max + ATT_POSITIONS - 1) / ATT_POSITIONS;
+    int k_end = kv_cache_quantized_end(cache, keys_st, n_max), v_end = kv_cache_quantized_end(cache, values_st, n_max);
+    size_t block = block_floats(c), per_thread = attention_scratch_floats(c);
+    double work = (double)c->n_kv_heads * n_blocks * block;
+    (void)work;   /* unused without OpenMP */
+    #pragma omp parallel for schedule(static) if (work >= PARALLEL_MIN_WORK / 4)
+    for (int item = 0; item < c->n_kv_heads * n_blocks; item++) {
+        int kvh = item / n_blocks, p0 = item % n_blocks * ATT_POSITIONS;
+        int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
+        size_t slot = (size_t)kvh * context_blocks(c) + (size_t)(p0 / ATT_POSITIONS);
+        float *keys = s->att_blocks + 2 * slot * block, *values = keys + block;
+        AttentionScratch a = attention_scratch(c, s->att + (size_t)thread_index() * per_thread);
+        const void *kb = key_block(cache, keys_st, kvh, p0, np, k_end, hd, pairs, a.rows, keys);
+        if (kb != keys) memcpy(keys, kb, block * sizeof(float));   /* pairs made from a decoded transposed block */
+        const float *vb = kv_cache_rows(cache, values_st, kvh, p0, np, v_end, pairs ? a.rows : values);
+        if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)values);
+        s->att_views[2 * slot] = keys;
+        s->att_views[2 * slot + 1] = pairs ? values : vb;
+    }
+}
+
 /* Causal attention for T queries at positions pos..pos+T-1 against the cache of one layer.
  * Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query attention). */
 static void attention(const Model *m, RunState *s, const KvCache *cache, int layer, int T, int pos) {
     const Config *c = &m->config;
     int n_blocks = (T + ATT_TOKENS - 1) / ATT_TOKENS, items = c->n_kv_heads * n_blocks;
     size_t per_thread = attention_scratch_floats(c);
-    /* bf16 precision on a CPU with bf16 dot products: attention in bf16 pairs too, as the
-     * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. */
-    int pairs = kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AVX512_BF16 &&
-                c->head_dim % 64 == 0;
+    int pairs = attention_in_pairs(m);
+    int shared = blocks_shareable(s, cache, layer, T, pos);
+    if (shared) share_blocks(m, s, cache, layer, T, pos, pairs);
     double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
@@ -381,7 +441,8 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
          * then ends on short items, so neither thread waits long for the other */
         int kvh = item % c->n_kv_heads, t0 = (n_blocks - 1 - item / c->n_kv_heads) * ATT_TOKENS;
         int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
-        attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, s->att + (size_t)thread_index() * per_thread);
+        const void *const *views = shared ? s->att_views + 2 * (size_t)kvh * context_blocks(c) : NULL;
+        attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, views, s->att + (size_t)thread_index() * per_thread);
     }
 }
 
@@ -393,6 +454,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     const LayerWeights *w = &m->weights.layers[l];
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     int n = T - r0;   /* rows whose outputs are needed */
+    int pairs = attention_in_pairs(m);
     float *x = s->x + (size_t)r0 * c->dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps, s->norm_w);
@@ -414,6 +476,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
         float *q = s->q + (size_t)(t - r0) * c->dim;
         rope(q, c->n_heads, c->head_dim, cs);
         for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, q + (size_t)h * c->head_dim);
+        if (pairs) bf16_pairs_along(q, c->dim, s->q2 + (size_t)(t - r0) * (c->dim / 2));   /* while q is in cache */
     }
     kv_cache_commit(cache, l, pos, pos + T);
     if (n == 0) return;

@@ -54,8 +54,11 @@ typedef struct {
     int max_batch;
     float *x, *xb, *xb2;      /* [T, dim] residual stream and normalized input / attention output */
     float *q, *k, *v;         /* [T, dim], [T, kv_dim], [T, kv_dim] */
+    uint32_t *q2;             /* [T, dim / 2]: q after RoPE as bf16 pairs, when attention reads pairs */
     float *hb, *hb2;          /* [T, hidden] */
     float *att;               /* per thread: attention scores and decoded cache rows (forward.c) */
+    float *att_blocks;        /* a layer's keys and values, block by block, for all threads (forward.c) */
+    const void **att_views;   /* [n_kv_heads][blocks][2]: each block's keys and values as read */
     float *logits;            /* [T, vocab] */
     float *rope_cs;           /* [T, head_dim]: each token's RoPE cos and sin (rope_angles) */
     float *norm_w;            /* [dim]: the current norm's weights widened to f32 (rmsnorm) */
