@@ -96,31 +96,33 @@ void softmax(float *x, int n) {
 }
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
-/* e^x for x <= 0 to ~3e-6 relative, enough for weights that are rounded to bf16 (2^-9) next:
- * x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor polynomial to r^5, scaled by 2^n in
- * one instruction (vscalefps, which also takes x below ~-104 to 0). Half of exp16's work. */
-static inline __m512 exp16_coarse(__m512 x) {
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693147180559945f), x);
-    __m512 p = _mm512_set1_ps(1.0f / 120);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+/* 2^t for t <= 0 to ~3.5e-6 relative, enough for weights that are rounded to bf16 (2^-9) next:
+ * t = n + f with |f| <= 1/2, 2^f by a degree-4 polynomial (interpolated at the Chebyshev nodes
+ * of [-1/2, 1/2], so its error is near the least possible for the degree), scaled by 2^n in one
+ * instruction (vscalefps, which also takes t below ~-150 to 0). */
+static inline __m512 exp2_16_coarse(__m512 t) {
+    __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_set1_ps(0.00966636837f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.0559219755f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.240223497f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.693121016f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
 }
 
 float exp_pairs(float *x, int n, float max, float scale, int n_out) {
-    __m512 vmax = _mm512_set1_ps(max), vscale = _mm512_set1_ps(scale), sum = _mm512_setzero_ps();
+    /* exp(scale (x - max)) = 2^(x s - max s) with s = scale log2(e): one fused multiply-subtract */
+    float s = scale * 1.44269504088896341f;
+    __m512 vs = _mm512_set1_ps(s), vms = _mm512_set1_ps(max * s), sum = _mm512_setzero_ps();
     uint32_t *out = (uint32_t *)x;
     for (int i = 0; i < n_out; i += 32) {
         /* the 32 floats at i are read before their 16 pairs go to out[i / 2 ..), below i + 32 */
         int left = n - i < 0 ? 0 : n - i < 32 ? n - i : 32, lo = left < 16 ? left : 16;
         __mmask16 in_lo = (__mmask16)((1u << lo) - 1), in_hi = (__mmask16)((1u << (left - lo)) - 1);
-        __m512 a = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in_lo, x + i), vmax), vscale);
-        __m512 b = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(in_hi, x + i + 16), vmax), vscale);
-        __m512 ea = _mm512_maskz_mov_ps(in_lo, exp16_coarse(a)), eb = _mm512_maskz_mov_ps(in_hi, exp16_coarse(b));
+        __m512 a = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(in_lo, x + i), vs, vms);
+        __m512 b = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(in_hi, x + i + 16), vs, vms);
+        __m512 ea = _mm512_maskz_mov_ps(in_lo, exp2_16_coarse(a)), eb = _mm512_maskz_mov_ps(in_hi, exp2_16_coarse(b));
         sum = _mm512_add_ps(_mm512_add_ps(sum, ea), eb);
         int pairs = (n_out - i + 1) / 2 < 16 ? (n_out - i + 1) / 2 : 16;
         _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << pairs) - 1), (__m512i)_mm512_cvtne2ps_pbh(eb, ea));
