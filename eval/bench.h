@@ -32,7 +32,9 @@ typedef struct {
 typedef struct {
     int ctx, stride, windows, batch;
     double alone, compared;      /* positions/s without and with the fp32 comparison run */
-    double prefill_alongside;    /* tokens/s: median of the prefills timed between the windows */
+    double prefill_alongside;    /* tokens/s: median of the prefills timed between the windows of
+                                    the run without the comparison; its ratio is to this */
+    double prefill_alongside_compared;   /* the same during the run with it */
     double full_positions;       /* of one pass over the WikiText-2 test at this ctx and stride */
 } BenchPpl;
 

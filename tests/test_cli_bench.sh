@@ -64,14 +64,14 @@ r = json.load(open(sys.argv[1]))
 p = r.get("ppl", {})
 ok = p.get("ctx") == 128 and p.get("stride") == 128 and p.get("windows") == 3 and p.get("batch") == 512 \
     and p["positions_per_s"] > 0 and p["compared_positions_per_s"] > 0 \
-    and p["prefill_alongside_tok_s"] > 0 \
+    and p["prefill_alongside_tok_s"] > 0 and p["prefill_alongside_compared_tok_s"] > 0 \
     and abs(p["ratio_to_prefill"] - p["positions_per_s"] / p["prefill_alongside_tok_s"]) < 1e-3 * p["ratio_to_prefill"] \
-    and abs(p["compared_ratio_to_prefill"] - p["compared_positions_per_s"] / p["prefill_alongside_tok_s"]) \
+    and abs(p["compared_ratio_to_prefill"] - p["compared_positions_per_s"] / p["prefill_alongside_compared_tok_s"]) \
         < 1e-3 * p["compared_ratio_to_prefill"] \
     and p["full_pass_positions"] == 128 * (math.ceil((341469 - 128) / 128) + 1) \
     and abs(p["full_pass_s"] - p["full_pass_positions"] / p["positions_per_s"]) <= 0.1 \
     and abs(p["full_pass_compared_s"] - 2 * p["full_pass_positions"] / p["compared_positions_per_s"]) <= 0.1
-print(("PASS " if ok else "FAIL ") + "bench --ppl: positions/s alone and compared, ratios to the prefill timed between windows, full-pass projection" +
+print(("PASS " if ok else "FAIL ") + "bench --ppl: positions/s alone and compared, ratios to the prefills timed between each run's windows, full-pass projection" +
       ("" if ok else ": " + json.dumps(p)))
 PY
 expect_exit "bench --ppl-windows 1: exit 2" 2 ./run bench $M $SMALL --ppl-windows 1
