@@ -1,8 +1,8 @@
 /* model/kernels/attention_kernels.c: the inner loops of attention (model/forward.c) over blocks of
  * 64 cache rows: scores of queries against keys stored transposed, weighted sums of value
- * rows, in f32 or in bf16 pairs. Plain C for every loop, with AVX-512 versions that
- * tests/test_kernels.c checks against it. (Quantized rows come decoded by their codec:
- * quant/codec.h, decode and decode_t64.) */
+ * rows, in f32 or in bf16 pairs. Plain C for every loop, with AVX-512 versions (and AVX2 ones
+ * of the f32 loops) that tests/test_kernels.c checks against it. (Quantized rows come decoded
+ * by their codec: quant/codec.h, decode and decode_t64.) */
 #include "model/kernels/attention_kernels.h"
 #include "model/kernels/vector.h"
 #include "quant/half.h"
@@ -10,6 +10,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #include "model/kernels/simd_avx512.h"
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ATTENTION_AVX2 1
 #endif
 
 #if defined(__AVX512F__)
@@ -33,6 +36,56 @@ static inline void store_sum64(float *out, const __m512 a[4], const __m512 b[4])
 }
 #endif
 
+#if defined(ATTENTION_AVX2)
+/* AVX2 has 16 registers of 8 floats, a quarter of AVX-512's: its loops keep 8 sums (four
+ * queries x 16 positions or dims, or one query x 64) in registers per pass, adding in the
+ * same order as the plain loops (one fma per term, in order of d or p), so their results are
+ * the plain loops' bit for bit. */
+
+/* acc[j][p0 + 0..16) = sum_d q[j][d] * kt[d * DOT_T_WIDTH + p0 + .] for nq = 1..4 queries. */
+static inline void dot_transposed16_avx2(int nq, const float *const *q, const float *kt, int hd, int p0,
+                                         float *const *acc) {
+    __m256 a[4][2];
+    for (int j = 0; j < nq; j++) a[j][0] = a[j][1] = _mm256_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const float *row = kt + (size_t)d * DOT_T_WIDTH + p0;
+        __m256 k0 = _mm256_loadu_ps(row), k1 = _mm256_loadu_ps(row + 8);
+        for (int j = 0; j < nq; j++) {
+            __m256 s = _mm256_broadcast_ss(q[j] + d);
+            a[j][0] = _mm256_fmadd_ps(s, k0, a[j][0]);
+            a[j][1] = _mm256_fmadd_ps(s, k1, a[j][1]);
+        }
+    }
+    for (int j = 0; j < nq; j++) {
+        _mm256_storeu_ps(acc[j] + p0, a[j][0]);
+        _mm256_storeu_ps(acc[j] + p0 + 8, a[j][1]);
+    }
+}
+
+/* out[j][d0 + 0..16) += sum_p w[j][p] * v[p * hd + d0 + .] for nq = 1..4 queries. */
+static inline void add_weighted16_avx2(int nq, float *const *out, const float *const *w, const float *v, int n,
+                                       int hd, int d0) {
+    __m256 a[4][2];
+    for (int j = 0; j < nq; j++) {
+        a[j][0] = _mm256_loadu_ps(out[j] + d0);
+        a[j][1] = _mm256_loadu_ps(out[j] + d0 + 8);
+    }
+    for (int p = 0; p < n; p++) {
+        const float *row = v + (size_t)p * hd + d0;
+        __m256 v0 = _mm256_loadu_ps(row), v1 = _mm256_loadu_ps(row + 8);
+        for (int j = 0; j < nq; j++) {
+            __m256 s = _mm256_broadcast_ss(w[j] + p);
+            a[j][0] = _mm256_fmadd_ps(s, v0, a[j][0]);
+            a[j][1] = _mm256_fmadd_ps(s, v1, a[j][1]);
+        }
+    }
+    for (int j = 0; j < nq; j++) {
+        _mm256_storeu_ps(out[j] + d0, a[j][0]);
+        _mm256_storeu_ps(out[j] + d0 + 8, a[j][1]);
+    }
+}
+#endif
+
 void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
 #if defined(__AVX512F__)
     /* even and odd d in separate sums (a, b): eight independent chains of fmas keep both
@@ -46,6 +99,8 @@ void dot_transposed64(const float *q, const float *kt, int hd, float *acc) {
     }
     if (d < hd) fma_load_row64(a, q[d], kt + (size_t)d * DOT_T_WIDTH);
     store_sum64(acc, a, b);
+#elif defined(ATTENTION_AVX2)
+    for (int p0 = 0; p0 < DOT_T_WIDTH; p0 += 16) dot_transposed16_avx2(1, &q, kt, hd, p0, &acc);
 #else
     /* four components per pass over acc, which lives in memory: a quarter of its traffic */
     for (int p = 0; p < DOT_T_WIDTH; p++) acc[p] = 0.0f;
@@ -80,6 +135,8 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
         if (p < n) fma_load_row64(a, w[p], v + (size_t)p * hd + d0);
         store_sum64(out + d0, a, b);
     }
+#elif defined(ATTENTION_AVX2)
+    for (; d0 + 16 <= hd; d0 += 16) add_weighted16_avx2(1, &out, &w, v, n, hd, d0);
 #endif
     /* four rows per pass over out: the same sums with a quarter of its loads and stores */
     int p = 0;
@@ -108,6 +165,8 @@ void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float
     }
     for (int j = 0; j < 4; j++)
         for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc[j] + 16 * u, a[j][u]);
+#elif defined(ATTENTION_AVX2)
+    for (int p0 = 0; p0 < DOT_T_WIDTH; p0 += 16) dot_transposed16_avx2(4, q, kt, hd, p0, acc);
 #else
     for (int j = 0; j < 4; j++) dot_transposed64(q[j], kt, hd, acc[j]);
 #endif
@@ -131,6 +190,8 @@ void add_weighted_rows_x4(float *const out[4], const float *const w[4], const fl
         for (int j = 0; j < 4; j++)
             for (int u = 0; u < 4; u++) _mm512_storeu_ps(out[j] + d0 + 16 * u, a[j][u]);
     }
+#elif defined(ATTENTION_AVX2)
+    for (; d0 + 16 <= hd; d0 += 16) add_weighted16_avx2(4, out, w, v, n, hd, d0);
 #endif
     if (d0 < hd)   /* dims the vector loop did not cover, one query at a time */
         for (int j = 0; j < 4; j++)

@@ -8,7 +8,8 @@
 
 /* The two loops in f32, with AVX-512 versions that keep their sums in registers, split in
  * two partial sums (even and odd terms) added at the end: within f32 rounding of the plain
- * loops, which add in order (tests/test_kernels.c). */
+ * loops, which add in order (tests/test_kernels.c). The AVX2 versions add in order too, so
+ * with FMA they give the plain loops' results bit for bit. */
 #define DOT_T_WIDTH 64
 /* acc[p] = sum_d q[d] * kt[d * DOT_T_WIDTH + p] for p < DOT_T_WIDTH: one query against 64
  * keys stored transposed. */
