@@ -7,6 +7,7 @@
  * With compare set, every window also runs with an fp32 cache, so the two next-token
  * distributions can be compared position by position. */
 #include "eval/perplexity.h"
+#include "model/kernels/vector.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,19 +50,27 @@ static PplWindow make_window(const PplOptions *o, const int *tokens, int n_token
 
 /* A row of logits' log-normalizer log(sum_i exp(x_i)) and its argmax (the lowest index on
  * ties). exp_out (may be NULL) receives exp(x_i - max) and *sum their sum: the distribution up
- * to that factor. Everything in double, from the float logits. */
+ * to that factor. Everything in double, from the float logits; the exponentials and the sum by
+ * exp_sum_f64 (model/kernels/vector.h), since they are most of the scoring's time. */
 static double log_normalizer(const float *row, int n, int *argmax, double *exp_out, double *sum_out) {
+    float top = max_value(row, n);
     int best = 0;
-    for (int i = 1; i < n; i++) if (row[i] > row[best]) best = i;
-    double sum = 0, top = row[best];
-    for (int i = 0; i < n; i++) {
-        double e = exp((double)row[i] - top);
-        if (exp_out) exp_out[i] = e;
-        sum += e;
-    }
+    while (best < n - 1 && row[best] != top) best++;
+    double sum = exp_sum_f64(row, n, top, exp_out);
     *argmax = best;
     if (sum_out) *sum_out = sum;
     return top + log(sum);
+}
+
+/* Sums over the vocabulary are kept in 8 lanes (element i into lane i % 8, the lanes added in
+ * order), like exp_sum_f64's: one running double sum is a chain of dependent adds the compiler
+ * may not reorder, four cycles an entry. */
+enum { LANES = 8 };
+
+static double sum_lanes(const double lane[LANES]) {
+    double sum = 0;
+    for (int j = 0; j < LANES; j++) sum += lane[j];
+    return sum;
 }
 
 /* KL(base || q) from the baseline's probabilities p (summing to p_sum) and both rows of logits:
@@ -69,9 +78,12 @@ static double log_normalizer(const float *row, int n, int *argmax, double *exp_o
  * multiply-adds where the log-softmax form would need an exp per entry. */
 static double kl_divergence(const double *p, double p_sum, const float *base, double z_base, const float *q, double z_q,
                             int n) {
-    double kl = 0;
-    for (int i = 0; i < n; i++) kl += p[i] * ((double)base[i] - (double)q[i]);
-    return kl + (z_q - z_base) * p_sum;
+    double lane[LANES] = {0};
+    int i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int j = 0; j < LANES; j++) lane[j] += p[i + j] * ((double)base[i + j] - (double)q[i + j]);
+    for (; i < n; i++) lane[i % LANES] += p[i] * ((double)base[i] - (double)q[i]);
+    return sum_lanes(lane) + (z_q - z_base) * p_sum;
 }
 
 /* ---- one window, several caches ---- */
@@ -149,9 +161,12 @@ static void hold_baseline(PplSession *ps, size_t r, const float *logits) {
     memcpy(ps->base_logits + r * V, logits, V * sizeof(float));
     double *p = ps->base_p + r * V, sum;
     ps->base_z[r] = log_normalizer(logits, (int)V, &ps->base_top[r], p, &sum);
-    double p_sum = 0;
-    for (size_t i = 0; i < V; i++) p_sum += (p[i] /= sum);
-    ps->base_p_sum[r] = p_sum;
+    double lane[LANES] = {0};
+    size_t i = 0;
+    for (; i + LANES <= V; i += LANES)
+        for (int j = 0; j < LANES; j++) lane[j] += (p[i + j] /= sum);
+    for (; i < V; i++) lane[i % LANES] += (p[i] /= sum);
+    ps->base_p_sum[r] = sum_lanes(lane);
 }
 
 /* Scores one target (token tok, row r of the window's targets) from the scheme's logits,

@@ -284,6 +284,59 @@ static void check_exp_pairs(void) {
     check(bad == 0, "max_value equals a plain loop; exp_pairs writes nothing past its pairs", "%d wrong", bad);
 }
 
+/* Units in the last place between two non-negative doubles (their bit patterns are ordered
+ * like their values); 0 when both are NaN, a large number when only one is. */
+static uint64_t ulp_distance(double a, double b) {
+    if (a != a || b != b) return (a != a) == (b != b) ? 0 : UINT64_MAX;
+    uint64_t ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    return ua > ub ? ua - ub : ub - ua;
+}
+
+/* exp_sum_f64 (the scoring of a row of logits): each exponential within 1 ulp of libm's
+ * exp((double)x - shift), across normal, subnormal, zero and infinite results, -inf, NaN; the
+ * sum within 1e-15 of libm's values added the same way (element i into lane i % 8, lanes in
+ * order); the same sum without out; nothing written past n. */
+static void check_exp_sum_f64(void) {
+    enum { N = 32003 };
+    static float x[N];
+    static double out[N + 1];
+    uint64_t seed = 29;
+    for (int i = 0; i < N; i++) x[i] = rnd(&seed) * 800.0f;   /* e^-1100 .. e^500 after the shift */
+    static const int sizes[] = {1, 7, 8, 9, 100, N};
+    uint64_t worst_ulp = 0;
+    double worst_sum = 0;
+    int bad = 0;
+    for (int k = 0; k < 6; k++) {
+        int n = sizes[k];
+        out[n] = 12345.0;
+        double sum = exp_sum_f64(x, n, 300.0, out), lane[8] = {0}, ref_sum = 0;
+        for (int i = 0; i < n; i++) {
+            double ref = exp((double)x[i] - 300.0);
+            worst_ulp = ulp_distance(out[i], ref) > worst_ulp ? ulp_distance(out[i], ref) : worst_ulp;
+            lane[i % 8] += ref;
+        }
+        for (int j = 0; j < 8; j++) ref_sum += lane[j];
+        worst_sum = max_or_inf(worst_sum, fabs(sum - ref_sum) / (ref_sum > 0 ? ref_sum : 1.0));   /* n 1: e^-1000 */
+        bad += out[n] != 12345.0;
+        bad += exp_sum_f64(x, n, 300.0, NULL) != sum;
+    }
+    /* -inf, NaN, +inf, results from overflow down to the least subnormal and below */
+    static const float special[] = {-INFINITY, NAN, INFINITY, 0.0f, -708.0f, -720.5f, -744.0f, -745.2f, -746.0f,
+                                    709.7f, 710.0f, -1e30f, 1e30f, -0.0f, 1e-30f, -103.97f, 88.72f};
+    enum { S = sizeof special / sizeof special[0] };
+    double got[S];
+    exp_sum_f64(special, S, 0.0, got);
+    for (int i = 0; i < S; i++)
+        worst_ulp = ulp_distance(got[i], exp((double)special[i])) > worst_ulp ? ulp_distance(got[i], exp((double)special[i]))
+                                                                             : worst_ulp;
+    check(worst_ulp <= 1, "exp_sum_f64: each exp within 1 ulp of libm (normal, subnormal, 0, inf, NaN)", "%llu ulp",
+          (unsigned long long)worst_ulp);
+    check(worst_sum <= 1e-15, "exp_sum_f64: the sum within 1e-15 of libm's in the same order", "%.3g", worst_sum);
+    check(bad == 0, "exp_sum_f64: the same sum without out, nothing written past n", "%d wrong", bad);
+}
+
 static void check_attention_pairs(void) {
     enum { HD = 128, N = 37, P = DOT_T_WIDTH };
     static float q[4][HD], kt[HD * P], w[4][N + 1], v[N * HD], out[4][HD], out0[4][HD], acc[4][P];
@@ -536,6 +589,7 @@ int main(void) {
     check_attention_loops_x4();
     check_attention_pairs();
     check_exp_pairs();
+    check_exp_sum_f64();
     for (int K = 96; K <= 97; K++) {
         check_matmul_many(DT_BF16, MATMUL_BF16_ACT, K);
         check_matmul_many(DT_BF16, MATMUL_EXACT, K);

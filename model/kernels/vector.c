@@ -7,7 +7,7 @@
 #include "quant/half.h"
 #include <stdint.h>
 #include <string.h>
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -27,11 +27,34 @@ void axpy_f32(float *y, float a, const float *x, int n) {
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* condition ? a : b by masking bits. Written as ?: on floats, GCC (which may not move a
+ * floating-point operation past a branch, since it could trap) leaves a branch in the loop,
+ * and the loop does not vectorize; integer masks it turns into vector selects. */
+static inline float select_f32(int condition, float a, float b) {
+    uint32_t mask = (uint32_t)0 - (uint32_t)(condition != 0), ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    uint32_t bits = (ua & mask) | (ub & ~mask);
+    float r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
+static inline double select_f64(int condition, double a, double b) {
+    uint64_t mask = (uint64_t)0 - (uint64_t)(condition != 0), ua, ub;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    uint64_t bits = (ua & mask) | (ub & ~mask);
+    double r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
+}
+
 /* e^x within ~2 ulp (Cephes' expf polynomial): branch-free, so loops over it vectorize,
  * where a libm call per element would not. Inputs are clamped to the normal range; NaN passes. */
 static inline float exp_vec(float x_in) {
-    /* comparisons rather than fminf/fmaxf, which are library calls under C11 rules */
-    float x = x_in > -87.3f ? (x_in < 88.7f ? x_in : 88.7f) : -87.3f;
+    /* selects rather than fminf/fmaxf, which are library calls under C11 rules */
+    float x = select_f32(x_in > -87.3f, select_f32(x_in < 88.7f, x_in, 88.7f), -87.3f);
     float n = rintf(x * 1.44269504088896341f);
     float r = x - n * 0.693359375f;          /* ln 2 in two parts: exact product first */
     r = r - n * -2.12194440e-4f;
@@ -45,8 +68,8 @@ static inline float exp_vec(float x_in) {
     int32_t bits = ((int32_t)n + 127) << 23;  /* 2^n, n in [-126, 128) after the clamp */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    float y = x_in < -87.3f ? 0.0f : p * scale;   /* underflow (and -inf) -> 0 */
-    return x_in == x_in ? y : x_in;                 /* NaN stays NaN */
+    float y = select_f32(x_in < -87.3f, 0.0f, p * scale);   /* underflow (and -inf) -> 0 */
+    return select_f32(x_in == x_in, y, x_in);                 /* NaN stays NaN */
 }
 
 void swiglu(float *gate, const float *up, size_t n) {
@@ -139,6 +162,19 @@ float max_value(const float *x, int n) {
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_loadu_ps(m, tail, x + full), m));
 }
 #else
+#if defined(__AVX__)
+/* GCC does not vectorize the plain loop below (its lanes are a reduction through selects). */
+float max_value(const float *x, int n) {
+    __m256 m = _mm256_set1_ps(x[0]);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);   /* a NaN in x is skipped */
+    float lane_max[8], max = x[0];
+    _mm256_storeu_ps(lane_max, m);
+    for (int j = 0; j < 8; j++) max = lane_max[j] > max ? lane_max[j] : max;
+    for (; i < n; i++) max = x[i] > max ? x[i] : max;
+    return max;
+}
+#else
 float max_value(const float *x, int n) {
     float lane_max[16], max = x[0];   /* 16 lanes: see softmax */
     for (int j = 0; j < 16; j++) lane_max[j] = x[0];
@@ -149,18 +185,13 @@ float max_value(const float *x, int n) {
     for (; i < n; i++) max = x[i] > max ? x[i] : max;
     return max;
 }
+#endif
 
 void softmax(float *x, int n) {
     /* max and sum in 16 lanes, like dot_f32: a single running max or sum is a serial
      * chain the compiler may not vectorize (float order matters to C) */
-    float lane_max[16], lane_sum[16] = {0};
-    for (int j = 0; j < 16; j++) lane_max[j] = x[0];
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
-    float max = x[0];
-    for (int j = 0; j < 16; j++) if (lane_max[j] > max) max = lane_max[j];
-    for (; i < n; i++) if (x[i] > max) max = x[i];
+    float lane_sum[16] = {0}, max = max_value(x, n);
+    int i;
     for (i = 0; i < n; i++) x[i] = exp_vec(x[i] - max);
     for (i = 0; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) lane_sum[j] += x[i + j];
@@ -193,3 +224,67 @@ float exp_pairs(float *x, int n, float max, float scale, int n_out) {
     return 1.0f / sum;
 }
 #endif
+
+/* ---- exponentials in double, summed: scoring a row of logits ---- */
+
+/* 2^m for an integer-valued m in [-1022, 1023]: the exponent field m + 1023 built from the low
+ * bits of (m + 1023) + 2^52 (the double whose last mantissa bits are that integer), shifted in
+ * place. No conversion to an integer type, so loops over it vectorize on any SIMD width. */
+static inline double pow2_integer(double m) {
+    double biased = (m + 1023.0) + 0x1p52;
+    uint64_t bits;
+    memcpy(&bits, &biased, sizeof bits);
+    bits <<= 52;
+    double scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return scale;
+}
+
+/* e^x within 1 ulp, branch-free (libm's exp is a call per element; this vectorizes).
+ * x = k ln2 + r with |r| <= ln2/2: ln 2 in fdlibm's two parts, the high one with 32 significant
+ * bits so that k * high is exact and nothing is lost to cancellation. e^r by its Taylor series
+ * to r^13 (the first term left out is below 5e-18 of the result), times 2^k in two factors
+ * 2^k1 2^k2: the first product is exact, the second rounds once, also into the subnormals, and
+ * overflows to infinity where e^x does. Outside [-1100, 710] (e^x is 0 or infinite there) the
+ * arithmetic goes wrong and a select at the end replaces it; a NaN fails both comparisons and
+ * stays NaN. */
+static inline double exp_f64(double x) {
+    double k = rint(x * 1.4426950408889634);
+    double r = (x - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;
+    /* 1/13!, 1/12!, ..., 1/2!, then 1, 1: written out, so that no loop is left inside the caller's */
+    double p = fma_f64(1.6059043836821613e-10, r, 2.08767569878681e-09);
+    p = fma_f64(p, r, 2.505210838544172e-08);
+    p = fma_f64(p, r, 2.755731922398589e-07);
+    p = fma_f64(p, r, 2.7557319223985893e-06);
+    p = fma_f64(p, r, 2.48015873015873e-05);
+    p = fma_f64(p, r, 0.0001984126984126984);
+    p = fma_f64(p, r, 0.001388888888888889);
+    p = fma_f64(p, r, 0.008333333333333333);
+    p = fma_f64(p, r, 0.041666666666666664);
+    p = fma_f64(p, r, 0.16666666666666666);
+    p = fma_f64(p, r, 0.5);
+    p = fma_f64(p, r, 1.0);
+    p = fma_f64(p, r, 1.0);
+    double k1 = rint(k * 0.5), k2 = k - k1;
+    double e = p * pow2_integer(k1) * pow2_integer(k2);
+    e = select_f64(x < -1100.0, 0.0, e);
+    return select_f64(x > 710.0, (double)INFINITY, e);
+}
+
+double exp_sum_f64(const float *x, int n, double shift, double *out) {
+    /* chunks of 256: the exponentials in one plain loop (which the compiler vectorizes), then
+     * added into the lanes in blocks of 8 (element i0 + j into lane j % 8, i0 a multiple of 8) */
+    enum { CHUNK = 256 };
+    double lane[8] = {0}, chunk[CHUNK];
+    for (int i0 = 0; i0 < n; i0 += CHUNK) {
+        int m = n - i0 < CHUNK ? n - i0 : CHUNK, j = 0;
+        double *e = out ? out + i0 : chunk;
+        for (int i = 0; i < m; i++) e[i] = exp_f64((double)x[i0 + i] - shift);
+        for (; j + 8 <= m; j += 8)
+            for (int l = 0; l < 8; l++) lane[l] += e[j + l];
+        for (; j < m; j++) lane[j % 8] += e[j];
+    }
+    double sum = 0.0;
+    for (int l = 0; l < 8; l++) sum += lane[l];
+    return sum;
+}

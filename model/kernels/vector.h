@@ -18,6 +18,15 @@ static inline float mul_add(float a, float b, float c) {
 #endif
 }
 
+/* a * b + c in double, fused where the CPU has FMA (see mul_add). */
+static inline double fma_f64(double a, double b, double c) {
+#ifdef FP_FAST_FMA
+    return fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
 /* gate[i] = silu(gate[i]) * up[i], silu(x) = x * sigmoid(x) (SwiGLU). */
 void swiglu(float *gate, const float *up, size_t n);
 
@@ -31,6 +40,12 @@ float max_value(const float *x, int n);
  * The caller scales the weighted sum of values by it: one pass over the scores, where
  * scaling, normalizing and pairing them took three. */
 float exp_pairs(float *x, int n, float max, float scale, int n_out);
+
+/* out[i] = exp((double)x[i] - shift) for i < n (out may be NULL), each within 1 ulp of the
+ * exact value, by a polynomial the compiler vectorizes; returns their sum, added in 8 lanes
+ * (element i into lane i % 8, the lanes in order). The scoring of a row of logits
+ * (eval/perplexity.c) spends its time here: one exponential per vocabulary entry. */
+double exp_sum_f64(const float *x, int n, double shift, double *out);
 
 /* sum x[i]*y[i], written with independent partial sums so the compiler vectorizes it. */
 float dot_f32(const float *x, const float *y, int n);
