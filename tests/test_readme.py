@@ -5,7 +5,17 @@ Three places in the README quote program output: the sample `./run --validate` r
 "What int4 does to the bundled model" and the sweep demo's table (data/sweeps/, `make sweep-demo`).
 They are re-run here and compared digit for digit (the run time is the one field left out), so a
 change that moves a number makes this test fail until the README is regenerated from the program.
-Run from the repo root after `make`."""
+Run from the repo root after `make`.
+
+Digit for digit holds on the kernel path the README names ("produced by the `avx512` kernels"). The
+other SIMD paths (AVX2, NEON, plain C) add some f32 sums in another order; a quantized cache then
+rounds a few values the other way, which moves a quantized perplexity in its 5th significant digit
+(int4-g64 in the sample report: 307.3250 on avx512, 307.3157 on avx2; the independent reference
+itself is 0.003% away). On those paths the text must still be the same apart from its numbers,
+and each number within a stated tolerance: 0.05 absolute for numbers of 10 or more (a perplexity of
+300-400 within ~1.5e-4 relative, a delta in perplexity units within 0.05, a top-1 % within 4 of the
+sweep's 8703 tokens; counts are integers and must be equal), and for smaller ones (deltas, KL,
+percentages: differences whose relative change is larger) 5% relative or 1e-3 absolute."""
 import json
 import re
 import os
@@ -23,6 +33,38 @@ def report(name, ok, why=""):
 
 def run(args):
     return subprocess.run(["./run"] + args, capture_output=True, text=True)
+
+
+def readme_kernel():
+    m = re.search(r"produced by the `(\w[\w-]*)` kernels", README)
+    return m.group(1) if m else None
+
+
+def current_kernel():
+    got = run(["bench", MODEL, "-p", "8", "-n", "2", "--ctx", "0", "--repeat", "1", "--no-probe", "--json"])
+    try:
+        return json.loads(got.stdout)["kernel"]
+    except (ValueError, KeyError):
+        return None
+
+
+SAME_PATH = readme_kernel() is not None and readme_kernel() == current_kernel()
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def agree(want, got):
+    """want == got on the README's kernel path; elsewhere the same text with numbers within
+    the tolerances of the module docstring. Returns (ok, worst excess over the tolerance)."""
+    if SAME_PATH or want == got:
+        return want == got, 0.0
+    if NUMBER.sub("#", want) != NUMBER.sub("#", got):
+        return False, float("inf")
+    worst = 0.0
+    for a, b in zip(map(float, NUMBER.findall(want)), map(float, NUMBER.findall(got))):
+        big = max(abs(a), abs(b))
+        tolerance = 0.05 if big >= 10 else max(0.05 * big, 1e-3)
+        worst = max(worst, abs(a - b) / tolerance if tolerance > 0 else 0.0)
+    return worst <= 1.0, worst
 
 
 def validate_block():
@@ -47,10 +89,10 @@ def check_validate_sample():
     got = run(["--validate", "--model", MODEL])
     lines = [l for l in want.splitlines()]
     out = without_time(got.stdout).strip("\n").splitlines()
-    diff = [f"README: {a!r}\n  ./run: {b!r}" for a, b in zip(map(without_time, lines), out) if a != b]
+    diff = [f"README: {a!r}\n  ./run: {b!r}" for a, b in zip(map(without_time, lines), out) if not agree(a, b)[0]]
     if len(lines) != len(out):
         diff.append(f"{len(lines)} lines in README, {len(out)} printed")
-    report("README: the --validate sample report equals ./run --validate (all but the run time)",
+    report("README: the --validate sample report equals ./run --validate (all but the run time)" + PATH_NOTE,
            got.returncode == 0 and not diff, "exit %d; %s" % (got.returncode, "\n".join(diff[:4])))
 
 
@@ -74,9 +116,10 @@ def check_scheme_table():
         base, quant = j["baseline_ppl"], j["ppl"]
         want = (f"{quant:.3f}", delta_text(quant - base), f"{100 * (quant - base) / base:+.3f}%")
         have = (ppl, delta.strip(), percent.strip())
-        report(f"README: table row {scheme} equals ./run ppl", have == want, f"README {have}, ./run {want}")
+        report(f"README: table row {scheme} equals ./run ppl" + PATH_NOTE, agree(" ".join(have), " ".join(want))[0],
+               f"README {have}, ./run {want}")
         if i == 0:
-            report("README: table row fp32 equals ./run ppl's baseline", fp32[0] == f"{base:.3f}",
+            report("README: table row fp32 equals ./run ppl's baseline" + PATH_NOTE, agree(fp32[0], f"{base:.3f}")[0],
                    f"README {fp32[0]}, ./run {base:.3f}")
 
 
@@ -92,10 +135,14 @@ def check_sweep_demo():
     with tempfile.TemporaryDirectory() as out:
         got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out])
         fresh = open(os.path.join(out, "results.md"), encoding="utf-8").read() if got.returncode == 0 else got.stderr
-    report("README: a fresh run of the demo sweep writes the committed results.md", fresh == committed,
-           f"differs: first lines {fresh[:300]!r}")
+    ok, worst = agree(committed, fresh)
+    report("README: a fresh run of the demo sweep writes the committed results.md" + PATH_NOTE, ok,
+           f"worst number at {worst:.3g}x its tolerance; first lines {fresh[:300]!r}")
+    if not SAME_PATH:
+        print(f"     sweep demo: worst number at {worst:.3g}x its tolerance")
 
 
+PATH_NOTE = "" if SAME_PATH else f" (on {current_kernel()}, not {readme_kernel()}: within the stated tolerances)"
 check_validate_sample()
 check_scheme_table()
 check_sweep_demo()
