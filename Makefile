@@ -48,6 +48,8 @@ LIB_SRC  := $(wildcard model/*.c model/formats/*.c model/kernels/*.c tokenizer/*
 LIB_HDR  := $(wildcard */*.h */*/*.h)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
+# The tests' own headers (the harness, seeded random numbers, the reference codecs).
+TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: sweep-demo all test test-aarch64 bench clean run FORCE
@@ -75,7 +77,7 @@ $(BUILD)/%.o: %.c $(LIB_HDR) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c tests/test.h $(BUILD)/libkvq.a $(FLAGS_STAMP)
+$(BUILD)/tests/%: tests/%.c $(TEST_HDR) $(BUILD)/libkvq.a $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkvq.a $(LDLIBS)
 
