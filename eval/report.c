@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double num(const JsonValue *root, const char *key);
-
 /* A scheme's stored and effective bits; copied, because binding writes into the scheme. */
 static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, int ctx, double bits[2]) {
     KvLayered bound = *scheme;
@@ -142,10 +140,10 @@ void report_sums_json(FILE *f, const TokenSums *s) {
 int report_sums_read(const JsonValue *j, TokenSums *s, const char *path, Error *err) {
     const JsonValue *h = json_get(j, "kl_histogram");
     if (!h || h->type != JSON_ARRAY) return error_set(err, "%s: no kl_histogram", path);
-    s->kl_sumsq = num(j, "kl_sumsq");
-    s->kl_max = num(j, "kl_max_value");
-    s->dp_sum = num(j, "dp_sum");
-    s->dp_sumsq = num(j, "dp_sumsq");
+    s->kl_sumsq = json_number(j, "kl_sumsq");
+    s->kl_max = json_number(j, "kl_max_value");
+    s->dp_sum = json_number(j, "dp_sum");
+    s->dp_sumsq = json_number(j, "dp_sumsq");
     if (!isfinite(s->kl_sumsq) || !isfinite(s->kl_max) || !isfinite(s->dp_sum) || !isfinite(s->dp_sumsq))
         return error_set(err, "%s: missing or invalid KL / p(correct) sums", path);
     for (size_t i = 0; i < h->count; i++) {
@@ -202,56 +200,83 @@ void report_ppl_json(FILE *f, const PplReport *r) {
 
 /* ---- merging shards ---- */
 
-static double num(const JsonValue *root, const char *key) {
-    const JsonValue *v = json_get(root, key);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
+static const char *str(const JsonValue *root, const char *key) {
+    const char *s = json_string(root, key);
+    return s ? s : "";
 }
 
-static const char *str(const JsonValue *root, const char *key) {
-    const JsonValue *v = json_get(root, key);
-    return v && v->type == JSON_STRING ? v->string : "";
+/* A shard's whole numbers, each checked against a range before it is converted (a hostile
+ * 1e300 or a missing key must be an error, not an undefined conversion). */
+typedef struct {
+    long long ctx, stride, n_tokens, shard_count, windows_total, windows, scored, processed, agree;
+} ShardCounts;
+
+#define MAX_SHARD_TOKENS (1LL << 40)
+
+static int shard_counts(const JsonValue *j, int compared, ShardCounts *c, const char *path, Error *err) {
+    const struct { const char *key; long long lo, hi; long long *out; } fields[] = {
+        {"ctx", 1, 1 << 24, &c->ctx},
+        {"stride", 0, 1 << 24, &c->stride},
+        {"n_tokens", 0, 1 << 30, &c->n_tokens},
+        {"shard_count", 1, 1 << 20, &c->shard_count},
+        {"windows_total", 0, 1 << 30, &c->windows_total},
+        {"windows", 0, 1 << 30, &c->windows},
+        {"scored_tokens", 0, MAX_SHARD_TOKENS, &c->scored},
+        {"tokens_processed", 0, MAX_SHARD_TOKENS, &c->processed},
+        {"top1_agree", 0, MAX_SHARD_TOKENS, &c->agree},
+    };
+    c->agree = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (!compared && !strcmp(fields[i].key, "top1_agree")) continue;   /* only compared runs have it */
+        if (json_integer(j, fields[i].key, fields[i].lo, fields[i].hi, fields[i].out))
+            return error_set(err, "%s: \"%s\" missing or out of range", path, fields[i].key);
+    }
+    if (c->windows > c->windows_total) return error_set(err, "%s: more windows than windows_total", path);
+    return 0;
 }
 
 /* Adds one shard's sums into out; the first shard also sets the evaluation's settings. */
 static int merge_one(PplReport *out, const JsonValue *j, const char *path, int first, Error *err) {
     PplResult *x = &out->result;
     int compared = json_get(j, "compared") && json_get(j, "compared")->boolean;
+    ShardCounts c;
+    if (shard_counts(j, compared, &c, path, err)) return -1;
     if (first) {
         snprintf(out->model, sizeof out->model, "%s", str(j, "model"));
         snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
         snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
-        out->k_bits[0] = num(j, "k_stored_bits"), out->k_bits[1] = num(j, "k_effective_bits");
-        out->v_bits[0] = num(j, "v_stored_bits"), out->v_bits[1] = num(j, "v_effective_bits");
+        out->k_bits[0] = json_number(j, "k_stored_bits"), out->k_bits[1] = json_number(j, "k_effective_bits");
+        out->v_bits[0] = json_number(j, "v_stored_bits"), out->v_bits[1] = json_number(j, "v_effective_bits");
         snprintf(out->precision, sizeof out->precision, "%s", str(j, "precision"));
         out->protocol_llamacpp = !strcmp(str(j, "protocol"), "llamacpp");
-        out->ctx = (int)num(j, "ctx");
-        out->stride = (int)num(j, "stride");
-        out->n_tokens = (int)num(j, "n_tokens");
-        out->shard_count = (int)num(j, "shard_count");
-        x->windows_total = (int)num(j, "windows_total");
+        out->ctx = (int)c.ctx;
+        out->stride = (int)c.stride;
+        out->n_tokens = (int)c.n_tokens;
+        out->shard_count = (int)c.shard_count;
+        x->windows_total = (int)c.windows_total;
         x->compared = compared;
     } else if (strcmp(out->model, str(j, "model")) || strcmp(out->k_scheme, str(j, "k_scheme")) ||
                strcmp(out->v_scheme, str(j, "v_scheme")) || strcmp(out->precision, str(j, "precision")) ||
-               out->ctx != (int)num(j, "ctx") ||
-               out->stride != (int)num(j, "stride") || out->n_tokens != (int)num(j, "n_tokens") ||
-               out->shard_count != (int)num(j, "shard_count") || x->windows_total != (int)num(j, "windows_total") ||
-               x->compared != compared) {
+               out->ctx != c.ctx || out->stride != c.stride || out->n_tokens != c.n_tokens ||
+               out->shard_count != c.shard_count || x->windows_total != c.windows_total || x->compared != compared) {
         return error_set(err, "%s: a shard of a different evaluation (model, schemes, ctx, stride, text or shards differ)", path);
     }
-    x->windows += (int)num(j, "windows");
-    x->sums.scored += (long)num(j, "scored_tokens");
-    x->sums.nll_sum += num(j, "nll_sum");
-    x->sums.nll_sumsq += num(j, "nll_sumsq");
-    x->tokens_processed += (long)num(j, "tokens_processed");
-    x->seconds += num(j, "seconds");
+    if (x->windows + c.windows > x->windows_total)
+        return error_set(err, "%s: the shards hold more windows than the evaluation has", path);
+    x->windows += (int)c.windows;
+    x->sums.scored += (long)c.scored;
+    x->sums.nll_sum += json_number(j, "nll_sum");
+    x->sums.nll_sumsq += json_number(j, "nll_sumsq");
+    x->tokens_processed += (long)c.processed;
+    x->seconds += json_number(j, "seconds");
     if (compared) {
-        x->sums.base_nll_sum += num(j, "base_nll_sum");
-        x->sums.base_nll_sumsq += num(j, "base_nll_sumsq");
-        x->sums.diff_sum += num(j, "diff_sum");
-        x->sums.diff_sumsq += num(j, "diff_sumsq");
-        x->sums.kl_sum += num(j, "kl_sum");
-        x->sums.top1_agree += (long)num(j, "top1_agree");
+        x->sums.base_nll_sum += json_number(j, "base_nll_sum");
+        x->sums.base_nll_sumsq += json_number(j, "base_nll_sumsq");
+        x->sums.diff_sum += json_number(j, "diff_sum");
+        x->sums.diff_sumsq += json_number(j, "diff_sumsq");
+        x->sums.kl_sum += json_number(j, "kl_sum");
+        x->sums.top1_agree += (long)c.agree;
         TokenSums more = {0};
         if (report_sums_read(j, &more, path, err)) return -1;
         x->sums.kl_sumsq += more.kl_sumsq;
@@ -279,12 +304,12 @@ int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err) {
         if (!j || j->type != JSON_OBJECT) {
             rc = error_set(err, "%s: not a ppl --json output%s%s", paths[i], j ? "" : ": ", j ? "" : jerr.msg);
         } else {
-            int shard = (int)num(j, "shard_index");
+            long long shard = -1;
             rc = merge_one(out, j, paths[i], i == 0, err);
             if (rc == 0 && out->shard_count != n)
                 rc = error_set(err, "%s: made for %d shards but %d files were given", paths[i], out->shard_count, n);
-            else if (rc == 0 && (shard < 0 || shard >= n || seen[shard]++))
-                rc = error_set(err, "%s: shard %d repeated or out of range", paths[i], shard);
+            else if (rc == 0 && (json_integer(j, "shard_index", 0, n - 1, &shard) || seen[shard]++))
+                rc = error_set(err, "%s: shard_index repeated or out of range", paths[i]);
         }
         json_free(j);
     }

@@ -13,6 +13,9 @@
 #define SETTINGS_FILE "sweep.json"
 #define JOURNAL_FILE "journal.jsonl"
 #define MAX_JOURNAL_BYTES ((size_t)1 << 34)
+/* A record's token counts: one window's, so far below this; the bound keeps the sums of many
+ * records from overflowing a long. */
+#define MAX_RECORD_TOKENS (1LL << 40)
 
 static double seconds_now(void) {
     struct timespec ts;
@@ -103,19 +106,9 @@ static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
     return rc;
 }
 
-static double num(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
-
-static const char *str(const JsonValue *o, const char *key) {
-    const JsonValue *v = json_get(o, key);
-    return v && v->type == JSON_STRING ? v->string : NULL;
-}
-
 static int int_field(const JsonValue *o, const char *key, int lo, int hi, int *out, const char *path, Error *err) {
-    double x = num(o, key);
-    if (!(x >= lo && x <= hi && x == floor(x))) return error_set(err, "%s: \"%s\" missing or out of range", path, key);
+    long long x;
+    if (json_integer(o, key, lo, hi, &x)) return error_set(err, "%s: \"%s\" missing or out of range", path, key);
     *out = (int)x;
     return 0;
 }
@@ -142,17 +135,20 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
     free(text);
     int rc = 0;
     const JsonValue *configs = j ? json_get(j, "configs") : NULL;
-    if (!j || j->type != JSON_OBJECT || num(j, "kvq_sweep") != 1 || !configs || configs->type != JSON_ARRAY ||
-        !str(j, "model") || !str(j, "text_file") || !str(j, "precision") || !str(j, "protocol") || !str(j, "tokens_hash")) {
+    int all_strings = json_string(j, "model") && json_string(j, "text_file") && json_string(j, "precision") &&
+                      json_string(j, "protocol") && json_string(j, "tokens_hash");
+    if (!j || j->type != JSON_OBJECT || json_number(j, "kvq_sweep") != 1 || !configs || configs->type != JSON_ARRAY ||
+        !all_strings) {
         rc = error_set(err, "%s: not a sweep's settings%s%s", path, j ? "" : ": ", j ? "" : jerr.msg);
         goto done;
     }
-    snprintf(s->model, sizeof s->model, "%s", str(j, "model"));
-    snprintf(s->text_file, sizeof s->text_file, "%s", str(j, "text_file"));
-    snprintf(s->precision, sizeof s->precision, "%s", str(j, "precision"));
-    s->ppl.protocol = strcmp(str(j, "protocol"), "llamacpp") ? PPL_HF : PPL_LLAMACPP;
-    s->tokens_hash = strtoull(str(j, "tokens_hash"), NULL, 16);
-    if (int_field(j, "ctx", 2, 1 << 24, &s->ppl.ctx, path, err) || int_field(j, "stride", 0, 1 << 24, &s->ppl.stride, path, err) ||
+    snprintf(s->model, sizeof s->model, "%s", json_string(j, "model"));
+    snprintf(s->text_file, sizeof s->text_file, "%s", json_string(j, "text_file"));
+    snprintf(s->precision, sizeof s->precision, "%s", json_string(j, "precision"));
+    s->ppl.protocol = strcmp(json_string(j, "protocol"), "llamacpp") ? PPL_HF : PPL_LLAMACPP;
+    s->tokens_hash = strtoull(json_string(j, "tokens_hash"), NULL, 16);
+    if (int_field(j, "ctx", 2, 1 << 24, &s->ppl.ctx, path, err) ||
+        int_field(j, "stride", 0, 1 << 24, &s->ppl.stride, path, err) ||
         int_field(j, "max_windows", 0, 1 << 30, &s->ppl.max_windows, path, err) ||
         int_field(j, "batch", 1, 1 << 24, &s->ppl.batch, path, err) ||
         int_field(j, "n_tokens", 0, 1 << 30, &s->n_tokens, path, err) ||
@@ -172,12 +168,12 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
     for (int i = 0; i < s->n_configs && !rc; i++) {
         const JsonValue *c = &configs->items[i];
         SweepConfig *sc = &s->configs[i];
-        if (c->type != JSON_OBJECT || !str(c, "k") || !str(c, "v")) {
+        if (c->type != JSON_OBJECT || !json_string(c, "k") || !json_string(c, "v")) {
             rc = error_set(err, "%s: configuration %d is not {\"k\", \"v\", ...}", path, i);
             break;
         }
-        snprintf(sc->k_text, sizeof sc->k_text, "%s", str(c, "k"));
-        snprintf(sc->v_text, sizeof sc->v_text, "%s", str(c, "v"));
+        snprintf(sc->k_text, sizeof sc->k_text, "%s", json_string(c, "k"));
+        snprintf(sc->v_text, sizeof sc->v_text, "%s", json_string(c, "v"));
         rc = bits_field(c, "k_bits", sc->k_bits, path, err) || bits_field(c, "v_bits", sc->v_bits, path, err) ? -1 : 0;
     }
 done:
@@ -265,12 +261,13 @@ static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Err
         Error jerr;
         JsonValue *r = json_parse(p, (size_t)(e - p), &jerr);
         RecordRef ref = {-1, -1, p, (size_t)(e - p), dir};
+        long long w, c;
         int ok = r && r->type == JSON_OBJECT;
-        double w = ok ? num(r, "window") : NAN, c = ok ? num(r, "config") : NAN;
-        if (ok && w >= 0 && w < s->windows_total && w == floor(w) && c >= 0 && c < s->n_configs && c == floor(c)) {
+        if (ok && !json_integer(r, "window", 0, s->windows_total - 1, &w) &&
+            !json_integer(r, "config", 0, s->n_configs - 1, &c)) {
             ref.window = (int)w;
             ref.config = (int)c;
-            const char *k = str(r, "k"), *v = str(r, "v");
+            const char *k = json_string(r, "k"), *v = json_string(r, "v");
             ok = (ref.window % s->ppl.shard_count == s->ppl.shard_index) && k && v &&
                  !strcmp(k, s->configs[ref.config].k_text) && !strcmp(v, s->configs[ref.config].v_text);
         } else {
@@ -297,28 +294,34 @@ static int record_add(const RecordRef *ref, SweepTotals *t, Error *err) {
     JsonValue *r = json_parse(ref->line, ref->len, &jerr);
     if (!r) return error_set(err, "%s/%s: a record no longer parses: %s", ref->dir, JOURNAL_FILE, jerr.msg);
     TokenSums x = {0};
-    x.scored = (long)num(r, "scored_tokens");
-    x.top1_agree = (long)num(r, "top1_agree");
-    x.nll_sum = num(r, "nll_sum"), x.nll_sumsq = num(r, "nll_sumsq");
-    x.base_nll_sum = num(r, "base_nll_sum"), x.base_nll_sumsq = num(r, "base_nll_sumsq");
-    x.diff_sum = num(r, "diff_sum"), x.diff_sumsq = num(r, "diff_sumsq");
-    x.kl_sum = num(r, "kl_sum");
+    long long scored, agree, tokens;
     char where[4300];
     snprintf(where, sizeof where, "%s/%s", ref->dir, JOURNAL_FILE);
+    if (json_integer(r, "scored_tokens", 0, MAX_RECORD_TOKENS, &scored) ||
+        json_integer(r, "top1_agree", 0, MAX_RECORD_TOKENS, &agree) ||
+        json_integer(r, "tokens", 0, MAX_RECORD_TOKENS, &tokens)) {
+        json_free(r);
+        return error_set(err, "%s: a record's token counts are missing or out of range", where);
+    }
+    x.scored = (long)scored;
+    x.top1_agree = (long)agree;
+    x.nll_sum = json_number(r, "nll_sum"), x.nll_sumsq = json_number(r, "nll_sumsq");
+    x.base_nll_sum = json_number(r, "base_nll_sum"), x.base_nll_sumsq = json_number(r, "base_nll_sumsq");
+    x.diff_sum = json_number(r, "diff_sum"), x.diff_sumsq = json_number(r, "diff_sumsq");
+    x.kl_sum = json_number(r, "kl_sum");
     int rc = report_sums_read(r, &x, where, err);   /* kl_sumsq, kl_max, dp sums, histogram */
-    if (!rc && !(x.scored >= 0)) rc = error_set(err, "%s: a record without scored_tokens", where);
     if (!rc) {
         token_sums_merge(&t->sums[ref->config], &x);
-        t->tokens_processed += (long)num(r, "tokens");
-        t->seconds += num(r, "seconds");
+        t->tokens_processed += (long)tokens;
+        t->seconds += json_number(r, "seconds");
     }
     json_free(r);
     return rc;
 }
 
 /* Totals from the records of journals j[0..n): each (window, configuration) once, added in
- * window order. need_all: every window of the sweep must be there. */
-static int totals_from(const Journal *j, int n, const SweepSettings *s, int need_all, SweepTotals *t, Error *err) {
+ * window order. */
+static int totals_from(const Journal *j, int n, const SweepSettings *s, SweepTotals *t, Error *err) {
     memset(t, 0, sizeof *t);
     int count = 0;
     for (int i = 0; i < n; i++) count += j[i].n_records;
@@ -337,10 +340,8 @@ static int totals_from(const Journal *j, int n, const SweepSettings *s, int need
         in_window = (k > 0 && all[k - 1].window == all[k].window) ? in_window + 1 : 1;
         if (in_window == s->n_configs) t->windows++;
     }
-    if (!rc && need_all && t->windows != s->windows_total)
-        rc = error_set(err, "the shards hold %d of the sweep's %d windows complete: a shard is unfinished", t->windows,
-                       s->windows_total);
     free(all);
+    if (rc) sweep_totals_free(t);   /* a refused journal leaves no totals behind */
     return rc;
 }
 
@@ -413,7 +414,7 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
     journal_free(&j);
     /* the totals come from the journal as it now stands, whatever ran when */
     if (!rc) rc = journal_read(out_dir, s, &j, err);
-    if (!rc) rc = totals_from(&j, 1, s, 0, totals, err);
+    if (!rc) rc = totals_from(&j, 1, s, totals, err);
     totals->run_seconds = seconds;
     totals->run_tokens = ran;
     journal_free(&j);
@@ -434,6 +435,11 @@ static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
     return 1;
 }
 
+/* How many of the sweep's windows shard `index` of `count` runs (windows index, index + count, ...). */
+static int shard_windows(int windows_total, int index, int count) {
+    return windows_total > index ? (windows_total - index + count - 1) / count : 0;
+}
+
 int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err) {
     memset(totals, 0, sizeof *totals);
     SweepSettings *all = calloc((size_t)n, sizeof *all);
@@ -452,8 +458,15 @@ int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals,
         if (!rc) rc = journal_read(dirs[i], &all[i], &j[i], err);
         if (!rc && j[i].good_len < j[i].len)
             rc = error_set(err, "%s/%s: its last record is torn: finish that shard first", dirs[i], JOURNAL_FILE);
+        /* Every record names a window of this shard and a configuration, so fewer records than
+         * (windows of the shard) x (configurations) is an unfinished shard; more is a record
+         * twice, which totals_from refuses. */
+        long want = (long)shard_windows(all[i].windows_total, all[i].ppl.shard_index, n) * all[i].n_configs;
+        if (!rc && j[i].n_records < want)
+            rc = error_set(err, "%s/%s: %d of the shard's %ld records: finish that shard first", dirs[i], JOURNAL_FILE,
+                           j[i].n_records, want);
     }
-    if (!rc) rc = totals_from(j, n, &all[0], 1, totals, err);
+    if (!rc) rc = totals_from(j, n, &all[0], totals, err);
     for (int i = 0; i < n && j; i++) journal_free(&j[i]);
     for (int i = 1; i < n && all; i++) free(all[i].configs);
     if (!rc) {

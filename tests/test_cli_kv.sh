@@ -194,6 +194,20 @@ expect_exit "ppl-merge: a missing shard" 2 ./run ppl-merge "$T/s0.json"
 printf '{"model": ' >"$T/broken.json"
 expect_exit "ppl-merge: broken JSON" 2 ./run ppl-merge "$T/broken.json"
 expect_exit "ppl-merge: a KV cache file instead of JSON" 2 ./run ppl-merge $REF/kv-mini-llama.safetensors
+# Whole numbers out of any int's range (converting them would be undefined) or missing, and
+# shards that add up to more windows than there are: each refused naming the file.
+for edit in 'ctx=1e300' 'scored_tokens=-1' 'top1_agree=None' 'windows=9'; do
+    python3 - "$T/s1.json" "$T/hostile.json" "$edit" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+key, value = sys.argv[3].split("=")
+if value == "None": del d[key]
+else: d[key] = float(value) if "e" in value else int(value)
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    expect_exit "ppl-merge: a shard with $edit" 2 ./run ppl-merge "$T/s0.json" "$T/hostile.json"
+    grep -q "hostile.json" "$T/err" || fail "ppl-merge $edit message" "does not name the file: $(cat "$T/err")"
+done
 expect_exit "ppl: window longer than the model's context" 2 ./run ppl $M --ctx 4096 --quiet
 expect_exit "ppl: stride > ctx" 2 ./run ppl $M --ctx 256 --stride 512 --quiet
 : >"$T/empty.txt"

@@ -505,3 +505,20 @@ const JsonValue *json_get(const JsonValue *obj, const char *key) {
         if (obj->key_lens[i] == n && memcmp(obj->keys[i], key, n) == 0) return &obj->items[i];
     return NULL;
 }
+
+double json_number(const JsonValue *obj, const char *key) {
+    const JsonValue *v = json_get(obj, key);
+    return v && v->type == JSON_NUMBER ? v->number : NAN;
+}
+
+const char *json_string(const JsonValue *obj, const char *key) {
+    const JsonValue *v = json_get(obj, key);
+    return v && v->type == JSON_STRING ? v->string : NULL;
+}
+
+int json_integer(const JsonValue *obj, const char *key, long long lo, long long hi, long long *out) {
+    double x = json_number(obj, key);
+    if (!(x >= (double)lo && x <= (double)hi && x == floor(x))) return -1;   /* NaN fails every comparison */
+    *out = (long long)x;
+    return 0;
+}

@@ -36,6 +36,15 @@ void json_free(JsonValue *root);
 /* Object member by key (first match; duplicate keys are kept), or NULL. NULL-safe on obj. */
 const JsonValue *json_get(const JsonValue *obj, const char *key);
 
+/* Typed members, NULL-safe on obj: the number, or NaN when the key is missing or holds another
+ * type; the string, or NULL. */
+double json_number(const JsonValue *obj, const char *key);
+const char *json_string(const JsonValue *obj, const char *key);
+/* The member as a whole number in [lo, hi] (|lo|, |hi| <= 2^53): 0 with *out set, or -1 when it
+ * is missing, not a number, fractional or out of range. Checking before converting matters: a
+ * double outside long long's range (or NaN) converted to it is undefined behaviour in C. */
+int json_integer(const JsonValue *obj, const char *key, long long lo, long long hi, long long *out);
+
 /* 1 when s[0..len) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF), else 0. */
 int json_utf8_valid(const char *s, size_t len);
 
