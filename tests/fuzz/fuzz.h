@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,6 +28,24 @@ static inline int fuzz_one_line(const char *msg) {
     for (const char *p = msg; *p; p++)
         if (*p == '\n') return 0;
     return 1;
+}
+
+/* For targets whose readers take paths: a scratch directory build/fuzz/scratch/NAME-XXXXXX
+ * (run from the repo root, as `make fuzz` does; build/ is not committed, so nothing needs
+ * cleaning up), made once in LLVMFuzzerInitialize into dir; exits when it cannot be made. */
+static inline void fuzz_scratch_dir(char *dir, size_t n, const char *name) {
+    mkdir("build/fuzz/scratch", 0755);   /* may exist already; mkdtemp reports any real problem */
+    snprintf(dir, n, "build/fuzz/scratch/%s-XXXXXX", name);
+    if (!mkdtemp(dir)) {
+        perror("fuzz: mkdtemp in build/fuzz/scratch (run from the repo root)");
+        exit(2);
+    }
+}
+
+/* Writes data[0..size) to path; a failure stops the run. */
+static inline void fuzz_write_file(const char *path, const uint8_t *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    fuzz_assert(f && fwrite(data, 1, size, f) == size && fclose(f) == 0, "writing an input file");
 }
 
 #endif

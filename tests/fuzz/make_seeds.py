@@ -5,6 +5,7 @@ root after `make` (the compressed KV seeds come from ./run compress); the output
 Seeds stay small (a few KB) so libFuzzer's default input length stays small too."""
 import json
 import os
+import shutil
 import struct
 import subprocess
 
@@ -55,6 +56,26 @@ def kv_fixture_small(positions=4):
             rows += data[at:at + positions * head_dim * 4]
         out.append((name, "F32", [1, heads, positions, head_dim], rows))
     return safetensors(out, meta), data
+
+
+def run_seeds():
+    """fuzz_ppl_merge: the --json of two shards of a tiny ppl run, with and without the fp32
+    comparison, joined by a NUL. fuzz_sweep_dir: a tiny sweep's sweep.json, a NUL, its journal."""
+    tmp = "build/fuzz-seed-runs"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    model, window = "data/models/mini-llama-brown", ["--ctx", "32", "--stride", "16", "--windows", "2"]
+    for name, extra in (("compared", []), ("no-compare", ["--no-compare"])):
+        shards = [subprocess.run(["./run", "ppl", model, "--kv-scheme", "int4-g32", "--shard", f"{i}/2", "--json",
+                                  "--quiet"] + window + extra, capture_output=True, check=True).stdout
+                  for i in range(2)]
+        put("fuzz_ppl_merge", f"shards-{name}.json", shards[0] + b"\0" + shards[1])
+    out = os.path.join(tmp, "sweep")
+    subprocess.run(["./run", "sweep", model, "--config", "int4-g32", "--config", "int8-g64:fp16", "--out-dir", out,
+                    "--quiet"] + window, stdout=subprocess.DEVNULL, check=True)
+    put("fuzz_sweep_dir", "sweep-2x2", read(f"{out}/sweep.json") + b"\0" + read(f"{out}/journal.jsonl"))
+    put("fuzz_sweep_dir", "settings-only", read(f"{out}/sweep.json"))
+    shutil.rmtree(tmp)
 
 
 def main():
@@ -133,6 +154,7 @@ def main():
     # unit bytes: selector, width, first row, row count, then the bytes
     put("fuzz_scheme", "units", b"\x02\x05\x04\x00\x01" + kv_data[4096:4096 + 600])
     put("fuzz_scheme", "units-nan-scales", b"\x02\x09\x04\x01\x07" + b"\x9a" * 32 + b"\x00\x7e\x00\xfc\xc8")
+    run_seeds()
 
 if __name__ == "__main__":
     main()
