@@ -239,8 +239,36 @@ static void test_utf8_valid(void) {
           !json_utf8_valid("\xF4\x90\x80\x80", 4), "json_utf8_valid rejects bad text", "accepted");
 }
 
+/* The typed getters: json_integer must refuse before converting (1e300 to long long is UB). */
+static void test_typed_getters(void) {
+    const char *text = "{\"n\": 7, \"neg\": -3, \"big\": 1e300, \"frac\": 2.5, \"s\": \"x\", "
+                       "\"edge\": 9007199254740992, \"z\": -0.0, \"null\": null}";
+    Error err;
+    JsonValue *v = json_parse(text, strlen(text), &err);
+    if (!check(v != NULL, "json typed getters: document parses", "%s", err.msg)) return;
+    long long x = 42;
+    check(!json_integer(v, "n", 0, 10, &x) && x == 7, "json_integer reads 7 within [0, 10]", "got %lld", x);
+    check(!json_integer(v, "neg", -3, 0, &x) && x == -3, "json_integer takes the bounds themselves", "got %lld", x);
+    check(!json_integer(v, "edge", 0, 1LL << 53, &x) && x == 1LL << 53, "json_integer reads 2^53 exactly",
+          "got %lld", x);
+    check(!json_integer(v, "z", 0, 1, &x) && x == 0, "json_integer reads -0.0 as 0", "got %lld", x);
+    x = 42;
+    int refused = json_integer(v, "n", 8, 10, &x) && json_integer(v, "neg", 0, 10, &x) &&
+                  json_integer(v, "big", 0, 1LL << 53, &x) && json_integer(v, "frac", 0, 10, &x) &&
+                  json_integer(v, "s", 0, 10, &x) && json_integer(v, "null", 0, 10, &x) &&
+                  json_integer(v, "missing", 0, 10, &x) && json_integer(NULL, "n", 0, 10, &x);
+    check(refused && x == 42, "json_integer refuses out of range, 1e300, fractions, strings, null, missing, NULL; "
+          "out untouched", "x = %lld", x);
+    check(json_number(v, "frac") == 2.5 && isnan(json_number(v, "s")) && isnan(json_number(v, "missing")) &&
+          isnan(json_number(NULL, "n")), "json_number: the number, else NaN", "wrong");
+    check(json_string(v, "s") && !strcmp(json_string(v, "s"), "x") && !json_string(v, "n") &&
+          !json_string(v, "missing"), "json_string: the string, else NULL", "wrong");
+    json_free(v);
+}
+
 int main(void) {
     test_basic_document();
+    test_typed_getters();
     test_strings();
     test_numbers();
     test_nesting();
