@@ -393,12 +393,14 @@ static void after_window(void *user, int done, int total, long tokens, double se
     if (rate > 0) k->prefills[k->n_prefills++] = rate;
 }
 
-/* Positions per second of ppl_evaluate over the windows after the first (fp32 cache), and in
- * *prefill the median rate of the prefills timed between its windows: each run's ratio is to
- * the prefills of the same minutes. */
-static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const BenchPpl *b, int compare, double *prefill,
-                       Error *err) {
+/* Positions per second of ppl_evaluate over the windows after the first, with the cache k / v
+ * (NULL: fp32), and in *prefill the median rate of the prefills timed between its windows: each
+ * run's ratio is to the prefills of the same minutes. */
+static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const BenchPpl *b, const KvLayered *keys,
+                       const KvLayered *values, int compare, double *prefill, Error *err) {
     PplOptions o = {0};
+    o.k_scheme = keys;
+    o.v_scheme = values;
     o.protocol = PPL_HF;
     o.ctx = b->ctx;
     o.stride = b->stride;
@@ -437,13 +439,18 @@ static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, Error 
         return -1;
     }
     PplClock clock = {.m = m, .s = &s, .o = o, .prompt_tokens = tokens};
-    b->alone = ppl_rate(&clock, tokens, n, b, 0, &b->prefill_alongside, err);
-    b->compared = b->alone < 0 ? -1 : ppl_rate(&clock, tokens, n, b, 1, &b->prefill_alongside_compared, err);
+    b->alone = ppl_rate(&clock, tokens, n, b, NULL, NULL, 0, &b->prefill_alongside, err);
+    b->compared = b->alone < 0 ? -1 : ppl_rate(&clock, tokens, n, b, NULL, NULL, 1, &b->prefill_alongside_compared, err);
+    /* One configuration of a sweep: the long scheme's cache, compared with the fp32 baseline. */
+    if (b->compared >= 0 && !r->long_skipped)
+        b->scheme_compared =
+            ppl_rate(&clock, tokens, n, b, &o->long_k, &o->long_v, 1, &b->prefill_alongside_scheme, err);
     if (b->prefill_alongside <= 0) b->prefill_alongside = r->prefill.tok_s;
     if (b->prefill_alongside_compared <= 0) b->prefill_alongside_compared = r->prefill.tok_s;
+    if (b->scheme_compared > 0 && b->prefill_alongside_scheme <= 0) b->prefill_alongside_scheme = r->prefill.tok_s;
     runstate_free(&s);
     free(tokens);
-    return b->alone < 0 || b->compared < 0 ? -1 : 0;
+    return b->alone < 0 || b->compared < 0 || b->scheme_compared < 0 ? -1 : 0;
 }
 
 int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResult *r, Error *err) {
@@ -555,10 +562,19 @@ void bench_print_text(FILE *f, const BenchResult *r) {
         fprintf(f, "ppl path:  HF ctx %d stride %d, batch %d, fp32 cache, windows 2..%d: %.1f positions/s alone "
                    "(%.2fx prefill), %.1f with the fp32 comparison (%.2fx)\n", b->ctx, b->stride, b->batch, b->windows,
                 b->alone, b->alone / b->prefill_alongside, b->compared, b->compared / b->prefill_alongside_compared);
-        fprintf(f, "           [prefill]: %d tokens timed between each run's windows, median %.1f and %.1f tok/s\n",
-                r->prompt, b->prefill_alongside, b->prefill_alongside_compared);
-        fprintf(f, "           a full WikiText-2 test pass (%.2fM positions): %.1f h alone, %.1f h compared\n",
+        if (b->scheme_compared > 0)
+            fprintf(f, "           with the %s cache, compared (one sweep configuration): %.1f positions/s (%.2fx)\n",
+                    r->long_scheme, b->scheme_compared, b->scheme_compared / b->prefill_alongside_scheme);
+        fprintf(f, "           [prefill]: %d tokens timed between each run's windows, median %.1f, %.1f", r->prompt,
+                b->prefill_alongside, b->prefill_alongside_compared);
+        if (b->scheme_compared > 0) fprintf(f, ", %.1f", b->prefill_alongside_scheme);
+        fprintf(f, " tok/s\n");
+        fprintf(f, "           a full WikiText-2 test pass (%.2fM positions): %.1f h alone, %.1f h compared",
                 b->full_positions * 1e-6, b->full_positions / b->alone / 3600, 2 * b->full_positions / b->compared / 3600);
+        if (b->scheme_compared > 0)
+            fprintf(f, ", %.1f h with the %s cache compared", 2 * b->full_positions / b->scheme_compared / 3600,
+                    r->long_scheme);
+        fprintf(f, "\n");
     }
     fprintf(f, "peak RSS:  %.0f MiB\n", r->peak_rss_mib);
 }
@@ -587,11 +603,14 @@ void bench_print_json(FILE *f, const BenchResult *r) {
         fprintf(f, "  \"ppl\": {\"ctx\": %d, \"stride\": %d, \"windows\": %d, \"batch\": %d, \"positions_per_s\": %.3f, "
                    "\"compared_positions_per_s\": %.3f, \"ratio_to_prefill\": %.4f, \"compared_ratio_to_prefill\": %.4f, "
                    "\"prefill_alongside_tok_s\": %.3f, \"prefill_alongside_compared_tok_s\": %.3f, "
+                   "\"scheme_compared_positions_per_s\": %.3f, \"scheme_compared_ratio_to_prefill\": %.4f, "
+                   "\"prefill_alongside_scheme_tok_s\": %.3f, "
                    "\"full_pass_positions\": %.0f, \"full_pass_s\": %.1f, "
                    "\"full_pass_compared_s\": %.1f},\n",
                 b->ctx, b->stride, b->windows, b->batch, b->alone, b->compared, b->alone / b->prefill_alongside,
                 b->compared / b->prefill_alongside_compared, b->prefill_alongside, b->prefill_alongside_compared,
-                b->full_positions,
+                b->scheme_compared, b->scheme_compared > 0 ? b->scheme_compared / b->prefill_alongside_scheme : 0,
+                b->prefill_alongside_scheme, b->full_positions,
                 b->full_positions / b->alone, 2 * b->full_positions / b->compared);
     }
     json_phase(f, "prefill", &r->prefill, r, 0);

@@ -35,6 +35,9 @@ typedef struct {
     double prefill_alongside;    /* tokens/s: median of the prefills timed between the windows of
                                     the run without the comparison; its ratio is to this */
     double prefill_alongside_compared;   /* the same during the run with it */
+    double scheme_compared;      /* positions/s compared, with the long scheme's cache: what one
+                                    configuration of a sweep costs (0: the scheme does not fit) */
+    double prefill_alongside_scheme;     /* the prefills during that run */
     double full_positions;       /* of one pass over the WikiText-2 test at this ctx and stride */
 } BenchPpl;
 

@@ -70,8 +70,19 @@ ok = p.get("ctx") == 128 and p.get("stride") == 128 and p.get("windows") == 3 an
         < 1e-3 * p["compared_ratio_to_prefill"] \
     and p["full_pass_positions"] == 128 * (math.ceil((341469 - 128) / 128) + 1) \
     and abs(p["full_pass_s"] - p["full_pass_positions"] / p["positions_per_s"]) <= 0.1 \
-    and abs(p["full_pass_compared_s"] - 2 * p["full_pass_positions"] / p["compared_positions_per_s"]) <= 0.1
-print(("PASS " if ok else "FAIL ") + "bench --ppl: positions/s alone and compared, ratios to the prefills timed between each run's windows, full-pass projection" +
+    and abs(p["full_pass_compared_s"] - 2 * p["full_pass_positions"] / p["compared_positions_per_s"]) <= 0.1 \
+    and r["long_kv_scheme"] == "int4-g64" and p["scheme_compared_positions_per_s"] > 0 \
+    and p["prefill_alongside_scheme_tok_s"] > 0 \
+    and abs(p["scheme_compared_ratio_to_prefill"] - p["scheme_compared_positions_per_s"] / p["prefill_alongside_scheme_tok_s"]) \
+        < 1e-3 * p["scheme_compared_ratio_to_prefill"]
+print(("PASS " if ok else "FAIL ") + "bench --ppl: positions/s alone, compared and with the long scheme's cache compared, ratios to the prefills timed between each run's windows, full-pass projection" +
       ("" if ok else ": " + json.dumps(p)))
+PY
+expect_exit "bench --ppl with a long scheme the model cannot hold" 0 ./run bench $M -p 32 -n 4 --ctx 128 --repeat 1 --no-probe --ppl --ppl-windows 2 --long-scheme int4-g128 --json
+python3 - "$T/out" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["ppl"]
+ok = p["compared_positions_per_s"] > 0 and p["scheme_compared_positions_per_s"] == 0 and p["prefill_alongside_scheme_tok_s"] == 0
+print(("PASS " if ok else "FAIL ") + "bench --ppl: no scheme run when the long scheme does not fit the heads (reported as 0)" + ("" if ok else ": " + json.dumps(p)))
 PY
 expect_exit "bench --ppl-windows 1: exit 2" 2 ./run bench $M $SMALL --ppl-windows 1

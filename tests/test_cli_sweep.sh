@@ -121,7 +121,7 @@ expect_exit "sweep-merge with a shard's journal cut short: exit 2" 2 ./run sweep
 grep -q "s1cut/journal.jsonl" "$T/err" && pass "the refusal names the unfinished shard's journal" || fail "cut journal message" "$(cat "$T/err")"
 cp -r "$T/s1" "$T/s1big" && sed -i '1s/"scored_tokens": [0-9]*/"scored_tokens": 1e300/' "$T/s1big/journal.jsonl"
 expect_exit "sweep-merge with a record's scored_tokens 1e300: exit 2" 2 ./run sweep-merge "$T/s0" "$T/s1big" --out-dir "$T/m5"
-no_file "a refused merge writes no results" "$T/m5/results.csv"
+no_file "a merge refused for a record with scored_tokens 1e300 writes no results" "$T/m5/results.csv"
 
 # --- bad input
 expect_exit "sweep: unknown base in a configuration: exit 2" 2 ./run sweep $M $W --config int5-g64 --out-dir "$T/bad1"
