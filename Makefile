@@ -27,9 +27,13 @@ LDFLAGS += -fopenmp
 else
 CFLAGS  += -Wno-unknown-pragmas
 endif
+# UBSan stops the program at the first finding (so a test fails instead of printing and going
+# on), and also checks float-to-integer conversions of values out of range (a hostile 1e300 in a
+# JSON file), which -fsanitize=undefined leaves out.
 ifeq ($(SANITIZE),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -g
-LDFLAGS += -fsanitize=address,undefined
+CFLAGS  += -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow \
+           -fno-omit-frame-pointer -g
+LDFLAGS += -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow
 endif
 
 # Each configuration builds in its own directory (build/rel, build/san-noomp,
