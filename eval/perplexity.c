@@ -31,6 +31,10 @@ int ppl_window_count(const PplOptions *o, int n_tokens) {
     return (n_tokens - o->ctx + o->stride - 1) / o->stride + 1;
 }
 
+int ppl_shard_windows(int total, int index, int count) {
+    return (total - index + count - 1) / count;   /* index < count: never negative */
+}
+
 static PplWindow make_window(const PplOptions *o, const int *tokens, int n_tokens, int w) {
     PplWindow win;
     if (o->protocol == PPL_LLAMACPP) {
@@ -251,7 +255,7 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
         return -1;
     }
     double t0 = seconds_now();
-    int mine = (total - o->shard_index + o->shard_count - 1) / o->shard_count;
+    int mine = ppl_shard_windows(total, o->shard_index, o->shard_count);
     for (int w = o->shard_index; w < total; w += o->shard_count) {
         ppl_session_begin_window(&ps, tokens, n_tokens, w);
         r->tokens_processed += ppl_session_run_scheme(&ps, 0, &r->sums);   /* the two runs of a token count once */

@@ -43,6 +43,8 @@ int ppl_load_model(ModelDir *L, const char *dir, const char *precision, PplOptio
 
 /* Number of windows the options give for n_tokens (before sharding / max_windows). */
 int ppl_window_count(const PplOptions *o, int n_tokens);
+/* How many of `total` windows shard `index` of `count` runs (windows index, index + count, ...). */
+int ppl_shard_windows(int total, int index, int count);
 
 /* Checks the options against the model and the tokens (ctx, stride, batch, vocabulary). */
 int ppl_check(const Model *m, const int *tokens, int n_tokens, const PplOptions *o, Error *err);

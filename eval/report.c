@@ -223,14 +223,13 @@ static int shard_counts(const JsonValue *j, int compared, ShardCounts *c, const 
         {"windows", 0, 1 << 30, &c->windows},
         {"scored_tokens", 0, MAX_SHARD_TOKENS, &c->scored},
         {"tokens_processed", 0, MAX_SHARD_TOKENS, &c->processed},
-        {"top1_agree", 0, MAX_SHARD_TOKENS, &c->agree},
+        {"top1_agree", 0, MAX_SHARD_TOKENS, &c->agree},   /* last: only compared runs have it */
     };
+    size_t n = sizeof fields / sizeof fields[0] - !compared;
     c->agree = 0;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        if (!compared && !strcmp(fields[i].key, "top1_agree")) continue;   /* only compared runs have it */
+    for (size_t i = 0; i < n; i++)
         if (json_integer(j, fields[i].key, fields[i].lo, fields[i].hi, fields[i].out))
             return error_set(err, "%s: \"%s\" missing or out of range", path, fields[i].key);
-    }
     if (c->windows > c->windows_total) return error_set(err, "%s: more windows than windows_total", path);
     return 0;
 }

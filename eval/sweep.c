@@ -435,11 +435,6 @@ static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
     return 1;
 }
 
-/* How many of the sweep's windows shard `index` of `count` runs (windows index, index + count, ...). */
-static int shard_windows(int windows_total, int index, int count) {
-    return windows_total > index ? (windows_total - index + count - 1) / count : 0;
-}
-
 int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err) {
     memset(totals, 0, sizeof *totals);
     SweepSettings *all = calloc((size_t)n, sizeof *all);
@@ -461,7 +456,7 @@ int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals,
         /* Every record names a window of this shard and a configuration, so fewer records than
          * (windows of the shard) x (configurations) is an unfinished shard; more is a record
          * twice, which totals_from refuses. */
-        long want = (long)shard_windows(all[i].windows_total, all[i].ppl.shard_index, n) * all[i].n_configs;
+        long want = (long)ppl_shard_windows(all[i].windows_total, all[i].ppl.shard_index, n) * all[i].n_configs;
         if (!rc && j[i].n_records < want)
             rc = error_set(err, "%s/%s: %d of the shard's %ld records: finish that shard first", dirs[i], JOURNAL_FILE,
                            j[i].n_records, want);
