@@ -526,6 +526,7 @@ static int cmd_bench(Args *a) {
     DType dt = DT_BF16;
     if (!a->bad[0] && bench_parse_dtype(dtype, &dt)) require(a, 0, "--dtype must be bf16, f16 or f32");
     if (a->bad[0]) return usage_error(a);
+    o.quiet = a->quiet;
     Error err;
     if (bench_report(a->dir, random, dt, precision, &o, a->json, stdout, &err)) return bad_input(a, err.msg);
     return EXIT_OK;
@@ -597,13 +598,14 @@ static const Command COMMANDS[] = {
      "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"},
     {{"schemes"}, cmd_schemes, 0,
      "  schemes                         list the KV-cache quantization schemes\n"},
-    {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON,
+    {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON | TAKES_QUIET,
      "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
      "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
-     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--json]\n"
+     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--quiet] [--json]\n"
      "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
      "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
-     "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time\n"},
+     "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time;\n"
+     "                                  each step and the time left on stderr (not with --quiet)\n"},
     /* main() answers --help anywhere on the line before it looks for a command */
     {{"--help", "-help", "help"}, cmd_help, 0,
      "  --help                          this text (also after any command: ./run ppl --help)\n"},

@@ -13,8 +13,10 @@
  * loop (and a vdpbf16ps loop) on every thread and a read pass over a buffer 16x the L3. */
 #include "eval/bench.h"
 #include "eval/json_out.h"
+#include "eval/progress.h"
 #include "model/kernels/kernels.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -236,6 +238,47 @@ static void summarize(double *rates, int n, BenchPhase *p) {
     p->tok_s_max = rates[n - 1];
 }
 
+/* ---- where the bench is, on stderr ---- */
+
+/* At TinyLlama's shape a bench runs for many minutes, most of them in --ppl's runs, so unless
+ * quiet it prints a line after each repetition and each ppl window: where it is and the time
+ * left. Work is counted in forward-pass positions; until the first ppl window is done, the ppl
+ * runs' positions are costed at the median prefill rate of the repetitions (they run at about
+ * 0.9 of it), then at the ppl runs' own pace so far. */
+typedef struct {
+    int quiet;
+    double start;
+    int reps, reps_done;
+    double prefills[MAX_REPEATS];   /* the repetitions' prefill rates so far */
+    double ppl_positions;           /* of all the ppl runs: compared runs count twice, and the
+                                       prefills timed between windows are included */
+    double ppl_done, ppl_start;     /* positions done; when the first ppl run began (0: not yet) */
+} BenchStatus;
+
+static double status_seconds_left(const BenchStatus *st, double t) {
+    double reps_left = 0, rate = 0;
+    if (st->reps_done > 0) {
+        double reps_end = st->ppl_start > 0 ? st->ppl_start : t;
+        reps_left = (st->reps - st->reps_done) * (reps_end - st->start) / st->reps_done;
+        double copy[MAX_REPEATS];
+        memcpy(copy, st->prefills, sizeof(double) * (size_t)st->reps_done);
+        rate = median(copy, st->reps_done);
+    }
+    if (st->ppl_done > 0) rate = st->ppl_done / (t - st->ppl_start);
+    if (rate <= 0) return -1;
+    return reps_left + (st->ppl_positions - st->ppl_done) / rate;
+}
+
+static void status_print(const BenchStatus *st, const char *what) {
+    if (st->quiet) return;
+    double t = now();
+    char in[32], left[32];
+    progress_format_seconds(t - st->start, in, sizeof in);
+    progress_format_seconds(status_seconds_left(st, t), left, sizeof left);
+    fprintf(stderr, "bench: %s (%s in), about %s left\n", what, in, left);
+    fflush(stderr);
+}
+
 /* Random keys and values (RoPE'd keys look no different to attention's speed) for positions [from, to). */
 static void fill_cache(KvCache *kv, const Config *c, int from, int to, float *k, float *v) {
     size_t n = (size_t)c->n_kv_heads * c->head_dim;
@@ -297,11 +340,16 @@ static double time_prefill(const Model *m, RunState *s, const KvLayered *k_schem
     return rate;
 }
 
-static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, const int *tokens, Error *err) {
+static int repeat_count(const BenchOptions *o) {
+    return o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
+}
+
+static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, const int *tokens, BenchStatus *st,
+                      Error *err) {
     const Config *c = &m->config;
     double pre[MAX_REPEATS], dec[MAX_REPEATS], lf[MAX_REPEATS], lq[MAX_REPEATS], pq[MAX_REPEATS];
     double dec_read[MAX_REPEATS], lf_read[MAX_REPEATS], lq_read[MAX_REPEATS];   /* see BenchPhase.read_frac */
-    int reps = o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
+    int reps = repeat_count(o);
     RunState s;
     KvCache kv;
     if (runstate_init(&s, c, o->prompt, err)) return -1;
@@ -330,6 +378,10 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
             if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes, long_ctx, lq[i]);
             if (lf[i] < 0 || lq[i] < 0 || pq[i] < 0) rc = -1;
         }
+        st->prefills[st->reps_done++] = pre[i];
+        char what[64];
+        snprintf(what, sizeof what, "repetition %d/%d done", i + 1, reps);
+        status_print(st, what);
     }
     if (!rc) {
         summarize(pre, reps, &r->prefill);
@@ -381,23 +433,32 @@ typedef struct {
     double first_seconds, side_seconds;
     double prefills[MAX_PPL_PREFILLS];
     int n_prefills;
+    BenchStatus *status;
+    const char *run_name;      /* e.g. "ppl 2/3, fp32 cache compared" */
+    double weight;             /* 2 when compared: each position runs twice */
+    double done_before;        /* status->ppl_done when this run began */
 } PplClock;
 
 static void after_window(void *user, int done, int total, long tokens, double seconds) {
     PplClock *k = user;
     if (done == 1) k->first_tokens = tokens, k->first_seconds = seconds;
-    if (done == total || k->n_prefills == MAX_PPL_PREFILLS) return;
-    Error err;
-    double t0 = now(), rate = time_prefill(k->m, k->s, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
-    k->side_seconds += now() - t0;   /* after first_seconds was taken: inside the measured time */
-    if (rate > 0) k->prefills[k->n_prefills++] = rate;
+    if (done < total && k->n_prefills < MAX_PPL_PREFILLS) {
+        Error err;
+        double t0 = now(), rate = time_prefill(k->m, k->s, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
+        k->side_seconds += now() - t0;   /* after first_seconds was taken: inside the measured time */
+        if (rate > 0) k->prefills[k->n_prefills++] = rate;
+    }
+    k->status->ppl_done = k->done_before + k->weight * (double)tokens + (double)k->n_prefills * k->o->prompt;
+    char what[96];
+    snprintf(what, sizeof what, "%s, window %d/%d", k->run_name, done, total);
+    status_print(k->status, what);
 }
 
 /* Positions per second of ppl_evaluate over the windows after the first, with the cache k / v
  * (NULL: fp32), and in *prefill the median rate of the prefills timed between its windows: each
  * run's ratio is to the prefills of the same minutes. */
 static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const BenchPpl *b, const KvLayered *keys,
-                       const KvLayered *values, int compare, double *prefill, Error *err) {
+                       const KvLayered *values, int compare, const char *run_name, double *prefill, Error *err) {
     PplOptions o = {0};
     o.k_scheme = keys;
     o.v_scheme = values;
@@ -413,6 +474,10 @@ static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const Bench
     k->first_tokens = 0;
     k->first_seconds = k->side_seconds = 0;
     k->n_prefills = 0;
+    k->run_name = run_name;
+    k->weight = compare ? 2.0 : 1.0;
+    if (k->status->ppl_start <= 0) k->status->ppl_start = now();
+    k->done_before = k->status->ppl_done;
     PplResult r;
     if (ppl_evaluate(k->m, tokens, n_tokens, &o, &r, err)) return -1;
     *prefill = k->n_prefills > 0 ? median(k->prefills, k->n_prefills) : 0;
@@ -420,7 +485,8 @@ static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const Bench
     return (compare ? 2.0 : 1.0) * (double)(r.tokens_processed - k->first_tokens) / seconds;
 }
 
-static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, Error *err) {
+/* The ppl runs' sizes; returns how many runs there will be (the long scheme's only if it fits). */
+static int plan_ppl(const Model *m, const BenchOptions *o, BenchResult *r) {
     BenchPpl *b = &r->ppl;
     b->ctx = o->long_ctx > m->config.max_seq_len ? m->config.max_seq_len : o->long_ctx;
     b->stride = 512 < b->ctx ? 512 : b->ctx;
@@ -428,6 +494,17 @@ static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, Error 
     b->batch = o->ppl_batch;
     double windows_full = ceil((double)(WIKITEXT2_TEST_TOKENS - b->ctx) / b->stride) + 1;
     b->full_positions = b->ctx + (windows_full - 1) * b->ctx;
+    return r->long_skipped ? 2 : 3;
+}
+
+/* Positions the ppl runs will compute, the prefills between their windows included. */
+static double ppl_positions(const BenchResult *r, int runs, int prompt) {
+    const BenchPpl *b = &r->ppl;
+    return (double)(runs * 2 - 1) * b->windows * b->ctx + (double)runs * (b->windows - 1) * prompt;
+}
+
+static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, int runs, BenchStatus *st, Error *err) {
+    BenchPpl *b = &r->ppl;
     int n = b->ctx + (b->windows - 1) * b->stride;
     int n_alloc = n > o->prompt ? n : o->prompt;   /* the prefills between windows read -p of them */
     int *tokens = malloc((size_t)n_alloc * sizeof *tokens);
@@ -438,13 +515,19 @@ static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, Error 
         free(tokens);
         return -1;
     }
-    PplClock clock = {.m = m, .s = &s, .o = o, .prompt_tokens = tokens};
-    b->alone = ppl_rate(&clock, tokens, n, b, NULL, NULL, 0, &b->prefill_alongside, err);
-    b->compared = b->alone < 0 ? -1 : ppl_rate(&clock, tokens, n, b, NULL, NULL, 1, &b->prefill_alongside_compared, err);
+    PplClock clock = {.m = m, .s = &s, .o = o, .prompt_tokens = tokens, .status = st};
+    char name_alone[32], name_compared[48], name_scheme[64];
+    snprintf(name_alone, sizeof name_alone, "ppl 1/%d, fp32 cache", runs);
+    snprintf(name_compared, sizeof name_compared, "ppl 2/%d, fp32 cache compared", runs);
+    snprintf(name_scheme, sizeof name_scheme, "ppl 3/%d, long scheme compared", runs);
+    b->alone = ppl_rate(&clock, tokens, n, b, NULL, NULL, 0, name_alone, &b->prefill_alongside, err);
+    b->compared = b->alone < 0 ? -1
+                               : ppl_rate(&clock, tokens, n, b, NULL, NULL, 1, name_compared,
+                                          &b->prefill_alongside_compared, err);
     /* One configuration of a sweep: the long scheme's cache, compared with the fp32 baseline. */
     if (b->compared >= 0 && !r->long_skipped)
-        b->scheme_compared =
-            ppl_rate(&clock, tokens, n, b, &o->long_k, &o->long_v, 1, &b->prefill_alongside_scheme, err);
+        b->scheme_compared = ppl_rate(&clock, tokens, n, b, &o->long_k, &o->long_v, 1, name_scheme,
+                                      &b->prefill_alongside_scheme, err);
     if (b->prefill_alongside <= 0) b->prefill_alongside = r->prefill.tok_s;
     if (b->prefill_alongside_compared <= 0) b->prefill_alongside_compared = r->prefill.tok_s;
     if (b->scheme_compared > 0 && b->prefill_alongside_scheme <= 0) b->prefill_alongside_scheme = r->prefill.tok_s;
@@ -490,9 +573,12 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     int *tokens = malloc((size_t)n_tok * sizeof *tokens);
     if (!tokens) return error_set(err, "bench: out of memory");
     for (int i = 0; i < n_tok; i++) tokens[i] = (int)((1000003u * (unsigned)i + 17u) % (unsigned)c->vocab_size);
-    int rc = run_phases(m, o, r, tokens, err);
+    BenchStatus st = {.quiet = o->quiet, .start = now(), .reps = repeat_count(o)};
+    int ppl_runs = o->ppl_windows > 0 && o->long_ctx > 1 ? plan_ppl(m, o, r) : 0;
+    if (ppl_runs) st.ppl_positions = ppl_positions(r, ppl_runs, o->prompt);
+    int rc = run_phases(m, o, r, tokens, &st, err);
     free(tokens);
-    if (!rc && o->ppl_windows > 0 && o->long_ctx > 1) rc = run_ppl(m, o, r, err);
+    if (!rc && ppl_runs) rc = run_ppl(m, o, r, ppl_runs, &st, err);
     if (rc) return -1;
     r->peak_rss_mib = bench_peak_rss_mib();   /* before the memory probe's own buffer */
     if (o->probe_machine) {

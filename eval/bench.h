@@ -22,6 +22,7 @@ typedef struct {
     int probe_machine;           /* measure the FMA / bf16 / memory peaks */
     int ppl_windows;             /* > 0: also time the ppl path (HF, ctx long_ctx, stride 512) over this many windows */
     int ppl_batch;               /* its tokens per forward call (ppl's default, 512) */
+    int quiet;                   /* no progress lines on stderr */
 } BenchOptions;
 
 /* The ppl path's speed: forward-pass positions per second (both runs counted when compared),

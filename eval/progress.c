@@ -21,7 +21,7 @@ double progress_eta(const Progress *p, int done, int total, double seconds) {
     return seconds / done * (total - done);
 }
 
-static void format_eta(double s, char *buf, size_t n) {
+void progress_format_seconds(double s, char *buf, size_t n) {
     if (s < 0 || s > 1e7) { snprintf(buf, n, "?"); return; }
     int t = (int)(s + 0.5);
     if (t >= 3600) snprintf(buf, n, "%dh%02dm", t / 3600, t / 60 % 60);
@@ -37,7 +37,7 @@ void progress_update(void *progress, int done, int total, long tokens, double se
     p->last_print = seconds;
     double rate = seconds > 0 ? tokens / seconds : 0;
     char eta[32];
-    format_eta(progress_eta(p, done, total, seconds), eta, sizeof eta);
+    progress_format_seconds(progress_eta(p, done, total, seconds), eta, sizeof eta);
     if (p->is_tty) {
         int width = 30, fill = total > 0 ? done * width / total : 0;
         char bar[64];

@@ -3,6 +3,8 @@
 #ifndef KVQ_PROGRESS_H
 #define KVQ_PROGRESS_H
 
+#include <stddef.h>
+
 typedef struct {
     const char *label;
     int is_tty;
@@ -19,6 +21,8 @@ void progress_update(void *progress, int done, int total, long tokens, double se
  * since the first update (all of them until a second update arrives). What the bar prints;
  * progress_update records the first update. */
 double progress_eta(const Progress *p, int done, int total, double seconds);
+/* A duration as the bar prints it ("4m05s", "1h02m"; "?" when negative or absurd). */
+void progress_format_seconds(double seconds, char *buf, size_t n);
 /* Ends the bar's line. */
 void progress_finish(Progress *p);
 

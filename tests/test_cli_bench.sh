@@ -78,6 +78,22 @@ ok = p.get("ctx") == 128 and p.get("stride") == 128 and p.get("windows") == 3 an
 print(("PASS " if ok else "FAIL ") + "bench --ppl: positions/s alone, compared and with the long scheme's cache compared, ratios to the prefills timed between each run's windows, full-pass projection" +
       ("" if ok else ": " + json.dumps(p)))
 PY
+# its progress on stderr: a line per repetition and per ppl window, each with the time left, which
+# the last line puts at zero only if the positions counted as done add up to the positions planned
+python3 - "$T/err" 3 <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+runs = int(sys.argv[2])
+names = ["fp32 cache", "fp32 cache compared", "long scheme compared"][:runs]
+want = ["repetition 1/1 done"] + [f"ppl {i + 1}/{runs}, {n}, window {w}/3" for i, n in enumerate(names) for w in (1, 2, 3)]
+form = re.compile(r"^bench: (.*) \((\d+h)?\d+m\d\ds in\), about ((\d+h)?\d+m\d\ds|\?) left$")
+got = [form.match(l) for l in lines]
+ok = len(lines) == len(want) and all(got) and [g.group(1) for g in got] == want and lines[-1].endswith("about 0m00s left")
+print(("PASS " if ok else "FAIL ") + "bench --ppl: a line per repetition and ppl window on stderr, the last with no time left" +
+      ("" if ok else ": " + repr(lines)))
+PY
+expect_exit "bench --ppl --quiet" 0 ./run bench $M -p 32 -n 4 --ctx 128 --repeat 1 --no-probe --ppl --ppl-windows 2 --quiet --json
+[ ! -s "$T/err" ] && pass "bench --quiet: nothing on stderr" || fail "bench --quiet: nothing on stderr" "$(head -c 300 "$T/err")"
 expect_exit "bench --ppl with a long scheme the model cannot hold" 0 ./run bench $M -p 32 -n 4 --ctx 128 --repeat 1 --no-probe --ppl --ppl-windows 2 --long-scheme int4-g128 --json
 python3 - "$T/out" <<'PY'
 import json, sys
