@@ -25,7 +25,7 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -258,11 +258,52 @@ static void row_decode2_avx512(const KvBase *b, const unsigned char *row, int n,
 }
 #endif
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* AVX2 (without AVX-512): 8 codes at a time, dequantized as dequant_value does, in its two
+ * statements (q*scale rounded, then + lo): the same values bit for bit, non-finite scales too. */
+static inline void store8_dequant(__m256i codes, GroupParams gp, float *out) {
+    __m256 q = _mm256_cvtepi32_ps(_mm256_sub_epi32(codes, _mm256_set1_epi32(gp.zero)));
+    __m256 v = _mm256_mul_ps(q, _mm256_set1_ps(gp.scale));
+    _mm256_storeu_ps(out, _mm256_add_ps(v, _mm256_set1_ps(gp.lo)));
+}
+
+/* 4-bit rows with groups of 32k: 16 code bytes split into low nibbles (even values) and high
+ * nibbles (odd values), interleaved back byte by byte, then 8 at a time to 32 bits. */
+static void row_decode4_avx2(const KvBase *b, const unsigned char *row, int n, float *out) {
+    const __m128i nibble = _mm_set1_epi8(15);
+    for (int d0 = 0; d0 < n; d0 += 32) {
+        GroupParams gp = read_params(b, row + n / 2 + (size_t)(d0 / b->group) * (size_t)n_params(b) * 2);
+        __m128i bytes = _mm_loadu_si128((const __m128i *)(row + d0 / 2));
+        __m128i even = _mm_and_si128(bytes, nibble), odd = _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble);
+        __m128i first = _mm_unpacklo_epi8(even, odd), second = _mm_unpackhi_epi8(even, odd);   /* values 0-15, 16-31 */
+        store8_dequant(_mm256_cvtepu8_epi32(first), gp, out + d0);
+        store8_dequant(_mm256_cvtepu8_epi32(_mm_srli_si128(first, 8)), gp, out + d0 + 8);
+        store8_dequant(_mm256_cvtepu8_epi32(second), gp, out + d0 + 16);
+        store8_dequant(_mm256_cvtepu8_epi32(_mm_srli_si128(second, 8)), gp, out + d0 + 24);
+    }
+}
+
+/* 2-bit rows with groups of 16k: each 8 values are 2 code bytes, shifted apart per lane. */
+static void row_decode2_avx2(const KvBase *b, const unsigned char *row, int n, float *out) {
+    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), three = _mm256_set1_epi32(3);
+    for (int d0 = 0; d0 < n; d0 += 16) {
+        GroupParams gp = read_params(b, row + n / 4 + (size_t)(d0 / b->group) * (size_t)n_params(b) * 2);
+        for (int h = 0; h < 2; h++) {
+            int pair = row[d0 / 4 + 2 * h] | row[d0 / 4 + 2 * h + 1] << 8;
+            __m256i c = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(pair), shifts), three);
+            store8_dequant(c, gp, out + d0 + 8 * h);
+        }
+    }
+}
+#endif
+
 static void row_decode(const KvBase *b, const unsigned char *row, int n, float *out) {
     switch (b->bits) {   /* one copy per width: constant shifts */
     case 2:
 #if defined(__AVX512F__)
         if (n % 16 == 0 && b->group % 16 == 0) { row_decode2_avx512(b, row, n, out); break; }
+#elif defined(__AVX2__)
+        if (n % 16 == 0 && b->group % 16 == 0) { row_decode2_avx2(b, row, n, out); break; }
 #endif
         row_decode_bits(b, row, n, out, 2);
         break;
@@ -270,6 +311,8 @@ static void row_decode(const KvBase *b, const unsigned char *row, int n, float *
     case 4:
 #if defined(__AVX512F__)
         if (n % 32 == 0 && b->group % 32 == 0) { row_decode4_avx512(b, row, n, out); break; }
+#elif defined(__AVX2__)
+        if (n % 32 == 0 && b->group % 32 == 0) { row_decode4_avx2(b, row, n, out); break; }
 #endif
         row_decode_bits(b, row, n, out, 4);
         break;
