@@ -243,8 +243,8 @@ static void summarize(double *rates, int n, BenchPhase *p) {
 /* At TinyLlama's shape a bench runs for many minutes, most of them in --ppl's runs, so unless
  * quiet it prints a line after each repetition and each ppl window: where it is and the time
  * left. Work is counted in forward-pass positions; until the first ppl window is done, the ppl
- * runs' positions are costed at the median prefill rate of the repetitions (they run at about
- * 0.9 of it), then at the ppl runs' own pace so far. */
+ * runs' positions are costed at 0.9 of the median prefill rate of the repetitions (about what
+ * they run at: the ratio this bench reports), then at the ppl runs' own pace so far. */
 typedef struct {
     int quiet;
     double start;
@@ -262,7 +262,7 @@ static double status_seconds_left(const BenchStatus *st, double t) {
         reps_left = (st->reps - st->reps_done) * (reps_end - st->start) / st->reps_done;
         double copy[MAX_REPEATS];
         memcpy(copy, st->prefills, sizeof(double) * (size_t)st->reps_done);
-        rate = median(copy, st->reps_done);
+        rate = 0.9 * median(copy, st->reps_done);
     }
     if (st->ppl_done > 0) rate = st->ppl_done / (t - st->ppl_start);
     if (rate <= 0) return -1;
