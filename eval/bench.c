@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/resource.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -29,12 +28,6 @@
 #endif
 
 #define MAX_REPEATS 64
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int n_threads(void) {
 #ifdef _OPENMP
@@ -77,10 +70,10 @@ static double fma_loop(long iters) {
 static double best_gflops(double (*loop)(long), long iters, double flops_per_iter) {
     double best = 0, sink = 0;
     for (int rep = 0; rep < 3; rep++) {
-        double t0 = now();
+        double t0 = seconds_now();
         #pragma omp parallel reduction(+ : sink)
         sink += loop(iters);
-        double dt = now() - t0;
+        double dt = seconds_now() - t0;
         double gf = flops_per_iter * (double)iters * n_threads() / dt * 1e-9;
         if (gf > best) best = gf;
     }
@@ -120,10 +113,10 @@ double bench_probe_read_gbytes(void) {
     uint32_t sink = 0;
     for (int rep = 0; rep < 4; rep++) {
         uint32_t sum = 0;
-        double t0 = now();
+        double t0 = seconds_now();
         #pragma omp parallel for schedule(static) reduction(+ : sum)
         for (size_t i = 0; i < n; i++) sum += buf[i];
-        double dt = now() - t0;
+        double dt = seconds_now() - t0;
         sink += sum;
         double gb = (double)n * sizeof *buf / dt * 1e-9;
         if (gb > best) best = gb;
@@ -208,9 +201,9 @@ static uint64_t read_matrix(const Matrix *w) {
  * that both see the same memory phase (this VM's bandwidth changes within a minute). */
 static double read_weights_gbytes(const Model *m) {
     uint64_t sum = 0;
-    double t0 = now();
+    double t0 = seconds_now();
     for (int i = 0; i < decode_matrix_count(m); i++) sum ^= read_matrix(decode_matrix(m, i));
-    double dt = now() - t0;
+    double dt = seconds_now() - t0;
     return sum == 12345u ? 0 : weight_bytes(m) / dt * 1e-9;
 }
 
@@ -271,7 +264,7 @@ static double status_seconds_left(const BenchStatus *st, double t) {
 
 static void status_print(const BenchStatus *st, const char *what) {
     if (st->quiet) return;
-    double t = now();
+    double t = seconds_now();
     char in[32], left[32];
     progress_format_seconds(t - st->start, in, sizeof in);
     progress_format_seconds(status_seconds_left(st, t), left, sizeof left);
@@ -299,9 +292,9 @@ static void fill_cache(KvCache *kv, const Config *c, int from, int to, float *k,
 
 /* Decode steps `gen` tokens at positions start..start+gen-1; returns tokens/s. */
 static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *tokens, int start, int gen) {
-    double t0 = now();
+    double t0 = seconds_now();
     for (int i = 0; i < gen; i++) forward(m, s, kv, &tokens[i], 1, start + i, 0);
-    return gen / (now() - t0);
+    return gen / (seconds_now() - t0);
 }
 
 /* One long-context decode measurement with the keys' and values' schemes (NULL: fp32): cache filled to ctx - gen, then
@@ -333,9 +326,9 @@ static double time_prefill(const Model *m, RunState *s, const KvLayered *k_schem
                            int prompt, const int *tokens, Error *err) {
     KvCache kv;
     if (kv_cache_init(&kv, &m->config, prompt, prompt, k_scheme, v_scheme, m->rope_inv_freq, err)) return -1;
-    double t0 = now();
+    double t0 = seconds_now();
     forward(m, s, &kv, tokens, prompt, 0, prompt - 1);
-    double rate = prompt / (now() - t0);
+    double rate = prompt / (seconds_now() - t0);
     kv_cache_free(&kv);
     return rate;
 }
@@ -365,9 +358,9 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     int rc = 0;
     for (int i = 0; i < reps && !rc; i++) {
         kv.len = 0;
-        double t0 = now();
+        double t0 = seconds_now();
         forward(m, &s, &kv, tokens, o->prompt, 0, o->prompt - 1);
-        pre[i] = o->prompt / (now() - t0);
+        pre[i] = o->prompt / (seconds_now() - t0);
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
         if (o->probe_machine) dec_read[i] = read_fraction(m, kv_bytes, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
@@ -444,8 +437,8 @@ static void after_window(void *user, int done, int total, long tokens, double se
     if (done == 1) k->first_tokens = tokens, k->first_seconds = seconds;
     if (done < total && k->n_prefills < MAX_PPL_PREFILLS) {
         Error err;
-        double t0 = now(), rate = time_prefill(k->m, k->s, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
-        k->side_seconds += now() - t0;   /* after first_seconds was taken: inside the measured time */
+        double t0 = seconds_now(), rate = time_prefill(k->m, k->s, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
+        k->side_seconds += seconds_now() - t0;   /* after first_seconds was taken: inside the measured time */
         if (rate > 0) k->prefills[k->n_prefills++] = rate;
     }
     k->status->ppl_done = k->done_before + k->weight * (double)tokens + (double)k->n_prefills * k->o->prompt;
@@ -476,7 +469,7 @@ static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const Bench
     k->n_prefills = 0;
     k->run_name = run_name;
     k->weight = compare ? 2.0 : 1.0;
-    if (k->status->ppl_start <= 0) k->status->ppl_start = now();
+    if (k->status->ppl_start <= 0) k->status->ppl_start = seconds_now();
     k->done_before = k->status->ppl_done;
     PplResult r;
     if (ppl_evaluate(k->m, tokens, n_tokens, &o, &r, err)) return -1;
@@ -573,7 +566,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     int *tokens = malloc((size_t)n_tok * sizeof *tokens);
     if (!tokens) return error_set(err, "bench: out of memory");
     for (int i = 0; i < n_tok; i++) tokens[i] = (int)((1000003u * (unsigned)i + 17u) % (unsigned)c->vocab_size);
-    BenchStatus st = {.quiet = o->quiet, .start = now(), .reps = repeat_count(o)};
+    BenchStatus st = {.quiet = o->quiet, .start = seconds_now(), .reps = repeat_count(o)};
     int ppl_runs = o->ppl_windows > 0 && o->long_ctx > 1 ? plan_ppl(m, o, r) : 0;
     if (ppl_runs) st.ppl_positions = ppl_positions(r, ppl_runs, o->prompt);
     int rc = run_phases(m, o, r, tokens, &st, err);

@@ -7,6 +7,7 @@
  * With compare set, every window also runs with an fp32 cache, so the two next-token
  * distributions can be compared position by position. */
 #include "eval/perplexity.h"
+#include "eval/progress.h"
 #include "model/kernels/vector.h"
 #include <math.h>
 #include <stdlib.h>
@@ -18,12 +19,6 @@ typedef struct TargetScore {
     double nll, base_nll, kl, dp;
     int agree;
 } TargetScore;
-
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int ppl_window_count(const PplOptions *o, int n_tokens) {
     if (o->protocol == PPL_LLAMACPP) return n_tokens / o->ctx;

@@ -1,9 +1,16 @@
 /* eval/progress.c: the progress bar / progress lines for perplexity runs. */
 #include "eval/progress.h"
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LINE_EVERY_SECONDS 5.0
+
+double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 void progress_init(Progress *p, const char *label, int quiet) {
     p->label = label;

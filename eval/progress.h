@@ -21,6 +21,8 @@ void progress_update(void *progress, int done, int total, long tokens, double se
  * since the first update (all of them until a second update arrives). What the bar prints;
  * progress_update records the first update. */
 double progress_eta(const Progress *p, int done, int total, double seconds);
+/* Seconds on the monotonic clock: what long runs time themselves with. */
+double seconds_now(void);
 /* A duration as the bar prints it ("4m05s", "1h02m"; "?" when negative or absurd). */
 void progress_format_seconds(double seconds, char *buf, size_t n);
 /* Ends the bar's line. */

@@ -1,6 +1,7 @@
 /* eval/sweep.c: the sweep's loop, its journal and the merge of shards (see sweep.h). The
  * tables and the chart it writes are in eval/sweep_report.c. */
 #include "eval/sweep.h"
+#include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/json_out.h"
 #include "model/formats/fileio.h"
@@ -16,12 +17,6 @@
 /* A record's token counts: one window's, so far below this; the bound keeps the sums of many
  * records from overflowing a long. */
 #define MAX_RECORD_TOKENS (1LL << 40)
-
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 unsigned long long sweep_tokens_hash(const int *tokens, int n) {
     unsigned long long h = 1469598103934665603ull;

@@ -124,12 +124,6 @@ static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOpti
     return 0;
 }
 
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, FILE *out,
                  ValidateResult *r, Error *err) {
     memset(r, 0, sizeof *r);
