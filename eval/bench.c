@@ -9,8 +9,8 @@
  *            and values through kv_cache_write (the speed of attention does not depend on
  *            the values, and a 2048-token prefill per run would dominate the bench).
  * Achieved GFLOP/s counts 2 per multiply-add of the matmuls and attention; GB/s counts the
- * weight and KV-cache bytes one decode step must read. Peaks come from a register-only FMA
- * loop (and a vdpbf16ps loop) on every thread and a read pass over a buffer 16x the L3. */
+ * weight and KV-cache bytes one decode step must read. The peaks they are compared with
+ * come from eval/bench_probe.c. */
 #include "eval/bench.h"
 #include "eval/json_out.h"
 #include "eval/progress.h"
@@ -19,12 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #ifdef _OPENMP
 #include <omp.h>
-#endif
-#if defined(__AVX512BF16__)
-#include <immintrin.h>
 #endif
 
 #define MAX_REPEATS 64
@@ -49,86 +45,6 @@ void bench_default_options(BenchOptions *o) {
     o->repeats = 3;
     o->probe_machine = 1;
     o->ppl_batch = 512;
-}
-
-/* ---- machine probes ---- */
-
-/* 16 independent accumulators of 16 floats: enough chains to cover FMA latency on two
- * pipes, all in registers, so the loop runs at the FMA units' throughput. */
-#define FMA_LANES 256
-static double fma_loop(long iters) {
-    float acc[FMA_LANES], mul = 0.999999f, add = 1e-7f;
-    for (int i = 0; i < FMA_LANES; i++) acc[i] = (float)i;
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < FMA_LANES; i++) acc[i] = fmaf(acc[i], mul, add);
-    double s = 0;
-    for (int i = 0; i < FMA_LANES; i++) s += acc[i];
-    return s;
-}
-
-/* Best of three timed runs of loop on every thread: GFLOP/s at flops_per_iter each. */
-static double best_gflops(double (*loop)(long), long iters, double flops_per_iter) {
-    double best = 0, sink = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        double t0 = seconds_now();
-        #pragma omp parallel reduction(+ : sink)
-        sink += loop(iters);
-        double dt = seconds_now() - t0;
-        double gf = flops_per_iter * (double)iters * n_threads() / dt * 1e-9;
-        if (gf > best) best = gf;
-    }
-    return sink == 12345.0 ? 0 : best;   /* keeps the loop from being optimized away */
-}
-
-double bench_probe_fma_gflops(void) { return best_gflops(fma_loop, 200000, 2.0 * FMA_LANES); }
-
-#if defined(__AVX512BF16__)
-static double bf16_loop(long iters) {
-    __m512 acc[16];
-    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80), b = (__m512bh)_mm512_set1_epi32(0x33803380);
-    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
-    for (long it = 0; it < iters; it++)
-        for (int i = 0; i < 16; i++) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
-    __m512 s = acc[0];
-    for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, acc[i]);
-    return _mm512_reduce_add_ps(s);
-}
-#endif
-
-double bench_probe_bf16_gflops(void) {
-#if defined(__AVX512BF16__)
-    return best_gflops(bf16_loop, 400000, 2.0 * 16 * 32);   /* 16 vdpbf16ps of 32 pairs per iteration */
-#else
-    return 0;
-#endif
-}
-
-double bench_probe_read_gbytes(void) {
-    size_t n = (size_t)512 << 20 >> 2;   /* 512 MiB of uint32 */
-    uint32_t *buf = malloc(n * sizeof *buf);
-    if (!buf) return -1;
-    #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) buf[i] = (uint32_t)i;
-    double best = 0;
-    uint32_t sink = 0;
-    for (int rep = 0; rep < 4; rep++) {
-        uint32_t sum = 0;
-        double t0 = seconds_now();
-        #pragma omp parallel for schedule(static) reduction(+ : sum)
-        for (size_t i = 0; i < n; i++) sum += buf[i];
-        double dt = seconds_now() - t0;
-        sink += sum;
-        double gb = (double)n * sizeof *buf / dt * 1e-9;
-        if (gb > best) best = gb;
-    }
-    free(buf);
-    return sink == 12345u ? best + 1e-9 : best;
-}
-
-double bench_peak_rss_mib(void) {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru)) return 0;
-    return (double)ru.ru_maxrss / 1024.0;   /* Linux reports KiB */
 }
 
 /* ---- model arithmetic ---- */

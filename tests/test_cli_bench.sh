@@ -35,6 +35,10 @@ check(probed["weight_bytes"] == want, "bench: weight bytes = every layer matrix 
       f"{probed['weight_bytes']} vs {want}")
 
 check(probed["peak_f32_gflops"] > 0 and probed["peak_read_gbytes"] > 0, "bench: machine probes measured")
+# No phase can beat the FMA units: a probe that reads below their rate (one that kept its sums on the
+# stack read 0.45 of it on Zen 3) would make a phase's share of the peak pass 1 once the phase nears it.
+ok = all(0 < probed[p]["gflops_frac"] <= 1.0 for p in phases)
+check(ok, "bench: every phase's GFLOP/s within the FMA probe's peak", str([probed[p]["gflops_frac"] for p in phases]))
 ok = all(probed[p]["gbytes_alongside_frac"] > 0 and math.isfinite(probed[p]["gbytes_alongside_frac"])
          for p in phases[1:])
 check(ok, "bench: every decode phase has its rate next to a read pass of the same weights")
