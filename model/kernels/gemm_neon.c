@@ -49,30 +49,61 @@ static void gemv_rows_neon(float *out, const float *x, const Matrix *w, int T, i
 
 #define NEON_MR 6
 #define NEON_NR 16
+/* One token's 16 sums of the tile, a value type: GCC keeps structs passed by value through inline
+ * functions in registers, where it kept an acc[6][4] array in registers but also stored it to the
+ * stack on every k (aarch64 GCC 12: 24 q-register stores per 24 FMAs). */
+typedef struct {
+    float32x4_t v0, v1, v2, v3;
+} Row16;
+
+static inline Row16 row16_zero(void) {
+    Row16 r = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    return r;
+}
+
+/* r += am * b[0..15] */
+static inline Row16 row16_fma(Row16 r, float am, float32x4_t b0, float32x4_t b1, float32x4_t b2, float32x4_t b3) {
+    r.v0 = vfmaq_n_f32(r.v0, b0, am);
+    r.v1 = vfmaq_n_f32(r.v1, b1, am);
+    r.v2 = vfmaq_n_f32(r.v2, b2, am);
+    r.v3 = vfmaq_n_f32(r.v3, b3, am);
+    return r;
+}
+
+static inline void row16_store(float *c, Row16 r, int accumulate) {
+    if (accumulate) {
+        r.v0 = vaddq_f32(r.v0, vld1q_f32(c));
+        r.v1 = vaddq_f32(r.v1, vld1q_f32(c + 4));
+        r.v2 = vaddq_f32(r.v2, vld1q_f32(c + 8));
+        r.v3 = vaddq_f32(r.v3, vld1q_f32(c + 12));
+    }
+    vst1q_f32(c, r.v0);
+    vst1q_f32(c + 4, r.v1);
+    vst1q_f32(c + 8, r.v2);
+    vst1q_f32(c + 12, r.v3);
+}
+
 /* c[6 x 16] (+)= a[6 x kc] . panel[kc x 16]: each token's value multiplies four vectors of the panel row. */
 static void kernel_neon(int kc, const void *a_, size_t lda, const void *panel, float *c, size_t ldc, int accumulate) {
-    const float *a = a_, *b = panel;
-    float32x4_t acc[NEON_MR][4];
-    for (int m = 0; m < NEON_MR; m++)
-        for (int v = 0; v < 4; v++) acc[m][v] = vdupq_n_f32(0.0f);
+    const float *a0 = a_, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda, *a4 = a3 + lda, *a5 = a4 + lda;
+    const float *b = panel;
+    Row16 r0 = row16_zero(), r1 = r0, r2 = r0, r3 = r0, r4 = r0, r5 = r0;
     for (int k = 0; k < kc; k++) {
         const float *bk = b + (size_t)k * NEON_NR;
         float32x4_t b0 = vld1q_f32(bk), b1 = vld1q_f32(bk + 4), b2 = vld1q_f32(bk + 8), b3 = vld1q_f32(bk + 12);
-        for (int m = 0; m < NEON_MR; m++) {
-            float am = a[(size_t)m * lda + k];
-            acc[m][0] = vfmaq_n_f32(acc[m][0], b0, am);
-            acc[m][1] = vfmaq_n_f32(acc[m][1], b1, am);
-            acc[m][2] = vfmaq_n_f32(acc[m][2], b2, am);
-            acc[m][3] = vfmaq_n_f32(acc[m][3], b3, am);
-        }
+        r0 = row16_fma(r0, a0[k], b0, b1, b2, b3);
+        r1 = row16_fma(r1, a1[k], b0, b1, b2, b3);
+        r2 = row16_fma(r2, a2[k], b0, b1, b2, b3);
+        r3 = row16_fma(r3, a3[k], b0, b1, b2, b3);
+        r4 = row16_fma(r4, a4[k], b0, b1, b2, b3);
+        r5 = row16_fma(r5, a5[k], b0, b1, b2, b3);
     }
-    for (int m = 0; m < NEON_MR; m++) {
-        float *cm = c + (size_t)m * ldc;
-        for (int v = 0; v < 4; v++) {
-            if (accumulate) acc[m][v] = vaddq_f32(acc[m][v], vld1q_f32(cm + 4 * v));
-            vst1q_f32(cm + 4 * v, acc[m][v]);
-        }
-    }
+    row16_store(c, r0, accumulate);
+    row16_store(c + ldc, r1, accumulate);
+    row16_store(c + 2 * ldc, r2, accumulate);
+    row16_store(c + 3 * ldc, r3, accumulate);
+    row16_store(c + 4 * ldc, r4, accumulate);
+    row16_store(c + 5 * ldc, r5, accumulate);
 }
 
 void matmul_neon(float *out, const float *x, const Matrix *w, int T) {
