@@ -25,14 +25,6 @@
 
 #define MAX_REPEATS 64
 
-static int n_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 void bench_default_options(BenchOptions *o) {
     memset(o, 0, sizeof *o);
     o->prompt = 512;
@@ -460,7 +452,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     r->kernel = kernel_name(path);
     snprintf(r->precision, sizeof r->precision, "%s",
              path == KERNEL_AVX512_BF16 ? "bf16 activations" : "f32 activations");
-    r->threads = n_threads();
+    r->threads = bench_threads();
     r->prompt = o->prompt;
     r->gen = o->gen;
     r->long_ctx = o->long_ctx > c->max_seq_len ? c->max_seq_len : o->long_ctx;

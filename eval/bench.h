@@ -81,6 +81,7 @@ double bench_probe_fma_gflops(void);
 double bench_probe_bf16_gflops(void);   /* 0 without AVX-512 BF16 */
 double bench_probe_read_gbytes(void);   /* -1 when out of memory for its 512 MiB buffer */
 double bench_peak_rss_mib(void);
+int bench_threads(void);              /* the threads every parallel phase uses */
 
 void bench_print_text(FILE *f, const BenchResult *r);
 void bench_print_json(FILE *f, const BenchResult *r);

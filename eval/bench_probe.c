@@ -22,7 +22,7 @@
 #include <arm_neon.h>
 #endif
 
-static int n_threads(void) {
+int bench_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
 #else
@@ -101,7 +101,7 @@ static double best_gflops(double (*loop)(long), long iters, double flops_per_ite
         #pragma omp parallel reduction(+ : sink)
         sink += loop(iters);
         double dt = seconds_now() - t0;
-        double gf = flops_per_iter * (double)iters * n_threads() / dt * 1e-9;
+        double gf = flops_per_iter * (double)iters * bench_threads() / dt * 1e-9;
         if (gf > best) best = gf;
     }
     return sink == 12345.0 ? 0 : best;   /* keeps the loop from being optimized away */
