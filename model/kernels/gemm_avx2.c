@@ -60,51 +60,50 @@ static void gemv_rows_avx2(float *out, const float *x, const Matrix *w, int T, i
 #define AVX2_MR 6
 #define AVX2_NR 16
 
-/* One row of the output tile: stored, or added to what c already holds. */
-static inline void store_tile_row(float *c, __m256 lo, __m256 hi, int accumulate) {
-    if (accumulate) {
-        lo = _mm256_add_ps(lo, _mm256_loadu_ps(c));
-        hi = _mm256_add_ps(hi, _mm256_loadu_ps(c + 8));
-    }
-    _mm256_storeu_ps(c, lo);
-    _mm256_storeu_ps(c + 8, hi);
+/* One token's 16 sums of the tile, a value type: GCC keeps structs passed by value through inline
+ * functions in registers, where it kept an acc[6][2] array in registers but also stored 10 of its
+ * 12 sums to the stack on every k, which held the kernel to about a third of the FMA units' rate. */
+typedef struct {
+    __m256 lo, hi;
+} Row16;
+
+/* r += a * b[0..15] */
+static inline Row16 row16_fma(Row16 r, const float *a, __m256 b0, __m256 b1) {
+    __m256 am = _mm256_broadcast_ss(a);
+    r.lo = _mm256_fmadd_ps(am, b0, r.lo);
+    r.hi = _mm256_fmadd_ps(am, b1, r.hi);
+    return r;
 }
 
-/* The 6 x 16 tile's 12 sums are named variables, not an array: GCC 12 kept 10 of the 12
- * elements of an acc[6][2] array in registers but also stored them to the stack on every k,
- * and 10 stores per 12 FMAs held the kernel to about a third of the FMA units' rate. */
+/* One row of the output tile: stored, or added to what c already holds. */
+static inline void row16_store(float *c, Row16 r, int accumulate) {
+    if (accumulate) {
+        r.lo = _mm256_add_ps(r.lo, _mm256_loadu_ps(c));
+        r.hi = _mm256_add_ps(r.hi, _mm256_loadu_ps(c + 8));
+    }
+    _mm256_storeu_ps(c, r.lo);
+    _mm256_storeu_ps(c + 8, r.hi);
+}
+
 static void kernel_avx2(int kc, const void *a_, size_t lda, const void *panel, float *c, size_t ldc, int accumulate) {
     const float *a0 = a_, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda, *a4 = a3 + lda, *a5 = a4 + lda;
     const float *b = panel;
-    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
-    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    Row16 r0 = {_mm256_setzero_ps(), _mm256_setzero_ps()}, r1 = r0, r2 = r0, r3 = r0, r4 = r0, r5 = r0;
     for (int k = 0; k < kc; k++) {
         __m256 b0 = _mm256_load_ps(b + (size_t)k * AVX2_NR), b1 = _mm256_load_ps(b + (size_t)k * AVX2_NR + 8);
-        __m256 am = _mm256_broadcast_ss(a0 + k);
-        c00 = _mm256_fmadd_ps(am, b0, c00);
-        c01 = _mm256_fmadd_ps(am, b1, c01);
-        am = _mm256_broadcast_ss(a1 + k);
-        c10 = _mm256_fmadd_ps(am, b0, c10);
-        c11 = _mm256_fmadd_ps(am, b1, c11);
-        am = _mm256_broadcast_ss(a2 + k);
-        c20 = _mm256_fmadd_ps(am, b0, c20);
-        c21 = _mm256_fmadd_ps(am, b1, c21);
-        am = _mm256_broadcast_ss(a3 + k);
-        c30 = _mm256_fmadd_ps(am, b0, c30);
-        c31 = _mm256_fmadd_ps(am, b1, c31);
-        am = _mm256_broadcast_ss(a4 + k);
-        c40 = _mm256_fmadd_ps(am, b0, c40);
-        c41 = _mm256_fmadd_ps(am, b1, c41);
-        am = _mm256_broadcast_ss(a5 + k);
-        c50 = _mm256_fmadd_ps(am, b0, c50);
-        c51 = _mm256_fmadd_ps(am, b1, c51);
+        r0 = row16_fma(r0, a0 + k, b0, b1);
+        r1 = row16_fma(r1, a1 + k, b0, b1);
+        r2 = row16_fma(r2, a2 + k, b0, b1);
+        r3 = row16_fma(r3, a3 + k, b0, b1);
+        r4 = row16_fma(r4, a4 + k, b0, b1);
+        r5 = row16_fma(r5, a5 + k, b0, b1);
     }
-    store_tile_row(c, c00, c01, accumulate);
-    store_tile_row(c + ldc, c10, c11, accumulate);
-    store_tile_row(c + 2 * ldc, c20, c21, accumulate);
-    store_tile_row(c + 3 * ldc, c30, c31, accumulate);
-    store_tile_row(c + 4 * ldc, c40, c41, accumulate);
-    store_tile_row(c + 5 * ldc, c50, c51, accumulate);
+    row16_store(c, r0, accumulate);
+    row16_store(c + ldc, r1, accumulate);
+    row16_store(c + 2 * ldc, r2, accumulate);
+    row16_store(c + 3 * ldc, r3, accumulate);
+    row16_store(c + 4 * ldc, r4, accumulate);
+    row16_store(c + 5 * ldc, r5, accumulate);
 }
 
 void matmul_avx2(float *out, const float *x, const Matrix *w, int T) {
