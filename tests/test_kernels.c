@@ -197,6 +197,21 @@ static void check_attention_loops(void) {
         worst = max_or_inf(worst, fabs(out[d] - ref) / scale);
     }
     check(worst <= EXACT_TOL, "add_weighted_rows within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+    int differ = 0;   /* the AVX2 loops add in order: fmaf sums in the same order, bit for bit */
+    for (int p = 0; p < DOT_T_WIDTH; p++) {
+        float sum = 0.0f;
+        for (int d = 0; d < HD; d++) sum = fmaf(q[d], kt[d * DOT_T_WIDTH + p], sum);
+        differ += sum != acc[p];
+    }
+    for (int d = 0; d < HD; d++) {
+        float sum = out0[d];
+        for (int p = 0; p < N; p++) sum = fmaf(w[p], v[p * HD + d], sum);
+        differ += sum != out[d];
+    }
+    check(differ == 0, "AVX2 dot_transposed64 and add_weighted_rows equal in-order fmaf sums bit for bit", "%d of %d differ",
+          differ, DOT_T_WIDTH + HD);
+#endif
 }
 
 /* The four-query versions: each query's result against the double sum, as above. */
@@ -236,6 +251,25 @@ static void check_attention_loops_x4(void) {
     }
     check(worst_dot <= EXACT_TOL, "dot_transposed64_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_dot);
     check(worst_rows <= EXACT_TOL, "add_weighted_rows_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_rows);
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+    /* The AVX2 loops (passes of 24 and 16 columns, one fma per term in order) against fmaf
+     * sums in the same order: equal bit for bit, as attention_kernels.c states. */
+    int differ_dot = 0, differ_rows = 0;
+    for (int j = 0; j < 4; j++) {
+        for (int p = 0; p < DOT_T_WIDTH; p++) {
+            float sum = 0.0f;
+            for (int d = 0; d < HD; d++) sum = fmaf(q[j][d], kt[d * DOT_T_WIDTH + p], sum);
+            differ_dot += sum != acc[j][p];
+        }
+        for (int d = 0; d < HD; d++) {
+            float sum = out0[j][d];
+            for (int p = 0; p < N; p++) sum = fmaf(w[j][p], v[p * HD + d], sum);
+            differ_rows += sum != out[j][d];
+        }
+    }
+    check(differ_dot == 0, "AVX2 dot_transposed64_x4 equals in-order fmaf sums bit for bit", "%d of %d differ", differ_dot, 4 * DOT_T_WIDTH);
+    check(differ_rows == 0, "AVX2 add_weighted_rows_x4 equals in-order fmaf sums bit for bit", "%d of %d differ", differ_rows, 4 * HD);
+#endif
 }
 
 /* bf16 of x as float (round to nearest even, as the pair conversions). */
