@@ -12,6 +12,7 @@
 #include "model/kernels/simd_avx512.h"
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+#include "model/kernels/simd_avx2.h"
 #define ATTENTION_AVX2 1
 #endif
 
@@ -392,26 +393,6 @@ void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4],
 
 /* ---- attention on cache rows ---- */
 
-#if defined(ATTENTION_AVX2)
-/* r[i] element j <-> r[j] element i: pairs interleaved, then quadruples, then the 128-bit halves. */
-static inline void transpose8_ps(__m256 r[8]) {
-    __m256 t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);       /* r_i0 r_(i+1)0 r_i1 r_(i+1)1 | the same for 4, 5 */
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);   /* elements 2, 3 | 6, 7 */
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));       /* element 0 of 4 rows | 4 */
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));   /* element 1 | 5 */
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));   /* 2 | 6 */
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));   /* 3 | 7 */
-    }
-    for (int j = 0; j < 4; j++) {
-        r[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
-        r[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
-    }
-}
-#endif
 
 void transpose_keys64(const float *k, int n, int hd, float *kt) {
     int d0 = 0;

@@ -6,6 +6,7 @@
 #include "quant/half.h"
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
+#include "model/kernels/simd_avx2.h"
 #endif
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -106,12 +107,44 @@ static void kernel_avx2(int kc, const void *a_, size_t lda, const void *panel, f
     row16_store(c + 5 * ldc, r5, accumulate);
 }
 
+/* The panel of weight rows r0..r0+15 for k0..k0+kc-1, widened to f32 as dst[k * 16 + r] (rows
+ * past nr_valid zero): what pack_panel_f32 (gemm_c.c) makes, 8 rows x 8 k at a time through a
+ * register transpose. pack_panel_f32 widens a row into a buffer and scatters it one float at a
+ * time, 64 bytes apart; in the ppl path on Zen 3 that took 5.4% of the time. */
+static inline void pack_panel16(DType dt, const Matrix *w, int r0, int nr_valid, int k0, int kc, float *dst) {
+    size_t row_bytes = (size_t)w->cols * (dt == DT_F32 ? 4 : 2);
+    const unsigned char *base = (const unsigned char *)w->data + (size_t)r0 * row_bytes;
+    int k = 0;
+    for (; k + 8 <= kc; k += 8)
+        for (int g = 0; g < AVX2_NR; g += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = g + i < nr_valid ? load8(dt, base + (size_t)(g + i) * row_bytes, k0 + k) : _mm256_setzero_ps();
+            transpose8_ps(r);
+            for (int j = 0; j < 8; j++) _mm256_store_ps(dst + (size_t)(k + j) * AVX2_NR + g, r[j]);
+        }
+    for (; k < kc; k++)
+        for (int i = 0; i < AVX2_NR; i++)
+            dst[(size_t)k * AVX2_NR + i] = i < nr_valid ? weight_at(dt, base + (size_t)i * row_bytes, k0 + k) : 0.0f;
+}
+
+/* A GemmSpec pack for AVX2_NR = 16 rows; the dtype is a constant in each inlined loop. */
+static void pack_panel_avx2(const Matrix *w, int r0, int nr_valid, int nr, int k0, int kc, void *panel) {
+    (void)nr;   /* always AVX2_NR */
+    if (w->dtype == DT_BF16) pack_panel16(DT_BF16, w, r0, nr_valid, k0, kc, panel);
+#if defined(__F16C__)
+    else if (w->dtype == DT_F16) pack_panel16(DT_F16, w, r0, nr_valid, k0, kc, panel);
+#endif
+    else if (w->dtype == DT_F32) pack_panel16(DT_F32, w, r0, nr_valid, k0, kc, panel);
+    else pack_panel_f32(w, r0, nr_valid, nr, k0, kc, panel);
+}
+
 void matmul_avx2(float *out, const float *x, const Matrix *w, int T) {
     if (T < GEMV_MAX_T) {
         gemv_drive(gemv_rows_avx2, out, x, w, T);
         return;
     }
-    static const GemmSpec spec = {AVX2_MR, AVX2_NR, pack_panel_f32, kernel_avx2};
+    static const GemmSpec spec = {AVX2_MR, AVX2_NR, pack_panel_avx2, kernel_avx2};
     gemm_drive(&spec, out, x, w->cols, w, T);
 }
 #endif
