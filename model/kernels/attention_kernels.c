@@ -43,8 +43,8 @@ static inline void store_sum64(float *out, const __m512 a[4], const __m512 b[4])
  * registers, with the 3 vectors of keys or values they share and a broadcast (16 registers),
  * so per step 3 loads and 4 broadcasts feed 12 fmas. Passes of 16 alone (8 sums, 4 fmas per
  * ymm load, as GCC folded each key or value load into every fma that used it) waited on loads
- * and on the fma latency: in the ppl path on Zen 3 attention took 1.9 times the GEMM's time
- * per FLOP. One query goes in passes of 16. Every pass adds in the same order as the plain
+ * and on the fma latency: in the ppl path on Zen 3 scores and values took 1.55 times the GEMM's
+ * time per FLOP (now about the same). One query goes in passes of 16. Every pass adds in the same order as the plain
  * loops (one fma per term, in order of d or p), so its results are the plain loops' bit for
  * bit. Rows of sums are structs of named vectors passed by value: GCC keeps those in
  * registers, where it stored an array's elements to the stack at every step (gemm_avx2.c). */
@@ -392,7 +392,6 @@ void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4],
 #endif
 
 /* ---- attention on cache rows ---- */
-
 
 void transpose_keys64(const float *k, int n, int hd, float *kt) {
     int d0 = 0;
