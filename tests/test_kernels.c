@@ -165,6 +165,33 @@ static void check_softmax_swiglu(void) {
     check(worst <= 1e-6, "swiglu within 1e-6 of double silu(gate)*up, relative to |gate*up|", "worst %.3g", worst);
 }
 
+/* The AVX2 attention loops add in the plain loops' order, one fma per term (attention_kernels.c):
+ * in-order fmaf sums give the same floats. */
+#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
+#define ATTENTION_LOOPS_IN_ORDER 1
+#else
+#define ATTENTION_LOOPS_IN_ORDER 0
+#endif
+#if ATTENTION_LOOPS_IN_ORDER
+/* How many of one query's scores acc (q against the hd x 64 keys kt) and weighted values out
+ * (out0 plus w against n rows of v) differ from fmaf sums in order. */
+static int fmaf_sums_differ(const float *q, const float *kt, const float *acc, const float *w, const float *v, int n,
+                            int hd, const float *out0, const float *out) {
+    int differ = 0;
+    for (int p = 0; p < DOT_T_WIDTH; p++) {
+        float sum = 0.0f;
+        for (int d = 0; d < hd; d++) sum = fmaf(q[d], kt[d * DOT_T_WIDTH + p], sum);
+        differ += sum != acc[p];
+    }
+    for (int d = 0; d < hd; d++) {
+        float sum = out0[d];
+        for (int p = 0; p < n; p++) sum = fmaf(w[p], v[p * hd + d], sum);
+        differ += sum != out[d];
+    }
+    return differ;
+}
+#endif
+
 /* Attention's inner loops (AVX-512 or plain C, whichever is built) against double sums. */
 static void check_attention_loops(void) {
     enum { HD = 80, N = 37 };   /* HD: one 64-wide register block plus a plain-C tail */
@@ -197,18 +224,8 @@ static void check_attention_loops(void) {
         worst = max_or_inf(worst, fabs(out[d] - ref) / scale);
     }
     check(worst <= EXACT_TOL, "add_weighted_rows within 1e-5 of the double sum (relative to sum|terms|)", "worst %.3g", worst);
-#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
-    int differ = 0;   /* the AVX2 loops add in order: fmaf sums in the same order, bit for bit */
-    for (int p = 0; p < DOT_T_WIDTH; p++) {
-        float sum = 0.0f;
-        for (int d = 0; d < HD; d++) sum = fmaf(q[d], kt[d * DOT_T_WIDTH + p], sum);
-        differ += sum != acc[p];
-    }
-    for (int d = 0; d < HD; d++) {
-        float sum = out0[d];
-        for (int p = 0; p < N; p++) sum = fmaf(w[p], v[p * HD + d], sum);
-        differ += sum != out[d];
-    }
+#if ATTENTION_LOOPS_IN_ORDER
+    int differ = fmaf_sums_differ(q, kt, acc, w, v, N, HD, out0, out);
     check(differ == 0, "AVX2 dot_transposed64 and add_weighted_rows equal in-order fmaf sums bit for bit", "%d of %d differ",
           differ, DOT_T_WIDTH + HD);
 #endif
@@ -251,24 +268,11 @@ static void check_attention_loops_x4(void) {
     }
     check(worst_dot <= EXACT_TOL, "dot_transposed64_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_dot);
     check(worst_rows <= EXACT_TOL, "add_weighted_rows_x4 within 1e-5 of the double sums (relative to sum|terms|)", "worst %.3g", worst_rows);
-#if defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
-    /* The AVX2 loops (passes of 24 and 16 columns, one fma per term in order) against fmaf
-     * sums in the same order: equal bit for bit, as attention_kernels.c states. */
-    int differ_dot = 0, differ_rows = 0;
-    for (int j = 0; j < 4; j++) {
-        for (int p = 0; p < DOT_T_WIDTH; p++) {
-            float sum = 0.0f;
-            for (int d = 0; d < HD; d++) sum = fmaf(q[j][d], kt[d * DOT_T_WIDTH + p], sum);
-            differ_dot += sum != acc[j][p];
-        }
-        for (int d = 0; d < HD; d++) {
-            float sum = out0[j][d];
-            for (int p = 0; p < N; p++) sum = fmaf(w[j][p], v[p * HD + d], sum);
-            differ_rows += sum != out[j][d];
-        }
-    }
-    check(differ_dot == 0, "AVX2 dot_transposed64_x4 equals in-order fmaf sums bit for bit", "%d of %d differ", differ_dot, 4 * DOT_T_WIDTH);
-    check(differ_rows == 0, "AVX2 add_weighted_rows_x4 equals in-order fmaf sums bit for bit", "%d of %d differ", differ_rows, 4 * HD);
+#if ATTENTION_LOOPS_IN_ORDER
+    int differ = 0;   /* passes of 24 and 16 columns */
+    for (int j = 0; j < 4; j++) differ += fmaf_sums_differ(q[j], kt, acc[j], w[j], v, N, HD, out0[j], out[j]);
+    check(differ == 0, "AVX2 dot_transposed64_x4 and add_weighted_rows_x4 equal in-order fmaf sums bit for bit",
+          "%d of %d differ", differ, 4 * (DOT_T_WIDTH + HD));
 #endif
 }
 

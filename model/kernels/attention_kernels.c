@@ -44,35 +44,18 @@ static inline void store_sum64(float *out, const __m512 a[4], const __m512 b[4])
  * so per step 3 loads and 4 broadcasts feed 12 fmas. Passes of 16 alone (8 sums, 4 fmas per
  * ymm load, as GCC folded each key or value load into every fma that used it) waited on loads
  * and on the fma latency: in the ppl path on Zen 3 scores and values took 1.55 times the GEMM's
- * time per FLOP (now about the same). One query goes in passes of 16. Every pass adds in the same order as the plain
- * loops (one fma per term, in order of d or p), so its results are the plain loops' bit for
- * bit. Rows of sums are structs of named vectors passed by value: GCC keeps those in
- * registers, where it stored an array's elements to the stack at every step (gemm_avx2.c). */
-typedef struct {
-    __m256 lo, hi;
-} Row16;
-
+ * time per FLOP (now about the same). One query goes in passes of 16. Every pass adds in the
+ * same order as the plain loops (one fma per term, in order of d or p), so its results are the
+ * plain loops' bit for bit. Rows of 16 are simd_avx2.h's Row16; Row24 is the same for 24. */
 typedef struct {
     __m256 lo, mid, hi;
 } Row24;
 
-/* The empty asm emits nothing; it hides where the vectors came from, so that GCC keeps them
- * in registers instead of loading them again inside each fma that uses them. */
-static inline Row16 row16_load(const float *x) {
-    Row16 r = {_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8)};
-    __asm__("" : "+x"(r.lo), "+x"(r.hi));
-    return r;
-}
-
+/* As row16_load: kept in registers. */
 static inline Row24 row24_load(const float *x) {
     Row24 r = {_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16)};
     __asm__("" : "+x"(r.lo), "+x"(r.mid), "+x"(r.hi));
     return r;
-}
-
-static inline void row16_store(float *x, Row16 r) {
-    _mm256_storeu_ps(x, r.lo);
-    _mm256_storeu_ps(x + 8, r.hi);
 }
 
 static inline void row24_store(float *x, Row24 r) {
@@ -82,11 +65,6 @@ static inline void row24_store(float *x, Row24 r) {
 }
 
 /* r += *s * x */
-static inline Row16 row16_fma(Row16 r, const float *s, Row16 x) {
-    __m256 b = _mm256_broadcast_ss(s);
-    return (Row16){_mm256_fmadd_ps(b, x.lo, r.lo), _mm256_fmadd_ps(b, x.hi, r.hi)};
-}
-
 static inline Row24 row24_fma(Row24 r, const float *s, Row24 x) {
     __m256 b = _mm256_broadcast_ss(s);
     return (Row24){_mm256_fmadd_ps(b, x.lo, r.lo), _mm256_fmadd_ps(b, x.mid, r.mid), _mm256_fmadd_ps(b, x.hi, r.hi)};

@@ -61,29 +61,11 @@ static void gemv_rows_avx2(float *out, const float *x, const Matrix *w, int T, i
 #define AVX2_MR 6
 #define AVX2_NR 16
 
-/* One token's 16 sums of the tile, a value type: GCC keeps structs passed by value through inline
- * functions in registers, where it kept an acc[6][2] array in registers but also stored 10 of its
- * 12 sums to the stack on every k, which held the kernel to about a third of the FMA units' rate. */
-typedef struct {
-    __m256 lo, hi;
-} Row16;
-
-/* r += a * b[0..15] */
-static inline Row16 row16_fma(Row16 r, const float *a, __m256 b0, __m256 b1) {
-    __m256 am = _mm256_broadcast_ss(a);
-    r.lo = _mm256_fmadd_ps(am, b0, r.lo);
-    r.hi = _mm256_fmadd_ps(am, b1, r.hi);
-    return r;
-}
-
-/* One row of the output tile: stored, or added to what c already holds. */
-static inline void row16_store(float *c, Row16 r, int accumulate) {
-    if (accumulate) {
-        r.lo = _mm256_add_ps(r.lo, _mm256_loadu_ps(c));
-        r.hi = _mm256_add_ps(r.hi, _mm256_loadu_ps(c + 8));
-    }
-    _mm256_storeu_ps(c, r.lo);
-    _mm256_storeu_ps(c + 8, r.hi);
+/* One row of the output tile (a token's 16 sums, model/kernels/simd_avx2.h): stored, or added to
+ * what c already holds. */
+static inline void store_tile_row(float *c, Row16 r, int accumulate) {
+    if (accumulate) r = (Row16){_mm256_add_ps(r.lo, _mm256_loadu_ps(c)), _mm256_add_ps(r.hi, _mm256_loadu_ps(c + 8))};
+    row16_store(c, r);
 }
 
 static void kernel_avx2(int kc, const void *a_, size_t lda, const void *panel, float *c, size_t ldc, int accumulate) {
@@ -91,20 +73,20 @@ static void kernel_avx2(int kc, const void *a_, size_t lda, const void *panel, f
     const float *b = panel;
     Row16 r0 = {_mm256_setzero_ps(), _mm256_setzero_ps()}, r1 = r0, r2 = r0, r3 = r0, r4 = r0, r5 = r0;
     for (int k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_load_ps(b + (size_t)k * AVX2_NR), b1 = _mm256_load_ps(b + (size_t)k * AVX2_NR + 8);
-        r0 = row16_fma(r0, a0 + k, b0, b1);
-        r1 = row16_fma(r1, a1 + k, b0, b1);
-        r2 = row16_fma(r2, a2 + k, b0, b1);
-        r3 = row16_fma(r3, a3 + k, b0, b1);
-        r4 = row16_fma(r4, a4 + k, b0, b1);
-        r5 = row16_fma(r5, a5 + k, b0, b1);
+        Row16 w = row16_load(b + (size_t)k * AVX2_NR);   /* the panel's 16 weight rows at k */
+        r0 = row16_fma(r0, a0 + k, w);
+        r1 = row16_fma(r1, a1 + k, w);
+        r2 = row16_fma(r2, a2 + k, w);
+        r3 = row16_fma(r3, a3 + k, w);
+        r4 = row16_fma(r4, a4 + k, w);
+        r5 = row16_fma(r5, a5 + k, w);
     }
-    row16_store(c, r0, accumulate);
-    row16_store(c + ldc, r1, accumulate);
-    row16_store(c + 2 * ldc, r2, accumulate);
-    row16_store(c + 3 * ldc, r3, accumulate);
-    row16_store(c + 4 * ldc, r4, accumulate);
-    row16_store(c + 5 * ldc, r5, accumulate);
+    store_tile_row(c, r0, accumulate);
+    store_tile_row(c + ldc, r1, accumulate);
+    store_tile_row(c + 2 * ldc, r2, accumulate);
+    store_tile_row(c + 3 * ldc, r3, accumulate);
+    store_tile_row(c + 4 * ldc, r4, accumulate);
+    store_tile_row(c + 5 * ldc, r5, accumulate);
 }
 
 /* The panel of weight rows r0..r0+15 for k0..k0+kc-1, widened to f32 as dst[k * 16 + r] (rows
