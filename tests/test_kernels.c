@@ -104,6 +104,35 @@ static void check_path(KernelPath p, DType dt) {
     printf("     %s %s: worst |d| / sum|x w| = %.3g\n", kernel_name(p), dtype_name(dt), worst);
 }
 
+/* Paths with the shared blocked driver (gemm_drive, model/kernels/gemm_c.c): a token's outputs
+ * do not depend on how many tokens share the call, bit for bit. The driver runs a last tile of
+ * fewer than MR tokens as the full tile that ends there (last_rows_tile), and a call of fewer
+ * than MR tokens, or a last panel of fewer than NR rows, through padded copies (edge_tile);
+ * against a call of 120 tokens (a multiple of every MR), where those tokens sit in full tiles. */
+static void check_batch_invariance(KernelPath p, DType dt) {
+    enum { N = 37, K = 301, T_FULL = 120 };   /* 37: a last panel of 5 rows; 301: two k blocks */
+    static const int Ts[] = {4, 5, 9, 50, 119};
+    TestMatrix w;
+    make_matrix(&w, dt, N, K, 99);
+    uint64_t seed = 5;
+    float *x = malloc((size_t)T_FULL * K * sizeof(float));
+    float *full = malloc((size_t)T_FULL * N * sizeof(float)), *part = malloc((size_t)T_FULL * N * sizeof(float));
+    for (size_t j = 0; j < (size_t)T_FULL * K; j++) x[j] = rnd(&seed) * 3.0f;
+    void *scratch = aligned_alloc(64, (matmul_scratch_bytes(T_FULL, K) + 63) / 64 * 64);
+    matmul_with(p, full, x, &w.m, T_FULL, scratch);
+    int differ = 0;
+    for (size_t i = 0; i < sizeof Ts / sizeof Ts[0]; i++) {
+        matmul_with(p, part, x, &w.m, Ts[i], scratch);
+        differ += memcmp(part, full, (size_t)Ts[i] * N * sizeof(float)) != 0;
+    }
+    char name[160];
+    snprintf(name, sizeof name, "matmul %s on %s weights: T = 4, 5, 9, 50, 119 give the first T rows of T = 120 bit for bit",
+             kernel_name(p), dtype_name(dt));
+    check(differ == 0, name, "%d of 5 calls differ", differ);
+    free(x); free(full); free(part); free(scratch);
+    free_matrix(&w);
+}
+
 /* The scalar path is the definition; check it once against double precision. */
 static void check_scalar_definition(void) {
     TestMatrix w;
@@ -652,6 +681,7 @@ int main(void) {
                 continue;
             }
             check_path((KernelPath)p, dtypes[d]);
+            if (p == KERNEL_C || p == KERNEL_AVX2 || p == KERNEL_NEON) check_batch_invariance((KernelPath)p, dtypes[d]);
         }
     check_bf16_forward("data/models/mini-llama-brown");
     check_bf16_forward("data/models/random-gqa8");

@@ -49,6 +49,21 @@ static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, 
         for (int n = 0; n < nr_valid; n++) c[(size_t)m * ldc + n] = ct[m * g->nr + n];
 }
 
+/* The last tokens of out (mr_valid < mr of them, at least mr tokens in all) against a full panel:
+ * the full microkernel on the mr tokens that end there, read in place, into a private tile,
+ * whose last mr_valid rows are then added to (or stored in) c. The rows it computes again are
+ * cheaper than edge_tile's copies of the inputs and masked reads of c, which took ~1% of a
+ * prefill's time on Zen 3 (512 tokens leave 2 in a last tile of 6). */
+static void last_rows_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, int mr_valid, const void *panel,
+                           float *c, size_t ldc, int accumulate) {
+    _Alignas(64) float ct[GEMM_MAX_MR * GEMM_MAX_NR];
+    int back = g->mr - mr_valid;
+    g->kernel(kc, a - (size_t)back * lda, lda, panel, ct, (size_t)g->nr, 0);
+    for (int m = 0; m < mr_valid; m++)
+        for (int n = 0; n < g->nr; n++)
+            c[(size_t)m * ldc + n] = (accumulate ? c[(size_t)m * ldc + n] : 0.0f) + ct[(back + m) * g->nr + n];
+}
+
 /* Panel p (weight rows p*NR .. p*NR+NR-1) against all T tokens: packed one k block at a time,
  * then multiplied tile by tile. */
 static void gemm_panel(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T, int p) {
@@ -63,6 +78,7 @@ static void gemm_panel(const GemmSpec *g, float *out, const void *a, int units, 
             float *cm = out + (size_t)m0 * N + r0;
             int mr_valid = min_int(mr, T - m0);
             if (mr_valid == mr && nr_valid == nr) g->kernel(kc, am, (size_t)units, panel, cm, (size_t)N, k0 > 0);
+            else if (nr_valid == nr && T >= mr) last_rows_tile(g, kc, am, (size_t)units, mr_valid, panel, cm, (size_t)N, k0 > 0);
             else edge_tile(g, kc, am, (size_t)units, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
         }
     }
