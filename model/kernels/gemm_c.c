@@ -65,10 +65,11 @@ static void last_rows_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t 
 }
 
 /* Weight rows multiplied together: their panels are packed for one k block (64 KiB of f32 at most,
- * in L2), then each tile of tokens goes through all of them while its inputs are in L1. One panel
- * at a time, the inputs of every token (512 KiB for a 512-token k block) came through the cache
- * again for each 16 rows; on Zen 3 one core made 87 GFLOP/s so and 92 with 64 rows (out of 100).
- * The AVX-512 paths use work items of 64 weight rows for the same reason. */
+ * in L2), then each tile of tokens goes through all of them while its inputs are in L1. With one
+ * panel at a time, the inputs of every token (512 KiB for a 512-token k block) came through the
+ * cache again for each panel. One core of Zen 3 (AVX2, 16-row panels) made 87 GFLOP/s that way
+ * and 92 with 64 rows, of a peak of 100. The AVX-512 paths use work items of 64 weight rows for
+ * the same reason. */
 #define GEMM_GROUP_ROWS 64
 _Static_assert(GEMM_GROUP_ROWS >= GEMM_MAX_NR, "a group holds at least one panel");
 
