@@ -105,10 +105,10 @@ static void check_path(KernelPath p, DType dt) {
 }
 
 /* Paths with the shared blocked driver (gemm_drive, model/kernels/gemm_c.c): a token's outputs
- * do not depend on how many tokens share the call, bit for bit. The driver runs a last tile of
- * fewer than MR tokens as the full tile that ends there (last_rows_tile), and a call of fewer
- * than MR tokens, or a last panel of fewer than NR rows, through padded copies (edge_tile);
- * against a call of 120 tokens (a multiple of every MR), where those tokens sit in full tiles. */
+ * do not depend on how many tokens share the call, bit for bit. The driver's edge_tile runs a
+ * last tile of fewer than MR tokens as the full tile that ends there, and a call of fewer than
+ * MR tokens through a padded copy; against a call of 120 tokens (a multiple of every MR), where
+ * those tokens sit in full tiles. */
 static void check_batch_invariance(KernelPath p, DType dt) {
     enum { N = 37, K = 301, T_FULL = 120 };   /* 37: a last panel of 5 rows; 301: two k blocks */
     static const int Ts[] = {4, 5, 9, 50, 119};

@@ -31,8 +31,8 @@ typedef void (*PackPanelFn)(const Matrix *w, int r0, int nr_valid, int nr, int k
 
 /* c[m*ldc + n] (+)= sum_k a[m*lda + k] * panel[k*nr + n] for m < mr, n < nr;
  * accumulate = 0 overwrites c. Full tiles only: the driver runs a last tile of fewer than mr tokens
- * as the full tile that ends there, and pads a last panel of fewer than nr rows (or a call of
- * fewer than mr tokens). */
+ * as the full tile that ends there (a call of fewer than mr tokens on a padded copy), and a last
+ * panel of fewer than nr rows with zero rows packed past the valid ones. */
 typedef void (*MicroKernelFn)(int kc, const void *a, size_t lda, const void *panel, float *c, size_t ldc,
                               int accumulate);
 

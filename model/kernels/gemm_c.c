@@ -32,35 +32,29 @@ void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int k
     }
 }
 
-/* A tile on the edge of out (fewer than mr tokens or nr rows): pads the inputs with zeros,
- * runs the full microkernel on a private tile, and copies the valid part back. */
-static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, int mr_valid, int nr_valid,
-                      const void *panel, float *c, size_t ldc, int accumulate) {
+/* A tile on the edge of out (fewer than mr tokens or nr rows): the full microkernel into a
+ * private tile, whose valid part is then added to (or stored in) c. Its inputs are the mr tokens
+ * that end at the tile's last one, read in place (the rows it computes again cost less than
+ * copies: a 512-token batch leaves 2 in a last tile of 6, and copying them with masked reads of
+ * c took ~1% of a prefill's time on Zen 3), or, in a call of fewer than mr tokens, a copy padded
+ * with zeros. Rows of the panel past nr_valid were packed as zeros. */
+static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, int tokens_before, int mr_valid,
+                      int nr_valid, const void *panel, float *c, size_t ldc, int accumulate) {
     _Alignas(64) uint32_t at[GEMM_MAX_MR * GEMM_KC];
     _Alignas(64) float ct[GEMM_MAX_MR * GEMM_MAX_NR];
-    for (int m = 0; m < g->mr; m++) {
-        if (m < mr_valid) memcpy(at + (size_t)m * kc, a + (size_t)m * lda, (size_t)kc * 4);
-        else memset(at + (size_t)m * kc, 0, (size_t)kc * 4);
-        for (int n = 0; n < g->nr; n++)
-            ct[m * g->nr + n] = accumulate && m < mr_valid && n < nr_valid ? c[(size_t)m * ldc + n] : 0.0f;
+    int back = g->mr - mr_valid;   /* rows of the private tile before c's first */
+    if (tokens_before >= back) {
+        g->kernel(kc, a - (size_t)back * lda, lda, panel, ct, (size_t)g->nr, 0);
+    } else {
+        back = 0;
+        for (int m = 0; m < g->mr; m++) {
+            if (m < mr_valid) memcpy(at + (size_t)m * kc, a + (size_t)m * lda, (size_t)kc * 4);
+            else memset(at + (size_t)m * kc, 0, (size_t)kc * 4);
+        }
+        g->kernel(kc, at, (size_t)kc, panel, ct, (size_t)g->nr, 0);
     }
-    g->kernel(kc, at, (size_t)kc, panel, ct, (size_t)g->nr, 1);
     for (int m = 0; m < mr_valid; m++)
-        for (int n = 0; n < nr_valid; n++) c[(size_t)m * ldc + n] = ct[m * g->nr + n];
-}
-
-/* The last tokens of out (mr_valid < mr of them, at least mr tokens in all) against a full panel:
- * the full microkernel on the mr tokens that end there, read in place, into a private tile,
- * whose last mr_valid rows are then added to (or stored in) c. The rows it computes again are
- * cheaper than edge_tile's copies of the inputs and masked reads of c, which took ~1% of a
- * prefill's time on Zen 3 (512 tokens leave 2 in a last tile of 6). */
-static void last_rows_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, int mr_valid, const void *panel,
-                           float *c, size_t ldc, int accumulate) {
-    _Alignas(64) float ct[GEMM_MAX_MR * GEMM_MAX_NR];
-    int back = g->mr - mr_valid;
-    g->kernel(kc, a - (size_t)back * lda, lda, panel, ct, (size_t)g->nr, 0);
-    for (int m = 0; m < mr_valid; m++)
-        for (int n = 0; n < g->nr; n++)
+        for (int n = 0; n < nr_valid; n++)
             c[(size_t)m * ldc + n] = (accumulate ? c[(size_t)m * ldc + n] : 0.0f) + ct[(back + m) * g->nr + n];
 }
 
@@ -80,8 +74,7 @@ static void gemm_tile(const GemmSpec *g, float *out, const void *a, int units, i
     float *cm = out + (size_t)m0 * N + r0;
     int mr = g->mr, mr_valid = min_int(mr, T - m0);
     if (mr_valid == mr && nr_valid == g->nr) g->kernel(kc, am, (size_t)units, panel, cm, (size_t)N, k0 > 0);
-    else if (nr_valid == g->nr && T >= mr) last_rows_tile(g, kc, am, (size_t)units, mr_valid, panel, cm, (size_t)N, k0 > 0);
-    else edge_tile(g, kc, am, (size_t)units, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
+    else edge_tile(g, kc, am, (size_t)units, m0, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
 }
 
 /* Panels p .. p+np-1 (weight rows p*NR .. (p+np)*NR-1, np*NR <= GEMM_GROUP_ROWS) against all T
