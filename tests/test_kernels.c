@@ -183,6 +183,28 @@ static void check_softmax_swiglu(void) {
         if (y[n] != 12345.0f) worst = 1;
     }
     check(worst <= 1e-30, "softmax within 1e-6 relative of double exp (below 1e-30 absolute), n 1 to 1000", "excess %.3g", worst);
+    /* a score of -inf weighs 0 and the rest still sum to 1; a NaN anywhere (first, in a vector,
+     * in the tail) makes the whole row NaN rather than vanishing into a finite weight */
+    int ok = 1;
+    for (int k = 0; k < 6; k++) {
+        int n = sizes[k];
+        float y[N];
+        memcpy(y, x, sizeof x);
+        if (n > 1) {   /* a row of only -inf has no softmax */
+            y[n / 2] = -INFINITY;
+            softmax(y, n);
+            double sum = 0;
+            for (int i = 0; i < n; i++) sum += y[i];
+            ok &= y[n / 2] == 0.0f && fabs(sum - 1.0) < 1e-5;
+        }
+        for (int at = 0; at < n; at += (n > 3 ? n / 3 : 1)) {
+            memcpy(y, x, sizeof x);
+            y[at] = NAN;
+            softmax(y, n);
+            for (int i = 0; i < n; i++) ok &= isnan(y[i]);
+        }
+    }
+    check(ok, "softmax: -inf gives weight 0 (n 5 to 1000), a NaN anywhere gives a NaN row (n 1 to 1000)", "not so");
     float g[N];
     memcpy(g, gate, sizeof g);
     swiglu(g, up, N);
