@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 
 static int test_failures = 0;
 
@@ -40,6 +41,12 @@ static inline double max_abs_diff(const float *a, const float *b, size_t n) {
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = max_or_inf(worst, fabs((double)a[i] - (double)b[i]));
     return worst;
+}
+
+/* A reproducible float in [-1, 1) from the state *s (a 64-bit LCG, its top bits). */
+static inline float rnd(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((int)(*s >> 40) - (1 << 23)) / (float)(1 << 23);
 }
 
 /* Exit code of a test program: nonzero when any check failed. */
