@@ -50,25 +50,33 @@ static inline double select_f64(int condition, double a, double b) {
     return r;
 }
 
+/* Cephes' expf, shared by exp_vec and its vector forms (exp16, exp8), which give the same bits
+ * only while they use these same numbers: the clamps to the normal range, log2(e), ln 2 in two
+ * parts (the first exact in a product with n), and the polynomial's coefficients, highest first. */
+static const float EXP_MIN = -87.3f, EXP_MAX = 88.7f, EXP_LOG2E = 1.44269504088896341f;
+static const float EXP_LN2_HI = 0.693359375f, EXP_LN2_LO = -2.12194440e-4f;
+static const float EXP_POLY[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                  4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 /* e^x within ~2 ulp (Cephes' expf polynomial): branch-free, so loops over it vectorize,
  * where a libm call per element would not. Inputs are clamped to the normal range; NaN passes. */
 static inline float exp_vec(float x_in) {
     /* selects rather than fminf/fmaxf, which are library calls under C11 rules */
-    float x = select_f32(x_in > -87.3f, select_f32(x_in < 88.7f, x_in, 88.7f), -87.3f);
-    float n = rintf(x * 1.44269504088896341f);
-    float r = x - n * 0.693359375f;          /* ln 2 in two parts: exact product first */
-    r = r - n * -2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = mul_add(p, r, 1.3981999507e-3f);
-    p = mul_add(p, r, 8.3334519073e-3f);
-    p = mul_add(p, r, 4.1665795894e-2f);
-    p = mul_add(p, r, 1.6666665459e-1f);
-    p = mul_add(p, r, 5.0000001201e-1f);
+    float x = select_f32(x_in > EXP_MIN, select_f32(x_in < EXP_MAX, x_in, EXP_MAX), EXP_MIN);
+    float n = rintf(x * EXP_LOG2E);
+    float r = x - n * EXP_LN2_HI;          /* ln 2 in two parts: exact product first */
+    r = r - n * EXP_LN2_LO;
+    float p = EXP_POLY[0];
+    p = mul_add(p, r, EXP_POLY[1]);
+    p = mul_add(p, r, EXP_POLY[2]);
+    p = mul_add(p, r, EXP_POLY[3]);
+    p = mul_add(p, r, EXP_POLY[4]);
+    p = mul_add(p, r, EXP_POLY[5]);
     p = mul_add(p, r * r, r + 1.0f);
     int32_t bits = ((int32_t)n + 127) << 23;  /* 2^n, n in [-126, 128) after the clamp */
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    float y = select_f32(x_in < -87.3f, 0.0f, p * scale);   /* underflow (and -inf) -> 0 */
+    float y = select_f32(x_in < EXP_MIN, 0.0f, p * scale);   /* underflow (and -inf) -> 0 */
     return select_f32(x_in == x_in, y, x_in);                 /* NaN stays NaN */
 }
 
@@ -82,19 +90,19 @@ void swiglu(float *gate, const float *up, size_t n) {
 /* exp_vec on 16 lanes, operation for operation (the same bits). GCC leaves softmax's scalar
  * loops partly unvectorized (its running max, the tails), so it gets its own loops here. */
 static inline __m512 exp16(__m512 x_in) {
-    __m512 x = _mm512_min_ps(_mm512_max_ps(x_in, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
-    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 x = _mm512_min_ps(_mm512_max_ps(x_in, _mm512_set1_ps(EXP_MIN)), _mm512_set1_ps(EXP_MAX));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(EXP_LN2_HI)));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(EXP_LN2_LO)));
+    __m512 p = _mm512_set1_ps(EXP_POLY[0]);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[1]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[2]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[3]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[4]));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_POLY[5]));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x_in, _mm512_set1_ps(-87.3f), _CMP_NLT_UQ), p, _mm512_castsi512_ps(bits));
+    __m512 y = _mm512_maskz_mul_ps(_mm512_cmp_ps_mask(x_in, _mm512_set1_ps(EXP_MIN), _CMP_NLT_UQ), p, _mm512_castsi512_ps(bits));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x_in, x_in, _CMP_UNORD_Q), y, x_in);
 }
 
@@ -194,19 +202,19 @@ float max_value(const float *x, int n) {
  * from ~2.4-3.0 to ~1.8-2.2 cycles per element (Zen 3); in the ppl path, where the row first
  * comes from L2, the gain is within run-to-run noise (README, "The ppl path"). */
 static inline __m256 exp8(__m256 x_in) {
-    __m256 x = _mm256_min_ps(_mm256_max_ps(x_in, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
-    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(-2.12194440e-4f)));
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    __m256 x = _mm256_min_ps(_mm256_max_ps(x_in, _mm256_set1_ps(EXP_MIN)), _mm256_set1_ps(EXP_MAX));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(EXP_LN2_HI)));
+    r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(EXP_LN2_LO)));
+    __m256 p = _mm256_set1_ps(EXP_POLY[0]);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[1]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[2]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[3]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[4]));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_POLY[5]));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    __m256 not_under = _mm256_cmp_ps(x_in, _mm256_set1_ps(-87.3f), _CMP_NLT_UQ);   /* underflow -> 0 */
+    __m256 not_under = _mm256_cmp_ps(x_in, _mm256_set1_ps(EXP_MIN), _CMP_NLT_UQ);   /* underflow -> 0 */
     __m256 y = _mm256_and_ps(not_under, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
     return _mm256_blendv_ps(y, x_in, _mm256_cmp_ps(x_in, x_in, _CMP_UNORD_Q));   /* NaN stays NaN */
 }
