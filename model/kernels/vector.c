@@ -200,7 +200,7 @@ float max_value(const float *x, int n) {
  * CPU with FMA). GCC's vectorization of exp_vec spends 33 instructions on 8 exponentials, its
  * clamps and selects as integer masks; here min/max and one blend. A row of 2048 in L1 went
  * from ~2.4-3.0 to ~1.8-2.2 cycles per element (Zen 3); in the ppl path, where the row first
- * comes from L2, the gain is within run-to-run noise (README, "The ppl path"). */
+ * comes from L2, the gain is within run-to-run noise (README.md in this folder, "Exponentials"). */
 static inline __m256 exp8(__m256 x_in) {
     __m256 x = _mm256_min_ps(_mm256_max_ps(x_in, _mm256_set1_ps(EXP_MIN)), _mm256_set1_ps(EXP_MAX));
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
