@@ -48,6 +48,8 @@ typedef struct {
     char **argv;
     int i;                      /* next argument to read */
     const char *value;          /* value of the last matched flag */
+    const char *typed;          /* that flag as typed ("-t", "--temperature"), for messages */
+    int typed_len;              /* its length, without any "=value" */
     char bad[256];              /* the usage error */
     const char *cmd;            /* the command's name in messages ("validate" for --validate) */
     unsigned takes;             /* TAKES_* */
@@ -64,36 +66,41 @@ static int flag(Args *a, const char *name, int takes_value) {
     s += (s[1] == '-') ? 2 : 1;
     size_t n = strlen(name);
     if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '=')) return 0;
+    a->typed = a->argv[a->i];
+    a->typed_len = (int)(s + n - a->typed);
     a->i++;
     if (!takes_value) {
-        if (s[n] == '=') snprintf(a->bad, sizeof a->bad, "flag -%s takes no value", name);
+        if (s[n] == '=') snprintf(a->bad, sizeof a->bad, "flag %.*s takes no value", a->typed_len, a->typed);
     } else if (s[n] == '=') {
         a->value = s + n + 1;
     } else if (a->i < a->argc) {
         a->value = a->argv[a->i++];
     } else {
-        snprintf(a->bad, sizeof a->bad, "flag -%s needs a value", name);
+        snprintf(a->bad, sizeof a->bad, "flag %.*s needs a value", a->typed_len, a->typed);
         a->value = "";
     }
     return 1;
 }
 
-/* The value parsers replace flag()'s "needs a value" with their own error about "". */
-static void parse_int(Args *a, const char *name, int lo, int hi, int *out) {
+/* The value parsers read the last matched flag's value; they replace flag()'s "needs a value"
+ * with their own error about "". Messages name the flag as it was typed. */
+static void parse_int(Args *a, int lo, int hi, int *out) {
     char *end;
     errno = 0;
     long v = strtol(a->value, &end, 10);
     if (errno || end == a->value || *end || v < lo || v > hi)
-        snprintf(a->bad, sizeof a->bad, "-%s: expected an integer in [%d, %d], got '%s'", name, lo, hi, a->value);
+        snprintf(a->bad, sizeof a->bad, "%.*s: expected an integer in [%d, %d], got '%s'", a->typed_len, a->typed, lo, hi,
+                 a->value);
     else *out = (int)v;
 }
 
-static void parse_float(Args *a, const char *name, float lo, float hi, float *out) {
+static void parse_float(Args *a, float lo, float hi, float *out) {
     char *end;
     errno = 0;
     float v = strtof(a->value, &end);
     if (errno || end == a->value || *end || !(v >= lo && v <= hi))
-        snprintf(a->bad, sizeof a->bad, "-%s: expected a number in [%g, %g], got '%s'", name, lo, hi, a->value);
+        snprintf(a->bad, sizeof a->bad, "%.*s: expected a number in [%g, %g], got '%s'", a->typed_len, a->typed, lo, hi,
+                 a->value);
     else *out = v;
 }
 
@@ -144,13 +151,13 @@ static int shared_flag(Args *a) {
     else if ((t & TAKES_KV_SIDES) && flag(a, "k-scheme", 1)) a->k_scheme = a->value;
     else if ((t & TAKES_KV_SIDES) && flag(a, "v-scheme", 1)) a->v_scheme = a->value;
     else if ((t & TAKES_WINDOW) && flag(a, "text-file", 1)) e->text_file = a->value;
-    else if ((t & TAKES_WINDOW) && flag(a, "ctx", 1)) parse_int(a, "ctx", 2, 1 << 20, &e->ctx);
-    else if ((t & TAKES_WINDOW) && flag(a, "stride", 1)) parse_int(a, "stride", 1, 1 << 20, &e->stride);
-    else if ((t & TAKES_EVAL) && flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 30, &e->windows);
-    else if ((t & TAKES_EVAL) && flag(a, "max-tokens", 1)) parse_int(a, "max-tokens", 2, 1 << 30, &e->max_tokens);
+    else if ((t & TAKES_WINDOW) && flag(a, "ctx", 1)) parse_int(a, 2, 1 << 20, &e->ctx);
+    else if ((t & TAKES_WINDOW) && flag(a, "stride", 1)) parse_int(a, 1, 1 << 20, &e->stride);
+    else if ((t & TAKES_EVAL) && flag(a, "windows", 1)) parse_int(a, 1, 1 << 30, &e->windows);
+    else if ((t & TAKES_EVAL) && flag(a, "max-tokens", 1)) parse_int(a, 2, 1 << 30, &e->max_tokens);
     else if ((t & TAKES_EVAL) && flag(a, "protocol", 1)) e->protocol = a->value;
     else if ((t & TAKES_EVAL) && flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
-    else if ((t & TAKES_EVAL) && flag(a, "batch", 1)) parse_int(a, "batch", 1, 4096, &e->batch);
+    else if ((t & TAKES_EVAL) && flag(a, "batch", 1)) parse_int(a, 1, 4096, &e->batch);
     else if ((t & TAKES_EVAL) && flag(a, "precision", 1)) e->precision = a->value;
     else return 0;
     return 1;
@@ -196,10 +203,10 @@ static int cmd_generate(Args *a) {
     int seed = -1;
     while (next_arg(a)) {
         if (flag(a, "i", 1) || flag(a, "prompt", 1)) o.prompt = a->value;
-        else if (flag(a, "n", 1) || flag(a, "steps", 1)) parse_int(a, "n", 1, 1 << 20, &o.steps);
-        else if (flag(a, "t", 1) || flag(a, "temperature", 1)) parse_float(a, "t", 0.0f, 100.0f, &o.temperature);
-        else if (flag(a, "p", 1) || flag(a, "top-p", 1)) parse_float(a, "p", 0.0f, 1.0f, &o.top_p);
-        else if (flag(a, "s", 1) || flag(a, "seed", 1)) parse_int(a, "s", 0, 2147483647, &seed);
+        else if (flag(a, "n", 1) || flag(a, "steps", 1)) parse_int(a, 1, 1 << 20, &o.steps);
+        else if (flag(a, "t", 1) || flag(a, "temperature", 1)) parse_float(a, 0.0f, 100.0f, &o.temperature);
+        else if (flag(a, "p", 1) || flag(a, "top-p", 1)) parse_float(a, 0.0f, 1.0f, &o.top_p);
+        else if (flag(a, "s", 1) || flag(a, "seed", 1)) parse_int(a, 0, 2147483647, &seed);
         else if (flag(a, "chat", 0)) o.chat = 1;
         else unknown_arg(a);
     }
@@ -407,11 +414,11 @@ static int cmd_compress(Args *a) {
         if (flag(a, "input", 1) || flag(a, "i", 1)) input = a->value;
         else if (flag(a, "output", 1) || flag(a, "o", 1)) output = a->value;
         else if (flag(a, "scheme", 1)) scheme = a->value;
-        else if (flag(a, "group-size", 1)) parse_int(a, "group-size", 1, 1 << 20, &group);
-        else if (flag(a, "sparsity", 1)) parse_float(a, "sparsity", -1e9f, 1e9f, &sparsity);
-        else if (flag(a, "max-rmse", 1)) parse_float(a, "max-rmse", 0, 1e9f, &rmse);
-        else if (flag(a, "min-snr", 1)) parse_float(a, "min-snr", -1e9f, 1e9f, &snr);
-        else if (flag(a, "min-cosine", 1)) parse_float(a, "min-cosine", -1, 1, &cosine);
+        else if (flag(a, "group-size", 1)) parse_int(a, 1, 1 << 20, &group);
+        else if (flag(a, "sparsity", 1)) parse_float(a, -1e9f, 1e9f, &sparsity);
+        else if (flag(a, "max-rmse", 1)) parse_float(a, 0, 1e9f, &rmse);
+        else if (flag(a, "min-snr", 1)) parse_float(a, -1e9f, 1e9f, &snr);
+        else if (flag(a, "min-cosine", 1)) parse_float(a, -1, 1, &cosine);
         else if (flag(a, "lz4", 0)) lz4 = 1;
         else if (flag(a, "metrics-only", 0)) metrics_only = 1;
         else if (flag(a, "verbose", 0) || flag(a, "v", 0)) verbose = 1;
@@ -473,7 +480,7 @@ static int cmd_validate(Args *a) {
     ValidateOptions o = {.threshold_ppl = 0.5, .threshold_percent = 1.0, .windows = 8};
     while (next_arg(a)) {
         if (flag(a, "model", 1)) o.model_dir = a->value;
-        else if (flag(a, "windows", 1)) parse_int(a, "windows", 1, 1 << 20, &o.windows);   /* not ppl's bound */
+        else if (flag(a, "windows", 1)) parse_int(a, 1, 1 << 20, &o.windows);   /* not ppl's bound */
         else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
         else unknown_arg(a);
     }
@@ -502,23 +509,23 @@ static int cmd_bench(Args *a) {
     const char *random = NULL, *dtype = "bf16", *precision = "bf16";
     while (next_arg(a)) {
         if (flag(a, "random", 1)) random = a->value;
-        else if (flag(a, "p", 1)) parse_int(a, "p", 1, 1 << 16, &o.prompt);
-        else if (flag(a, "n", 1)) parse_int(a, "n", 1, 1 << 16, &o.gen);
-        else if (flag(a, "ctx", 1)) parse_int(a, "ctx", 0, 1 << 20, &o.long_ctx);
+        else if (flag(a, "p", 1)) parse_int(a, 1, 1 << 16, &o.prompt);
+        else if (flag(a, "n", 1)) parse_int(a, 1, 1 << 16, &o.gen);
+        else if (flag(a, "ctx", 1)) parse_int(a, 0, 1 << 20, &o.long_ctx);
         else if (flag(a, "kv-scheme", 1)) parse_scheme(a, a->value, &o.scheme);
         else if (flag(a, "long-scheme", 1)) {
             if (!parse_scheme(a, a->value, &o.long_k)) o.long_v = o.long_k;
         }
         else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, &o.long_k);
         else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o.long_v);
-        else if (flag(a, "threads", 1)) parse_int(a, "threads", 1, 1024, &o.threads);
-        else if (flag(a, "repeat", 1)) parse_int(a, "repeat", 1, 64, &o.repeats);
+        else if (flag(a, "threads", 1)) parse_int(a, 1, 1024, &o.threads);
+        else if (flag(a, "repeat", 1)) parse_int(a, 1, 64, &o.repeats);
         else if (flag(a, "dtype", 1)) dtype = a->value;
         else if (flag(a, "precision", 1)) precision = a->value;
         else if (flag(a, "no-probe", 0)) o.probe_machine = 0;
         else if (flag(a, "ppl", 0)) o.ppl_windows = 4;
-        else if (flag(a, "ppl-windows", 1)) parse_int(a, "ppl-windows", 2, 1 << 16, &o.ppl_windows);
-        else if (flag(a, "ppl-batch", 1)) parse_int(a, "ppl-batch", 1, 4096, &o.ppl_batch);
+        else if (flag(a, "ppl-windows", 1)) parse_int(a, 2, 1 << 16, &o.ppl_windows);
+        else if (flag(a, "ppl-batch", 1)) parse_int(a, 1, 4096, &o.ppl_batch);
         else unknown_arg(a);
     }
     require(a, !a->dir != !random, "give MODEL_DIR or --random NAME");

@@ -137,7 +137,11 @@ expect_error "logits: --tokens 1,x" "--tokens" $RUN logits $MODEL --tokens 1,x
 expect_error "logits: --tokens 99999" "--tokens" $RUN logits $MODEL --tokens 99999
 expect_error "logits: --tokens empty" "--tokens" $RUN logits $MODEL --tokens ""
 expect_error "logits: --tokens -1" "--tokens" $RUN logits $MODEL --tokens -1
-expect_error "ppl: --ctx abc" "-ctx" $RUN ppl $MODEL --ctx abc
+expect_error "ppl: --ctx abc" "ppl: --ctx: expected an integer" $RUN ppl $MODEL --ctx abc
+# messages name a flag as it was typed: one dash or two, short name or long
+expect_error "ppl: -ctx=5x" "ppl: -ctx: expected an integer" $RUN ppl $MODEL -ctx=5x
+expect_error "generate: --temperature x" "generate: --temperature: expected a number" $RUN generate $MODEL --temperature x
+expect_error "ppl: --json=1" "flag --json takes no value" $RUN ppl $MODEL --json=1
 expect_error "ppl: --shard 3/2" "--shard" $RUN ppl $MODEL --shard 3/2
 expect_error "ppl: --protocol nope" "--protocol" $RUN ppl $MODEL --protocol nope
 expect_error "tokenize: --text-file missing" "$tmp/no-such.txt" $RUN tokenize $MODEL --text-file "$tmp/no-such.txt"
