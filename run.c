@@ -606,11 +606,13 @@ static const Command COMMANDS[] = {
     {{"schemes"}, cmd_schemes, 0,
      "  schemes                         list the KV-cache quantization schemes\n"},
     {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON | TAKES_QUIET,
-     "  bench (MODEL_DIR | --random tinyllama) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
+     "  bench (MODEL_DIR | --random tinyllama|CONFIG) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
      "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
      "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--quiet] [--json]\n"
      "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
      "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
+     "                                  --random: seeded random weights of TinyLlama's shape, or of\n"
+     "                                  a config.json (the file or its directory); no download\n"
      "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time;\n"
      "                                  each step and the time left on stderr (not with --quiet)\n"},
     /* main() answers --help anywhere on the line before it looks for a command */

@@ -60,6 +60,23 @@ expect_exit "bench: unknown flag" 2 ./run bench $M --bogus
 expect_exit "bench: missing model directory" 2 ./run bench "$T/nowhere"
 expect_exit "bench: --random with an unknown name" 2 ./run bench --random gpt5
 
+# --- --random CONFIG: a config.json, or the directory that holds it, gives random weights of
+# that shape: the same weight bytes as the real model's in that dtype
+TINY="-p 8 -n 2 --ctx 0 --repeat 1 --no-probe --json"
+expect_exit "bench --random DIR" 0 ./run bench --random $M --dtype f32 $TINY
+cp "$T/out" "$T/random_dir.json"
+expect_exit "bench --random CONFIG.json" 0 ./run bench --random $M/config.json --dtype f32 $TINY
+cp "$T/out" "$T/random_file.json"
+expect_exit "bench MODEL_DIR (for --random's weight bytes)" 0 ./run bench $M $TINY
+python3 - "$T/random_dir.json" "$T/random_file.json" "$T/out" <<'PY'
+import json, sys
+d, f, real = (json.load(open(p)) for p in sys.argv[1:4])
+real_f32 = real["weight_bytes"] * 4 // {"F32": 4, "F16": 2, "BF16": 2}[real["dtype"]]
+ok = d["dtype"] == f["dtype"] == "F32" and d["weight_bytes"] == f["weight_bytes"] == real_f32
+print(("PASS" if ok else "FAIL") + " bench --random DIR and --random CONFIG.json: the real model's shape"
+      + ("" if ok else f": {d['weight_bytes']} {f['weight_bytes']} {real_f32}"))
+PY
+
 # --- the ppl path (--ppl): its rates, its ratio to prefill and the projection, all consistent
 expect_exit "bench --ppl --json" 0 ./run bench $M -p 32 -n 4 --ctx 128 --repeat 1 --no-probe --ppl --ppl-windows 3 --json
 python3 - "$T/out" <<'PY'
