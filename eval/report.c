@@ -290,6 +290,7 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
 
 int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err) {
     memset(out, 0, sizeof *out);
+    if (n < 1) return error_set(err, "no shard files given");   /* an empty sum is no run */
     char *seen = calloc((size_t)n + 1, 1);
     if (!seen) return error_set(err, "out of memory for %d shards", n);
     int rc = 0;

@@ -432,6 +432,7 @@ static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
 
 int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err) {
     memset(totals, 0, sizeof *totals);
+    if (n < 1) return error_set(err, "no shard directories given");   /* all[0] is the reference */
     SweepSettings *all = calloc((size_t)n, sizeof *all);
     Journal *j = calloc((size_t)n, sizeof *j);
     int rc = all && j ? 0 : error_set(err, "out of memory");

@@ -1,8 +1,10 @@
-/* tests/test_regressions.c: inputs the fuzzers (tests/fuzz/) found to break the
- * library, kept as plain tests so `make test` guards the fixes without clang or
- * libFuzzer. Each case says which target found it and what went wrong. */
+/* tests/test_regressions.c: inputs the fuzzers (tests/fuzz/) or clang's static analyzer
+ * found to break the library, kept as plain tests so `make test` guards the fixes without
+ * clang or libFuzzer. Each case says what found it and what went wrong. */
 #include <string.h>
 #include "model/config.h"
+#include "eval/report.h"
+#include "eval/sweep.h"
 #include "tests/test.h"
 
 /* A config with every required field; `extra` is spliced in before the closing brace. */
@@ -43,7 +45,24 @@ static void test_config_float_range(void) {
           "config defaults", "rc %d '%s'", rc, err.msg);
 }
 
+/* clang --analyze: sweep_merge with no directories read all[0] of a zero-length array (run.c
+ * refuses an empty list first, but the library must not rely on it); ppl_merge_files returned
+ * an empty report as if it were a run. Both must refuse. */
+static void test_merge_nothing(void) {
+    SweepSettings s;
+    SweepTotals t;
+    PplReport r;
+    Error err = {{0}};
+    int rc = sweep_merge(NULL, 0, &s, &t, &err);
+    check(rc != 0 && strstr(err.msg, "no shard"), "sweep_merge of no shards is refused", "rc %d, '%s'", rc, err.msg);
+    err.msg[0] = '\0';
+    rc = ppl_merge_files(NULL, 0, &r, &err);
+    check(rc != 0 && strstr(err.msg, "no shard"), "ppl_merge_files of no shards is refused", "rc %d, '%s'", rc,
+          err.msg);
+}
+
 int main(void) {
     test_config_float_range();
+    test_merge_nothing();
     return test_exit_code();
 }
