@@ -74,10 +74,13 @@ static void gemv_exact_block(float *out, const float *x, const Matrix *w, int T,
 
 /* Rows of BF16 or F16 weights widened to f32 in WIDEN_KC-wide slices before the kernel uses
  * them: a broadcast of a 16-bit weight is a shuffle on the port that also runs half the FMAs
- * on Intel cores (vpbroadcastw, then a shift), while a 32-bit one from memory is a plain load.
+ * on Intel cores (vpbroadcastw, then a shift or an f16 conversion), while a 32-bit one from
+ * memory is a plain load.
  * Widening a slice with vector loads costs ~1/16 of that per weight. 8 rows x 256 = 8 KiB, in
  * any L1 (128 and 512: the same within noise). Exact prefill on a 2-core Xeon (Emerald Rapids):
- * 78 -> 115 tok/s; results bit for bit the same (the same products, added in the same order). */
+ * 78 -> 115 tok/s (BF16 weights); results bit for bit the same (the same products, added in
+ * the same order). Each 48-token strip widens the slice again; the widening loop, where the
+ * weights' first reads from memory also land, is 9% of this kernel's samples. */
 #define WIDEN_KC 256
 
 static void widen_rows(DType dt, const unsigned char *const *wrow, size_t k0, int n, float wide[BW_ROWS][WIDEN_KC]) {
