@@ -80,7 +80,9 @@ static void gemv_exact_block(float *out, const float *x, const Matrix *w, int T,
  * any L1 (128 and 512: the same within noise). Exact prefill on a 2-core Xeon (Emerald Rapids):
  * 78 -> 115 tok/s (BF16 weights); results bit for bit the same (the same products, added in
  * the same order). Each 48-token strip widens the slice again; the widening loop, where the
- * weights' first reads from memory also land, is 9% of this kernel's samples. */
+ * weights' first reads from memory also land, is 9% of this kernel's samples. Widening a slice
+ * once for 2-8 strips was no faster (model/kernels/README.md): those samples are mostly the
+ * first reads. */
 #define WIDEN_KC 256
 
 static void widen_rows(DType dt, const unsigned char *const *wrow, size_t k0, int n, float wide[BW_ROWS][WIDEN_KC]) {
