@@ -451,7 +451,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     KernelPath path = kernel_choose(m->precision, m->weights.layers[0].wq.dtype);
     r->kernel = kernel_name(path);
     snprintf(r->precision, sizeof r->precision, "%s",
-             path == KERNEL_AVX512_BF16 ? "bf16 activations" : "f32 activations");
+             path == KERNEL_AVX512_BF16 || path == KERNEL_AMX_BF16 ? "bf16 activations" : "f32 activations");
     r->threads = bench_threads();
     r->prompt = o->prompt;
     r->gen = o->gen;
@@ -485,6 +485,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     if (o->probe_machine) {
         r->peak_f32_gflops = bench_probe_fma_gflops();
         r->peak_bf16_gflops = bench_probe_bf16_gflops();
+        r->peak_amx_gflops = bench_probe_amx_gflops();
         r->peak_read_gbytes = bench_probe_read_gbytes();
         if (r->peak_read_gbytes < 0) return error_set(err, "bench: out of memory for the memory probe's 512 MiB");
     }
@@ -495,6 +496,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
 
 /* The compute peak that bounds prefill on this path. */
 static double compute_peak(const BenchResult *r) {
+    if (strcmp(r->kernel, "amx-bf16") == 0 && r->peak_amx_gflops > 0) return r->peak_amx_gflops;
     return strcmp(r->kernel, "avx512-bf16") == 0 && r->peak_bf16_gflops > 0 ? r->peak_bf16_gflops
                                                                             : r->peak_f32_gflops;
 }
@@ -541,6 +543,7 @@ void bench_print_text(FILE *f, const BenchResult *r) {
     if (r->peak_f32_gflops > 0) {
         fprintf(f, "machine:   f32 FMA %.0f GFLOP/s", r->peak_f32_gflops);
         if (r->peak_bf16_gflops > 0) fprintf(f, ", bf16 dot %.0f GFLOP/s", r->peak_bf16_gflops);
+        if (r->peak_amx_gflops > 0) fprintf(f, ", AMX bf16 %.0f GFLOP/s", r->peak_amx_gflops);
         fprintf(f, ", memory read %.1f GB/s (percentages are of these)\n", r->peak_read_gbytes);
         fprintf(f, "           [alongside]: of a read pass over the same weights right after each decode run\n");
     }
@@ -582,8 +585,9 @@ void bench_print_json(FILE *f, const BenchResult *r) {
             r->gen, r->long_ctx);
     fprintf(f, "  \"kv_scheme\": \"%s\",\n  \"long_kv_scheme\": \"%s\",\n", r->scheme, r->long_scheme);
     fprintf(f, "  \"weight_bytes\": %.0f,\n", r->weight_bytes);
-    fprintf(f, "  \"peak_f32_gflops\": %.1f,\n  \"peak_bf16_gflops\": %.1f,\n  \"peak_read_gbytes\": %.2f,\n",
-            r->peak_f32_gflops, r->peak_bf16_gflops, r->peak_read_gbytes);
+    fprintf(f, "  \"peak_f32_gflops\": %.1f,\n  \"peak_bf16_gflops\": %.1f,\n  \"peak_amx_gflops\": %.1f,\n",
+            r->peak_f32_gflops, r->peak_bf16_gflops, r->peak_amx_gflops);
+    fprintf(f, "  \"peak_read_gbytes\": %.2f,\n", r->peak_read_gbytes);
     fprintf(f, "  \"peak_rss_mib\": %.1f,\n", r->peak_rss_mib);
     if (r->ppl.windows > 0) {
         const BenchPpl *b = &r->ppl;

@@ -65,6 +65,7 @@ typedef struct {
     double cache_bytes_f32, cache_bytes_quant;   /* the two caches of the long runs at long_ctx */
     double peak_f32_gflops;      /* probes; 0 when not measured */
     double peak_bf16_gflops;     /* 0 also when the CPU has no bf16 dot product */
+    double peak_amx_gflops;      /* 0 also without AMX tiles */
     double peak_read_gbytes;
     double peak_rss_mib;
     const char *kernel;          /* the matmul path in use */
@@ -79,6 +80,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
 /* Machine probes, also useful alone. Each uses every OpenMP thread. */
 double bench_probe_fma_gflops(void);
 double bench_probe_bf16_gflops(void);   /* 0 without AVX-512 BF16 */
+double bench_probe_amx_gflops(void);    /* 0 without AMX tiles (or the OS's leave to use them) */
 double bench_probe_read_gbytes(void);   /* -1 when out of memory for its 512 MiB buffer */
 double bench_peak_rss_mib(void);
 int bench_threads(void);              /* the threads every parallel phase uses */

@@ -379,7 +379,9 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
 }
 
 /* bf16 precision on a CPU with bf16 dot products: attention in bf16 pairs too, as the
- * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. */
+ * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. Not on the
+ * AMX path: there (Intel cores) vdpbf16ps does half the f32 FMA's multiply-adds per second, and
+ * f32 attention made the ppl path 15-25% faster (model/kernels/README.md). */
 static int attention_in_pairs(const Model *m) {
     return kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AVX512_BF16 &&
            m->config.head_dim % 64 == 0;

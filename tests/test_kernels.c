@@ -92,7 +92,7 @@ static void check_path(KernelPath p, DType dt) {
         free(x); free(ref); free(out); free(scratch);
         free_matrix(&w);
     }
-    double tol = p == KERNEL_AVX512_BF16 ? BF16_TOL : EXACT_TOL;
+    double tol = p == KERNEL_AVX512_BF16 || p == KERNEL_AMX_BF16 ? BF16_TOL : EXACT_TOL;
     char name[128];
     snprintf(name, sizeof name, "matmul %s on %s weights matches scalar within %.0e relative", kernel_name(p),
              dtype_name(dt), tol);

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "model/kernels/kernels.h"
 #include "model/kernels/matrix.h"
 #include "quant/half.h"
 
@@ -73,6 +74,14 @@ void matmul_avx2(float *out, const float *x, const Matrix *w, int T);
 void matmul_neon(float *out, const float *x, const Matrix *w, int T);
 void matmul_avx512(float *out, const float *x, const Matrix *w, int T, void *scratch);
 void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void *scratch);
+
+/* AMX tiles (model/kernels/gemm_amx.c; KVQ_AMX: kernels.h). */
+#if defined(KVQ_AMX)
+/* 1 if the kernel lets this process use the tiles (asked each time: the answer is the kernel's). */
+int gemm_amx_ready(void);
+/* A GEMM (any T >= 1, BF16 weights) with activations rounded to bf16. */
+void matmul_amx(float *out, const float *x, const Matrix *w, int T, void *scratch);
+#endif
 /* outs[m] = x . ws[m]^T for m < n <= GEMV_MANY_MAX, T < GEMV_MAX_T, all ws of one width and
  * dtype (bf16_act: the AVX512_BF16 path, BF16 weights): the row blocks of all n matrices in
  * one parallel loop, so one fork/join (and one bf16 rounding of x) serves them all. */

@@ -34,6 +34,12 @@ int kernel_available(KernelPath p, DType weight_dtype) {
         (void)weight_dtype;
         return 0;
 #endif
+    case KERNEL_AMX_BF16:
+#if defined(KVQ_AMX)
+        return weight_dtype == DT_BF16 && gemm_amx_ready();
+#else
+        return 0;
+#endif
     case KERNEL_NEON:
 #if defined(__aarch64__) && defined(__ARM_NEON)
         return 1;
@@ -46,11 +52,13 @@ int kernel_available(KernelPath p, DType weight_dtype) {
 }
 
 const char *kernel_name(KernelPath p) {
-    static const char *const names[KERNEL_COUNT] = {"scalar", "plain-c", "avx2", "avx512", "avx512-bf16", "neon"};
+    static const char *const names[KERNEL_COUNT] = {"scalar", "plain-c", "avx2", "avx512", "avx512-bf16", "amx-bf16",
+                                                      "neon"};
     return p >= 0 && p < KERNEL_COUNT ? names[p] : "?";
 }
 
 KernelPath kernel_choose(MatmulPrecision precision, DType weight_dtype) {
+    if (precision == MATMUL_BF16_ACT && kernel_available(KERNEL_AMX_BF16, weight_dtype)) return KERNEL_AMX_BF16;
     if (precision == MATMUL_BF16_ACT && kernel_available(KERNEL_AVX512_BF16, weight_dtype))
         return KERNEL_AVX512_BF16;
     if (kernel_available(KERNEL_AVX512, weight_dtype)) return KERNEL_AVX512;
@@ -63,7 +71,9 @@ size_t matmul_scratch_bytes(int T, size_t cols) {
     /* AVX-512 paths: activations packed in strips (T padded to a whole strip of < 64 tokens),
      * as floats or bf16 pairs (at most as big); alignment slack. */
     size_t K = cols > 0 ? cols : 1, T_pad = (size_t)T + 64;
-    return T_pad * K * sizeof(float) + 256;
+    size_t amx = ((size_t)T + 31) / 32 * 32 * ((K + 31) / 32 * 32) * 2;   /* gemm_amx.c: padded bf16 */
+    size_t packed = T_pad * K * sizeof(float);
+    return (amx > packed ? amx : packed) + 256;
 }
 
 void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, int T, void *scratch) {
@@ -71,6 +81,12 @@ void matmul_with(KernelPath path, float *out, const float *x, const Matrix *w, i
     switch (path) {
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     case KERNEL_AVX512_BF16: matmul_avx512_bf16(out, x, w, T, scratch); return;
+#endif
+#if defined(KVQ_AMX)
+    case KERNEL_AMX_BF16:   /* decode streams the weights: no tiles to fill */
+        if (T < GEMV_MAX_T) matmul_avx512_bf16(out, x, w, T, scratch);
+        else matmul_amx(out, x, w, T, scratch);
+        return;
 #endif
 #if defined(__AVX512F__)
     case KERNEL_AVX512: matmul_avx512(out, x, w, T, scratch); return;
@@ -96,8 +112,9 @@ void matmul_many(int n, float *const outs[], const Matrix *const ws[], const flo
     int alike = n <= GEMV_MANY_MAX;
     for (int m = 1; m < n; m++) alike = alike && ws[m]->cols == ws[0]->cols && ws[m]->dtype == ws[0]->dtype;
 #if defined(__AVX512F__)
-    if (alike && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16)) {
-        if (T < GEMV_MAX_T) gemv_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, scratch);
+    int gemv_bf16 = T < GEMV_MAX_T && path == KERNEL_AMX_BF16;   /* AMX decodes as avx512-bf16 does */
+    if (alike && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16 || gemv_bf16)) {
+        if (T < GEMV_MAX_T) gemv_many_avx512(n, outs, ws, x, T, path != KERNEL_AVX512, scratch);
         else gemm_many_avx512(n, outs, ws, x, T, path == KERNEL_AVX512_BF16, 0, scratch);
         return;
     }

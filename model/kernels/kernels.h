@@ -14,17 +14,27 @@
 #include <stddef.h>
 #include "model/kernels/matrix.h"
 
+/* Intel's AMX tiles with bf16 products, where the compiler targets them and AVX-512 BF16 (GCC
+ * and clang spell the AMX macros differently): KERNEL_AMX_BF16 and bench's AMX probe. */
+#if (defined(__AMX_TILE__) || defined(__AMXTILE__)) && (defined(__AMX_BF16__) || defined(__AMXBF16__)) && \
+    defined(__AVX512BF16__) && defined(__AVX512BW__)
+#define KVQ_AMX 1
+#endif
+
 typedef enum {
     KERNEL_SCALAR,       /* reference: one in-order dot product per output */
     KERNEL_C,            /* blocked GEMM and streaming GEMV in plain C the compiler vectorizes */
     KERNEL_AVX2,         /* AVX2 + FMA intrinsics (__AVX2__ && __FMA__) */
     KERNEL_AVX512,       /* AVX-512F intrinsics (__AVX512F__) */
     KERNEL_AVX512_BF16,  /* vdpbf16ps (__AVX512BF16__): BF16 weights, activations rounded to bf16 */
+    KERNEL_AMX_BF16,     /* the same with Intel's AMX tiles for the GEMM (gemm.h's KVQ_AMX, and the
+                            OS's consent); GEMV (T < 4) as KERNEL_AVX512_BF16 */
     KERNEL_NEON,         /* NEON intrinsics on 64-bit Arm (__aarch64__ && __ARM_NEON) */
     KERNEL_COUNT
 } KernelPath;
 
-/* 1 if the path was compiled in (and, for AVX512_BF16, can serve this weight dtype). */
+/* 1 if the path was compiled in (and, for the bf16 paths, can serve this weight dtype; for AMX,
+ * the OS lets the process use the tiles). */
 int kernel_available(KernelPath p, DType weight_dtype);
 const char *kernel_name(KernelPath p);
 /* The fastest path for this precision and weight dtype. */
