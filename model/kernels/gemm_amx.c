@@ -1,6 +1,6 @@
 /* model/kernels/gemm_amx.c: the bf16 GEMM on Intel's AMX tiles, compiled only when the build
  * targets them (__AMX_TILE__ and __AMX_BF16__, or clang's __AMXTILE__ / __AMXBF16__, with
- * AVX-512 BF16 for the packing: gemm.h's KVQ_AMX).
+ * AVX-512 BF16 for the packing: kernels.h's KVQ_AMX).
  *   A tile is 16 rows of 64 bytes in a register file of eight. One TDPBF16PS multiplies a
  *   16 x 32 tile of bf16 activations (16 tokens, 32 k) by a 32 x 16 tile of bf16 weights (16
  *   pairs of k, each pair for 16 output rows side by side) into 16 x 16 f32 sums: 8192

@@ -27,7 +27,7 @@ typedef enum {
     KERNEL_AVX2,         /* AVX2 + FMA intrinsics (__AVX2__ && __FMA__) */
     KERNEL_AVX512,       /* AVX-512F intrinsics (__AVX512F__) */
     KERNEL_AVX512_BF16,  /* vdpbf16ps (__AVX512BF16__): BF16 weights, activations rounded to bf16 */
-    KERNEL_AMX_BF16,     /* the same with Intel's AMX tiles for the GEMM (gemm.h's KVQ_AMX, and the
+    KERNEL_AMX_BF16,     /* the same with Intel's AMX tiles for the GEMM (KVQ_AMX above, and the
                             OS's consent); GEMV (T < 4) as KERNEL_AVX512_BF16 */
     KERNEL_NEON,         /* NEON intrinsics on 64-bit Arm (__aarch64__ && __ARM_NEON) */
     KERNEL_COUNT
