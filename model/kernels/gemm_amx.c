@@ -4,8 +4,9 @@
  *   A tile is 16 rows of 64 bytes in a register file of eight. One TDPBF16PS multiplies a
  *   16 x 32 tile of bf16 activations (16 tokens, 32 k) by a 32 x 16 tile of bf16 weights (16
  *   pairs of k, each pair for 16 output rows side by side) into 16 x 16 f32 sums: 8192
- *   multiply-adds, 16 times an AVX-512 vdpbf16ps's work per issue. Here four tiles hold a
- *   32 x 32 block of sums, two the activations of 32 tokens, two the weights of 32 rows.
+ *   multiply-adds, 256 times a vdpbf16ps's 32 (bench's probes on a 2-core Xeon, Emerald
+ *   Rapids: ~11 times the rate). Here four tiles hold a 32 x 32 block of sums, two the
+ *   activations of 32 tokens, two the weights of 32 rows.
  *   Activations are rounded to bf16 once per call, rows padded with zero tokens to a multiple
  *   of 32 and with zero k to a multiple of 32: a tile loads 16 rows of them as they lie.
  *   Weights are copied a block of 32 rows x AMX_KC k at a time into the pair layout (a
@@ -30,7 +31,7 @@
 #define AMX_TOK 32      /* tokens per block of sums: two activation tiles */
 #define AMX_ROWS 32     /* weight rows per work item: two weight tiles */
 #define AMX_KC 1024     /* k per packed weight block: 2 tiles' columns x 512 pairs x 64 B = 64 KiB, in L2
-                           (on a 2-core Xeon, Emerald Rapids: 256 ~2x slower, the whole K ~the same) */
+                           (on that Xeon: 256 1.4-2.4x slower by shape, the whole K about the same) */
 #define AMX_UNITS (AMX_KC / 2)
 
 int gemm_amx_ready(void) { return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0; }
@@ -72,18 +73,20 @@ static void activations_to_bf16_padded(const float *x, int T, int K, int T_pad, 
 
 /* Weight rows n0..n0+31, k k0..k0+kc-1 (kc a multiple of 32) -> panel[2][AMX_UNITS][16]:
  * tile half h, pair u, row j = (w[n0 + 16h + j][k0 + 2u], w[...][k0 + 2u + 1]). Rows past N
- * and k past K are zeros (masked loads: nothing past the matrix is read). */
+ * and k past K are zeros (masked loads, and none at all past the matrix: nothing past it is
+ * read). */
 static void pack_weights(const Matrix *w, int n0, int k0, int kc, uint32_t *panel) {
     int N = w->rows, K = w->cols;
+    const uint16_t *weights = w->data;
     for (int h = 0; h < 2; h++)
         for (int u0 = 0; u0 < kc / 2; u0 += 16) {
-            int k = k0 + 2 * u0, valid = K - k < 32 ? K - k : 32;
-            __mmask32 mask = valid <= 0 ? 0 : valid == 32 ? 0xffffffffu : (1u << valid) - 1;
+            int k = k0 + 2 * u0, valid = K - k < 32 ? K - k : 32;   /* <= 0 in k's zero padding */
+            __mmask32 mask = valid >= 32 ? 0xffffffffu : valid > 0 ? (1u << valid) - 1 : 0;
             __m512i r[16];
             for (int j = 0; j < 16; j++) {
                 int n = n0 + 16 * h + j;
-                r[j] = n < N ? _mm512_maskz_loadu_epi16(mask, (const uint16_t *)w->data + (size_t)n * K + k)
-                             : _mm512_setzero_si512();
+                r[j] = _mm512_setzero_si512();
+                if (n < N && valid > 0) r[j] = _mm512_maskz_loadu_epi16(mask, weights + (size_t)n * K + k);
             }
             transpose16_epi32(r);   /* r[i]: pair u0 + i of the 16 rows */
             for (int i = 0; i < 16; i++)
