@@ -9,6 +9,7 @@
  * 256 floats read 90 GFLOP/s, where this one reads 184-200 and the units do 200. */
 #include "eval/bench.h"
 #include "eval/progress.h"
+#include "model/kernels/gemm.h"   /* amx_configure_tiles */
 #include "model/kernels/kernels.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -137,18 +138,9 @@ double bench_probe_bf16_gflops(void) {
 #if defined(KVQ_AMX)
 /* Six tiles of sums, each gaining a 16 x 32 by 32 x 16 bf16 product (TDPBF16PS) per
  * iteration from the same two operand tiles: six chains hide the instruction's latency. The
- * tile shapes are thread state (palette 1: 16 rows of 64 bytes), set on every thread. */
+ * tile shapes are thread state (gemm_amx.c's: 16 rows of 64 bytes), set on every thread. */
 static double amx_loop(long iters) {
-    struct {
-        uint8_t palette, start_row, reserved[14];
-        uint16_t bytes_per_row[16];
-        uint8_t rows[16];
-    } config = {.palette = 1};
-    for (int i = 0; i < 8; i++) {
-        config.bytes_per_row[i] = 64;
-        config.rows[i] = 16;
-    }
-    _tile_loadconfig(&config);
+    amx_configure_tiles();
     uint16_t ones[16 * 32];   /* 2^-12 in bf16: sums stay far from overflow */
     for (int i = 0; i < 16 * 32; i++) ones[i] = 0x3980;
     _tile_loadd(6, ones, 64);

@@ -45,19 +45,26 @@ _Static_assert(ATT_POSITIONS % 2 == 0, "bf16 attention pairs positions within a 
 /* Per-thread attention scratch (floats): scores of one work item (rows padded to whole blocks);
  * two views of a block of rows (see attention_block), each as rows and as a transposed block;
  * the second view's scores; four rows' weights split between the views; each row's 1 / sum of
- * its exps (bf16 pairs, see attention_weights). */
+ * its exps (bf16 pairs, see attention_weights); on AMX tiles, the queries as contiguous pair
+ * rows and 32 rows of outputs (see attention_block_tiles). Rows are counted up to a multiple of
+ * 32 there: the tiles take 32 at a time. */
 typedef struct {
-    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w, *row_inv;
+    float *score, *rows, *kt, *rows_b, *kt_b, *score_b, *w, *row_inv, *q_tiles, *out_tiles;
 } AttentionScratch;
 
 /* Score rows of n_max positions are this long: the bf16 path writes whole blocks of scores. */
 static int padded_positions(int n_max) { return (n_max + ATT_POSITIONS - 1) / ATT_POSITIONS * ATT_POSITIONS; }
 
+static int round_up32(int n) { return (n + 31) / 32 * 32; }
+
+/* Query rows of a work item: ATT_TOKENS tokens x the group's heads, up to a multiple of 32. */
+static int scratch_rows(const Config *c) { return round_up32(ATT_TOKENS * (c->n_heads / c->n_kv_heads)); }
+
 static double attention_scratch_count(const Config *c) {
-    double group = (double)(c->n_heads / c->n_kv_heads), block = (double)ATT_POSITIONS * c->head_dim;
+    double rows = scratch_rows(c), block = (double)ATT_POSITIONS * c->head_dim;
     double padded = ceil((double)c->max_seq_len / ATT_POSITIONS) * ATT_POSITIONS;
-    double row = padded + ATT_POSITIONS + 1;
-    return ATT_TOKENS * group * row + 4 * block + 8 * ATT_POSITIONS;
+    double row = padded + ATT_POSITIONS + 1 + c->head_dim / 2;
+    return rows * row + 4 * block + 8 * ATT_POSITIONS + 32.0 * c->head_dim;
 }
 
 static size_t attention_scratch_floats(const Config *c) { return (size_t)attention_scratch_count(c); }
@@ -68,7 +75,7 @@ static int context_blocks(const Config *c) { return (c->max_seq_len + ATT_POSITI
 static size_t block_floats(const Config *c) { return (size_t)ATT_POSITIONS * c->head_dim; }
 
 static AttentionScratch attention_scratch(const Config *c, float *base) {
-    size_t rows = (size_t)ATT_TOKENS * (c->n_heads / c->n_kv_heads), block = (size_t)ATT_POSITIONS * c->head_dim;
+    size_t rows = (size_t)scratch_rows(c), block = (size_t)ATT_POSITIONS * c->head_dim;
     AttentionScratch a;
     a.score = base;
     a.rows = a.score + rows * (size_t)padded_positions(c->max_seq_len);
@@ -78,6 +85,8 @@ static AttentionScratch attention_scratch(const Config *c, float *base) {
     a.score_b = a.kt_b + block;
     a.w = a.score_b + rows * ATT_POSITIONS;
     a.row_inv = a.w + 8 * ATT_POSITIONS;
+    a.q_tiles = a.row_inv + rows;
+    a.out_tiles = a.q_tiles + rows * (size_t)(c->head_dim / 2);
     return a;
 }
 
@@ -379,12 +388,68 @@ static void attention_block(const Model *m, RunState *s, const KvCache *cache, i
 }
 
 /* bf16 precision on a CPU with bf16 dot products: attention in bf16 pairs too, as the
- * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. Not on the
- * AMX path: there (Intel cores) vdpbf16ps does half the f32 FMA's multiply-adds per second, and
- * f32 attention made the ppl path 15-25% faster (model/kernels/README.md). */
+ * matmuls (llama.cpp computes it from an F16 cache). Positions pair within a block. On the
+ * AMX path only where the tiles take it (attention_on_tiles): there (Intel cores) vdpbf16ps
+ * does half the f32 FMA's multiply-adds per second, and f32 attention made the ppl path 15-25%
+ * faster than vdpbf16ps pairs (model/kernels/README.md). */
 static int attention_in_pairs(const Model *m) {
     return kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AVX512_BF16 &&
            m->config.head_dim % 64 == 0;
+}
+
+/* The amx-bf16 path: attention in bf16 pairs on the tiles (attention_block_tiles) for batches
+ * whose blocks are shared (blocks_shareable: prefill and ppl windows); f32 for the rest. */
+static int attention_on_tiles(const Model *m) {
+    return kernel_choose(m->precision, m->weights.layers[0].wq.dtype) == KERNEL_AMX_BF16 &&
+           m->config.head_dim % 64 == 0;
+}
+
+/* Tiles take 32 query rows at a time (work item rows i0..i0+31, up to the padding): the
+ * positions the last real one of them attends to, which covers the others (causal). */
+static int tile_rows_end(const Config *c, int t0, int kvh, int rows, int pos, int i0) {
+    int last = i0 + 31 < rows ? i0 + 31 : rows - 1;
+    return pos + query_row(t0, kvh, c->n_heads / c->n_kv_heads, last).t + 1;
+}
+
+/* attention_block on AMX tiles, for shared blocks (views: keys and values of every block as
+ * bf16 pairs, see share_blocks). The work item's queries are copied into contiguous pair rows
+ * (a token's heads lie side by side in q2, tokens dim / 2 apart), padded with zero rows to a
+ * multiple of 32. Scores go 32 rows x one block at a time; the weights past n_max up to the
+ * next 32 positions are zeroed, as the tiles read them; each 32 rows' weighted values come out
+ * of the tiles once, scaled by 1 / sum into xb2. */
+static void attention_block_tiles(const Model *m, RunState *s, int kvh, int t0, int t1, int pos,
+                                  const void *const *views, float *scratch) {
+    const Config *c = &m->config;
+    int hd = c->head_dim, half = hd / 2, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
+    int rows = (t1 - t0) * group, padded_rows = round_up32(rows);
+    size_t stride = (size_t)padded_positions(n_max);
+    AttentionScratch a = attention_scratch(c, scratch);
+    uint32_t *q = (uint32_t *)a.q_tiles;
+    for (int t = t0; t < t1; t++)
+        memcpy(q + (size_t)(t - t0) * group * half, s->q2 + (size_t)t * (c->dim / 2) + (size_t)kvh * group * half,
+               (size_t)group * half * sizeof *q);
+    memset(q + (size_t)rows * half, 0, (size_t)(padded_rows - rows) * half * sizeof *q);
+    for (int i0 = 0; i0 < padded_rows; i0 += 32) {
+        int end = tile_rows_end(c, t0, kvh, rows, pos, i0);
+        for (int p0 = 0; p0 < end; p0 += ATT_POSITIONS) {
+            int n = end - p0 < ATT_POSITIONS ? end - p0 : ATT_POSITIONS;
+            tile_scores32(q + (size_t)i0 * half, hd, views[2 * (p0 / ATT_POSITIONS)], n, a.score + i0 * stride + p0, stride);
+        }
+    }
+    attention_weights(c, &a, t0, kvh, rows, pos, n_max, stride, 1, 1.0f / sqrtf((float)hd));
+    for (int i = 0; i < rows; i++) {
+        uint32_t *w = (uint32_t *)(a.score + i * stride);
+        for (int k = (n_max + 1) / 2; k < round_up32(n_max) / 2; k++) w[k] = 0;
+    }
+    for (int i0 = 0; i0 < padded_rows; i0 += 32) {
+        int end = tile_rows_end(c, t0, kvh, rows, pos, i0);
+        tile_weighted_values32((const uint32_t *)(a.score + i0 * stride), stride, views + 1, 2, end, hd, a.out_tiles);
+        for (int i = i0; i < rows && i < i0 + 32; i++) {
+            QueryRow r = query_row(t0, kvh, group, i);
+            float *out = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
+            for (int d = 0; d < hd; d++) out[d] = a.out_tiles[(size_t)(i - i0) * hd + d] * a.row_inv[i];
+        }
+    }
 }
 
 /* Whether every work item of a batch reads each block of the cache the same way: no query
@@ -420,7 +485,10 @@ static void share_blocks(const Model *m, RunState *s, const KvCache *cache, int 
         const void *kb = key_block(cache, keys_st, kvh, p0, np, k_end, hd, pairs, a.rows, keys);
         if (kb != keys) memcpy(keys, kb, block * sizeof(float));   /* pairs made from a decoded transposed block */
         const float *vb = kv_cache_rows(cache, values_st, kvh, p0, np, v_end, pairs ? a.rows : values);
-        if (pairs) bf16_pair_rows(vb, np, hd, (uint32_t *)values);
+        if (pairs) {   /* pair rows past np's are zero: the tiles read a block's rows 16 at a time */
+            bf16_pair_rows(vb, np, hd, (uint32_t *)values);
+            memset((uint32_t *)values + (size_t)(np + 1) / 2 * hd, 0, (size_t)(ATT_POSITIONS - np) / 2 * hd * sizeof(uint32_t));
+        }
         s->att_views[2 * slot] = keys;
         s->att_views[2 * slot + 1] = pairs ? values : vb;
     }
@@ -432,19 +500,26 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     const Config *c = &m->config;
     int n_blocks = (T + ATT_TOKENS - 1) / ATT_TOKENS, items = c->n_kv_heads * n_blocks;
     size_t per_thread = attention_scratch_floats(c);
-    int pairs = attention_in_pairs(m);
     int shared = blocks_shareable(s, cache, layer, T, pos);
+    int tiles = shared && attention_on_tiles(m), pairs = attention_in_pairs(m) || tiles;
     if (shared) share_blocks(m, s, cache, layer, T, pos, pairs);
     double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
     (void)work;   /* unused without OpenMP */
-    #pragma omp parallel for schedule(dynamic, 1) if (work >= PARALLEL_MIN_WORK)
-    for (int item = 0; item < items; item++) {
-        /* last tokens first: they attend to the most positions, and the dynamic schedule
-         * then ends on short items, so neither thread waits long for the other */
-        int kvh = item % c->n_kv_heads, t0 = (n_blocks - 1 - item / c->n_kv_heads) * ATT_TOKENS;
-        int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
-        const void *const *views = shared ? s->att_views + 2 * (size_t)kvh * context_blocks(c) : NULL;
-        attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, views, s->att + (size_t)thread_index() * per_thread);
+    #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
+    {
+        if (tiles) attention_tiles_begin();   /* per thread: the tile shapes are thread state */
+        #pragma omp for schedule(dynamic, 1)
+        for (int item = 0; item < items; item++) {
+            /* last tokens first: they attend to the most positions, and the dynamic schedule
+             * then ends on short items, so neither thread waits long for the other */
+            int kvh = item % c->n_kv_heads, t0 = (n_blocks - 1 - item / c->n_kv_heads) * ATT_TOKENS;
+            int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
+            const void *const *views = shared ? s->att_views + 2 * (size_t)kvh * context_blocks(c) : NULL;
+            float *scratch = s->att + (size_t)thread_index() * per_thread;
+            if (tiles) attention_block_tiles(m, s, kvh, t0, t1, pos, views, scratch);
+            else attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, views, scratch);
+        }
+        if (tiles) attention_tiles_end();
     }
 }
 
@@ -456,7 +531,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     const LayerWeights *w = &m->weights.layers[l];
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     int n = T - r0;   /* rows whose outputs are needed */
-    int pairs = attention_in_pairs(m);
+    int pairs = attention_in_pairs(m) || attention_on_tiles(m);   /* queries as bf16 pairs too (s->q2) */
     float *x = s->x + (size_t)r0 * c->dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps, s->norm_w);

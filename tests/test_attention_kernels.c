@@ -1,11 +1,13 @@
 /* tests/test_attention_kernels.c: attention's inner loops (model/kernels/attention_kernels.c)
  * against double sums: scores against transposed keys and weighted sums of value rows, for one
  * query and for four, in f32 (on AVX2 also bit for bit against in-order fmaf sums) and in bf16
- * pairs; bf16 attention's softmax (exp_pairs) and the key-block transpose. The matmul paths
+ * pairs, and the pairs' two products on AMX tiles; bf16 attention's softmax (exp_pairs) and the
+ * key-block transpose. The matmul paths
  * and the other vector loops are in tests/test_kernels.c. */
 #include "tests/test.h"
 #include "model/kernels/vector.h"
 #include "model/kernels/attention_kernels.h"
+#include "model/kernels/kernels.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdlib.h>
@@ -247,6 +249,81 @@ static void check_attention_pairs(void) {
           "worst %.3g", worst_rows);
 }
 
+/* The tiles' two products (attention_amx.c; plain C without AMX) against double sums of the
+ * bf16 values: 32 query rows of head_dim 96 (three steps of 32 dims) against a block of keys,
+ * 40 positions (computed up to 64) and 64, into rows of another stride, nothing written past
+ * them; weighted values over three blocks (every other view, as forward.c's list of keys and
+ * values) for 150 positions (computed up to 160) and 192. */
+static void check_attention_tiles(void) {
+    enum { HD = 96, P = DOT_T_WIDTH, STRIDE = 200, BLOCKS = 3, W_STRIDE = 100 };
+#if defined(KVQ_AMX)
+    if (!kernel_available(KERNEL_AMX_BF16, DT_BF16)) {
+        printf("     (AMX tiles not granted by the OS: tile attention not checked)\n");
+        return;
+    }
+#endif
+    static float q[32][HD], kt[HD * P], w[32][BLOCKS * P], v[BLOCKS][P * HD], scores[32 * STRIDE], out[32 * HD];
+    static uint32_t q2[32][HD / 2], kt2[HD / 2 * P], w2[32][W_STRIDE], v2[BLOCKS][P / 2 * HD];
+    uint64_t seed = 23;
+    for (int i = 0; i < 32; i++) {
+        for (int d = 0; d < HD; d++) q[i][d] = rnd(&seed);
+        for (int p = 0; p < BLOCKS * P; p++) w[i][p] = rnd(&seed) + 1.0f;
+        bf16_pairs_along(q[i], HD, q2[i]);
+        bf16_pairs_along(w[i], BLOCKS * P, w2[i]);
+    }
+    for (int i = 0; i < HD * P; i++) kt[i] = rnd(&seed) * 3.0f;
+    bf16_pair_rows(kt, HD, P, kt2);
+    const void *views[2 * BLOCKS];
+    for (int b = 0; b < BLOCKS; b++) {
+        for (int i = 0; i < P * HD; i++) v[b][i] = rnd(&seed);
+        bf16_pair_rows(v[b], P, HD, v2[b]);
+        views[2 * b] = kt2;   /* keys' slot: not read */
+        views[2 * b + 1] = v2[b];
+    }
+    double worst_dot = 0, worst_rows = 0;
+    int bad = 0;
+    attention_tiles_begin();
+    for (int n = 40; n <= P; n += P - 40) {
+        for (int i = 0; i < 32 * STRIDE; i++) scores[i] = -1.0f;
+        tile_scores32(&q2[0][0], HD, kt2, n, scores, STRIDE);
+        for (int i = 0; i < 32; i++)
+            for (int p = 0; p < STRIDE; p++) {
+                if (p >= P) {
+                    bad += scores[i * STRIDE + p] != -1.0f;
+                    continue;
+                }
+                double ref = 0, scale = 0;
+                for (int d = 0; d < HD; d++) {
+                    double t = bf16_value(q[i][d]) * bf16_value(kt[d * P + p]);
+                    ref += t;
+                    scale += fabs(t);
+                }
+                worst_dot = max_or_inf(worst_dot, fabs(scores[i * STRIDE + p] - ref) / scale);
+            }
+    }
+    for (int n = 150; n <= BLOCKS * P; n += BLOCKS * P - 150) {
+        int n32 = (n + 31) / 32 * 32;
+        tile_weighted_values32(&w2[0][0], W_STRIDE, views + 1, 2, n, HD, out);
+        for (int i = 0; i < 32; i++)
+            for (int d = 0; d < HD; d++) {
+                double ref = 0, scale = 0;
+                for (int p = 0; p < n32; p++) {
+                    double t = bf16_value(w[i][p]) * bf16_value(v[p / P][p % P * HD + d]);
+                    ref += t;
+                    scale += fabs(t);
+                }
+                worst_rows = max_or_inf(worst_rows, fabs(out[i * HD + d] - ref) / scale);
+            }
+    }
+    attention_tiles_end();
+    check(worst_dot <= EXACT_TOL, "tile_scores32 within 1e-5 of the double sums of the bf16 values (relative to sum|terms|)",
+          "worst %.3g", worst_dot);
+    check(bad == 0, "tile_scores32 writes 64 columns of 32 rows, nothing past them", "%d written", bad);
+    check(worst_rows <= EXACT_TOL,
+          "tile_weighted_values32 within 1e-5 of the double sums of the bf16 values over 3 blocks (relative to sum|terms|)",
+          "worst %.3g", worst_rows);
+}
+
 /* transpose_keys64 (attention's key block for float rows) against the plain transpose:
  * partial and full blocks, a head_dim whose last dims miss the 16-wide vector loop. The
  * quantized rows' own transposed decode is checked in tests/test_codec_int.c. */
@@ -275,6 +352,7 @@ int main(void) {
     check_attention_loops_x4();
     check_attention_pairs();
     check_exp_pairs();
+    check_attention_tiles();
     check_transpose_keys64(64);
     check_transpose_keys64(128);
     check_transpose_keys64(72);

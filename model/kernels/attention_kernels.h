@@ -38,6 +38,23 @@ void bf16_pairs_along(const float *x, int n, uint32_t *out);
 void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]);
 void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd);
 
+/* The two products of the pairs path on Intel's AMX tiles (model/kernels/attention_amx.c),
+ * 32 query rows at a time; plain C where the build has no AMX (kernels.h's KVQ_AMX). A thread
+ * calls attention_tiles_begin before it uses them and attention_tiles_end after (the tile
+ * shapes are thread state); on the amx-bf16 path the OS has granted the tiles already.
+ *   tile_scores32: out[i * stride + p] = sum over pairs u < hd/2 of q[i * hd/2 + u] .
+ *     kt[u * DOT_T_WIDTH + p] for rows i < 32, positions p below n rounded up to 32 (n <= 64;
+ *     hd a multiple of 32): unscaled, as dot_pairs64's.
+ *   tile_weighted_values32: out[i * hd + d] = sum over positions p below n rounded up to 32 of
+ *     weight p of row i (pair p/2 of w + i * w_stride) x value p (pair row (p mod 64) / 2 of
+ *     blocks[(p / 64) * step], hd wide), for i < 32, d < hd (a multiple of 32). Weights and
+ *     value rows up to that rounded n must be finite: zeros where nothing is to be added. */
+void attention_tiles_begin(void);
+void attention_tiles_end(void);
+void tile_scores32(const uint32_t *q, int hd, const uint32_t *kt, int n, float *out, size_t stride);
+void tile_weighted_values32(const uint32_t *w, size_t w_stride, const void *const *blocks, int step, int n, int hd,
+                            float *out);
+
 /* Keys [n][hd] (f32 rows) -> kt[d * DOT_T_WIDTH + p], 0 for n <= p < DOT_T_WIDTH. */
 void transpose_keys64(const float *k, int n, int hd, float *kt);
 /* The same as bf16 pairs in one pass: kt[i * DOT_T_WIDTH + p] = (k[p][2i], k[p][2i+1]) for

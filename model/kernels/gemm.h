@@ -79,6 +79,8 @@ void matmul_avx512_bf16(float *out, const float *x, const Matrix *w, int T, void
 #if defined(KVQ_AMX)
 /* 1 if the kernel lets this process use the tiles (asked each time: the answer is the kernel's). */
 int gemm_amx_ready(void);
+/* Sets this thread's eight tiles to 16 rows of 64 bytes (gemm_amx.c's and attention_amx.c's shape). */
+void amx_configure_tiles(void);
 /* A GEMM (any T >= 1, BF16 weights) with activations rounded to bf16. */
 void matmul_amx(float *out, const float *x, const Matrix *w, int T, void *scratch);
 #endif

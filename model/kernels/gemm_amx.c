@@ -46,7 +46,7 @@ typedef struct {
     uint8_t rows[16];
 } TileConfig;
 
-static void configure_tiles(void) {
+void amx_configure_tiles(void) {
     TileConfig c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
@@ -54,7 +54,10 @@ static void configure_tiles(void) {
         c.rows[i] = 16;
         c.bytes_per_row[i] = 64;
     }
-    _tile_loadconfig(&c);
+    /* GCC 12's _tile_loadconfig tells the compiler it reads only the first 8 bytes, so the
+     * stores above may be dropped as dead (a #GP on ldtilecfg where this is not inlined): the
+     * instruction is written out with the whole struct as its operand. */
+    __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
 /* x [T, K] -> xb [T_pad, K_pad] bf16, rounded to nearest even; padding is zero. */
@@ -183,7 +186,7 @@ void matmul_amx(float *out, const float *x, const Matrix *w, int T, void *scratc
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
     {
-        configure_tiles();   /* per thread: the tile shapes are thread state */
+        amx_configure_tiles();   /* per thread: the tile shapes are thread state */
         #pragma omp for schedule(dynamic, 1)
         for (int b = 0; b < blocks; b++) row_block(out, xb, w, T, T_pad, K_pad, b * AMX_ROWS);
         _tile_release();
