@@ -145,7 +145,8 @@ static inline __m512 exp2_16_coarse(__m512 t) {
 float exp_pairs(float *x, int n, float max, float scale, int n_out) {
     /* exp(scale (x - max)) = 2^(x s - max s) with s = scale log2(e): one fused multiply-subtract */
     float s = scale * 1.44269504088896341f;
-    __m512 vs = _mm512_set1_ps(s), vms = _mm512_set1_ps(max * s), sum = _mm512_setzero_ps();
+    /* two sums (even and odd 16s): one sum's two adds per step were a chain as long as the step */
+    __m512 vs = _mm512_set1_ps(s), vms = _mm512_set1_ps(max * s), sum = _mm512_setzero_ps(), sum_b = sum;
     uint32_t *out = (uint32_t *)x;
     for (int i = 0; i < n_out; i += 32) {
         /* the 32 floats at i are read before their 16 pairs go to out[i / 2 ..), below i + 32 */
@@ -154,18 +155,29 @@ float exp_pairs(float *x, int n, float max, float scale, int n_out) {
         __m512 a = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(in_lo, x + i), vs, vms);
         __m512 b = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(in_hi, x + i + 16), vs, vms);
         __m512 ea = _mm512_maskz_mov_ps(in_lo, exp2_16_coarse(a)), eb = _mm512_maskz_mov_ps(in_hi, exp2_16_coarse(b));
-        sum = _mm512_add_ps(_mm512_add_ps(sum, ea), eb);
+        sum = _mm512_add_ps(sum, ea);
+        sum_b = _mm512_add_ps(sum_b, eb);
         int pairs = (n_out - i + 1) / 2 < 16 ? (n_out - i + 1) / 2 : 16;
         _mm512_mask_storeu_epi32(out + i / 2, (__mmask16)((1u << pairs) - 1), (__m512i)_mm512_cvtne2ps_pbh(eb, ea));
     }
-    return 1.0f / _mm512_reduce_add_ps(sum);
+    return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum, sum_b));
 }
 #endif
 
 float max_value(const float *x, int n) {
-    int full = n / 16 * 16;
-    __m512 m = _mm512_set1_ps(x[0]);
-    for (int i = 0; i < full; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
+    /* four running maxes: one waits on vmaxps's latency (4 cycles) per 16 floats, where the
+     * loads allow two per cycle (a row of 1280 scores: 15% less time for this and exp_pairs'
+     * loop together in a microbenchmark). The max is the same in any order. */
+    int full = n / 16 * 16, i = 0;
+    __m512 m = _mm512_set1_ps(x[0]), m1 = m, m2 = m, m3 = m;
+    for (; i + 64 <= full; i += 64) {
+        m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+        m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), m2);
+        m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), m3);
+    }
+    m = _mm512_max_ps(_mm512_max_ps(m, m1), _mm512_max_ps(m2, m3));
+    for (; i < full; i += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
     __mmask16 tail = (__mmask16)((1u << (n - full)) - 1);
     return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_mask_loadu_ps(m, tail, x + full), m));
 }
