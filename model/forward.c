@@ -414,8 +414,8 @@ static int tile_rows_end(const Config *c, int t0, int kvh, int rows, int pos, in
 /* attention_block on AMX tiles, for shared blocks (views: keys and values of every block as
  * bf16 pairs, see share_blocks). The work item's queries are copied into contiguous pair rows
  * (a token's heads lie side by side in q2, tokens dim / 2 apart), padded with zero rows to a
- * multiple of 32. Scores go 32 rows x one block at a time; the weights past n_max up to the
- * next 32 positions are zeroed, as the tiles read them; each 32 rows' weighted values come out
+ * multiple of 32. Scores go 32 rows x one block at a time; the softmax writes zero weights past
+ * n_max up to the next 32 positions, as the tiles read them; each 32 rows' weighted values come out
  * of the tiles once, scaled by 1 / sum into xb2. */
 static void attention_block_tiles(const Model *m, RunState *s, int kvh, int t0, int t1, int pos,
                                   const void *const *views, float *scratch) {
@@ -436,11 +436,8 @@ static void attention_block_tiles(const Model *m, RunState *s, int kvh, int t0, 
             tile_scores32(q + (size_t)i0 * half, hd, views[2 * (p0 / ATT_POSITIONS)], n, a.score + i0 * stride + p0, stride);
         }
     }
-    attention_weights(c, &a, t0, kvh, rows, pos, n_max, stride, 1, 1.0f / sqrtf((float)hd));
-    for (int i = 0; i < rows; i++) {
-        uint32_t *w = (uint32_t *)(a.score + i * stride);
-        for (int k = (n_max + 1) / 2; k < round_up32(n_max) / 2; k++) w[k] = 0;
-    }
+    /* weights zero up to the next 32 positions past n_max: the tiles read them */
+    attention_weights(c, &a, t0, kvh, rows, pos, round_up32(n_max), stride, 1, 1.0f / sqrtf((float)hd));
     for (int i0 = 0; i0 < padded_rows; i0 += 32) {
         int end = tile_rows_end(c, t0, kvh, rows, pos, i0);
         tile_weighted_values32((const uint32_t *)(a.score + i0 * stride), stride, views + 1, 2, end, hd, a.out_tiles);

@@ -9,10 +9,9 @@
  * Four tiles hold 32 x 32 sums, two the queries or weights, two the keys or values (as
  * gemm_amx.c). Products of bf16 are exact in f32 and summed in f32, as the vdpbf16ps loops do,
  * in another order. Compiled where KVQ_AMX is (kernels.h); elsewhere the plain C below, the
- * same sums in order, which tests/test_kernels.c also checks. */
+ * same sums in order, which tests/test_attention_kernels.c also checks. */
 #include "model/kernels/attention_kernels.h"
 #include "model/kernels/gemm.h"
-#include "quant/half.h"
 #if defined(KVQ_AMX)
 #include <immintrin.h>
 
@@ -71,16 +70,12 @@ void tile_weighted_values32(const uint32_t *w, size_t w_stride, const void *cons
 void attention_tiles_begin(void) {}
 void attention_tiles_end(void) {}
 
-static float pair_product(uint32_t a, uint32_t b) {
-    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
-}
-
 void tile_scores32(const uint32_t *q, int hd, const uint32_t *kt, int n, float *out, size_t stride) {
     int n32 = (n + 31) / 32 * 32;
     for (int i = 0; i < 32; i++)
         for (int p = 0; p < n32; p++) {
             float sum = 0.0f;
-            for (int u = 0; u < hd / 2; u++) sum += pair_product(q[(size_t)i * (hd / 2) + u], kt[(size_t)u * DOT_T_WIDTH + p]);
+            for (int u = 0; u < hd / 2; u++) sum += bf16_pair_dot(q[(size_t)i * (hd / 2) + u], kt[(size_t)u * DOT_T_WIDTH + p]);
             out[(size_t)i * stride + p] = sum;
         }
 }
@@ -93,7 +88,7 @@ void tile_weighted_values32(const uint32_t *w, size_t w_stride, const void *cons
             float sum = 0.0f;
             for (int p = 0; p < n32; p += 2) {
                 const uint32_t *v = (const uint32_t *)blocks[(size_t)(p / DOT_T_WIDTH) * step];
-                sum += pair_product(w[(size_t)i * w_stride + p / 2], v[(size_t)(p % DOT_T_WIDTH) / 2 * hd + d]);
+                sum += bf16_pair_dot(w[(size_t)i * w_stride + p / 2], v[(size_t)(p % DOT_T_WIDTH) / 2 * hd + d]);
             }
             out[(size_t)i * hd + d] = sum;
         }

@@ -334,10 +334,6 @@ void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4],
 }
 #else
 /* Plain C: the same products (exact in f32: bf16 x bf16), summed in f32. */
-static float pair_dot(uint32_t a, uint32_t b) {
-    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
-}
-
 void bf16_pair_rows(const float *x, int n, int width, uint32_t *out) {
     for (int k = 0; 2 * k < n; k++)
         for (int c = 0; c < width; c++) {
@@ -357,7 +353,7 @@ void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int uni
     for (int j = 0; j < nq; j++)
         for (int p = 0; p < DOT_T_WIDTH; p++) {
             float sum = 0.0f;
-            for (int i = 0; i < units; i++) sum += pair_dot(q[j][i], kt[(size_t)i * DOT_T_WIDTH + p]);
+            for (int i = 0; i < units; i++) sum += bf16_pair_dot(q[j][i], kt[(size_t)i * DOT_T_WIDTH + p]);
             acc[j][p] = sum;
         }
 }
@@ -365,7 +361,7 @@ void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int uni
 void add_weighted_pairs(int nq, float *const out[4], const uint32_t *const w[4], const uint32_t *v, int n_pairs, int hd) {
     for (int j = 0; j < nq; j++)
         for (int k = 0; k < n_pairs; k++)
-            for (int d = 0; d < hd; d++) out[j][d] += pair_dot(w[j][k], v[(size_t)k * hd + d]);
+            for (int d = 0; d < hd; d++) out[j][d] += bf16_pair_dot(w[j][k], v[(size_t)k * hd + d]);
 }
 #endif
 

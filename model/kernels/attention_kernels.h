@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "quant/half.h"
 
 /* The two loops in f32, with AVX-512 versions that keep their sums in registers, split in
  * two partial sums (even and odd terms) added at the end: within f32 rounding of the plain
@@ -33,6 +34,10 @@ void add_weighted_rows_x4(float *const out[4], const float *const w[4], const fl
  *     pair rows of a transposed block).
  *   add_weighted_pairs: out[j][0..hd) += sum_k w[j][k] . v[k * hd + .] for pair rows of
  *     values (hd a multiple of 64). */
+/* The dot product of two pairs, a product of bf16 values exact in f32: the plain-C loops' term. */
+static inline float bf16_pair_dot(uint32_t a, uint32_t b) {
+    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
+}
 void bf16_pair_rows(const float *x, int n, int width, uint32_t *out);
 void bf16_pairs_along(const float *x, int n, uint32_t *out);
 void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]);
