@@ -528,7 +528,9 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     const LayerWeights *w = &m->weights.layers[l];
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     int n = T - r0;   /* rows whose outputs are needed */
-    int pairs = attention_in_pairs(m) || attention_on_tiles(m);   /* queries as bf16 pairs too (s->q2) */
+    /* queries as bf16 pairs too (s->q2) where attention reads them: the tiles take only batches
+     * of more than one block of tokens (blocks_shareable), so decode on the AMX path does not */
+    int pairs = attention_in_pairs(m) || (attention_on_tiles(m) && n > ATT_TOKENS);
     float *x = s->x + (size_t)r0 * c->dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps, s->norm_w);
