@@ -449,12 +449,15 @@ static void attention_block_tiles(const Model *m, RunState *s, int kvh, int t0, 
     }
 }
 
+/* A batch of one block of tokens is one work item per KV head: nothing to share (and a
+ * RunState for such batches has no shared blocks). */
+static int batch_may_share(const RunState *s, int T) { return s->att_blocks && T > ATT_TOKENS; }
+
 /* Whether every work item of a batch reads each block of the cache the same way: no query
  * reads a position of its own at full precision past its Q (most schemes, and an fp32 cache),
- * so a block of rows that one query reads quantized is quantized for all that can see it. A
- * batch of one block of tokens is one work item per KV head: nothing to share. */
+ * so a block of rows that one query reads quantized is quantized for all that can see it. */
 static int blocks_shareable(const RunState *s, const KvCache *cache, int layer, int T, int pos) {
-    return s->att_blocks && T > ATT_TOKENS &&
+    return batch_may_share(s, T) &&
            !quantized_span(cache, kv_cache_keys(cache, layer), pos, 0, T).lagging &&
            !quantized_span(cache, kv_cache_values(cache, layer), pos, 0, T).lagging;
 }
@@ -529,8 +532,8 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     int n = T - r0;   /* rows whose outputs are needed */
     /* queries as bf16 pairs too (s->q2) where attention reads them: the tiles take only batches
-     * of more than one block of tokens (blocks_shareable), so decode on the AMX path does not */
-    int pairs = attention_in_pairs(m) || (attention_on_tiles(m) && n > ATT_TOKENS);
+     * whose blocks may be shared (not decode) */
+    int pairs = attention_in_pairs(m) || (attention_on_tiles(m) && batch_may_share(s, n));
     float *x = s->x + (size_t)r0 * c->dim;
 
     rmsnorm(s->xb, s->x, &w->attn_norm, T, c->dim, c->norm_eps, s->norm_w);

@@ -22,6 +22,11 @@ void add_weighted_rows(float *out, const float *w, const float *v, int n, int hd
 void dot_transposed64_x4(const float *const q[4], const float *kt, int hd, float *const acc[4]);
 void add_weighted_rows_x4(float *const out[4], const float *const w[4], const float *v, int n, int hd);
 
+/* The dot product of two pairs, a product of bf16 values exact in f32: the plain-C loops' term. */
+static inline float bf16_pair_dot(uint32_t a, uint32_t b) {
+    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
+}
+
 /* The same two loops on bf16 pairs, for nq <= 4 queries: the MATMUL_BF16_ACT precision's
  * attention, twice the multiply-adds per instruction with vdpbf16ps (AVX-512 BF16; plain C
  * elsewhere, the tests' reference). A pair is 32 bits: element 2i rounded to bf16 (nearest
@@ -34,10 +39,6 @@ void add_weighted_rows_x4(float *const out[4], const float *const w[4], const fl
  *     pair rows of a transposed block).
  *   add_weighted_pairs: out[j][0..hd) += sum_k w[j][k] . v[k * hd + .] for pair rows of
  *     values (hd a multiple of 64). */
-/* The dot product of two pairs, a product of bf16 values exact in f32: the plain-C loops' term. */
-static inline float bf16_pair_dot(uint32_t a, uint32_t b) {
-    return bf16_to_f32((uint16_t)a) * bf16_to_f32((uint16_t)b) + bf16_to_f32((uint16_t)(a >> 16)) * bf16_to_f32((uint16_t)(b >> 16));
-}
 void bf16_pair_rows(const float *x, int n, int width, uint32_t *out);
 void bf16_pairs_along(const float *x, int n, uint32_t *out);
 void dot_pairs64(int nq, const uint32_t *const q[4], const uint32_t *kt, int units, float *const acc[4]);
