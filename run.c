@@ -112,9 +112,9 @@ static void parse_shard(Args *a, int *index, int *count) {
 
 /* A LAYERED scheme (quant/scheme.h); a syntax error is a usage error. Checks against the model
  * (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
-static int parse_scheme(Args *a, const char *text, KvLayered *out) {
+static int parse_scheme(Args *a, const char *text, KvSide side, KvLayered *out) {
     char why[160];
-    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
+    if (kv_layered_parse(text, side, out, why, sizeof why) == 0) return 0;
     snprintf(a->bad, sizeof a->bad, "KV scheme '%.60s': %.160s", text, why);
     return -1;
 }
@@ -180,8 +180,8 @@ static int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayer
         one_of(a, "precision", a->e.precision, "exact", "bf16");
     }
     const char *both = a->kv_scheme ? a->kv_scheme : default_scheme;
-    if (!a->bad[0] && k) parse_scheme(a, a->k_scheme ? a->k_scheme : both, k);
-    if (!a->bad[0] && v) parse_scheme(a, a->v_scheme ? a->v_scheme : both, v);
+    if (!a->bad[0] && k) parse_scheme(a, a->k_scheme ? a->k_scheme : both, KV_SIDE_KEYS, k);
+    if (!a->bad[0] && v) parse_scheme(a, a->v_scheme ? a->v_scheme : both, KV_SIDE_VALUES, v);
     return a->bad[0] != 0;
 }
 
@@ -211,9 +211,10 @@ static int cmd_generate(Args *a) {
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
-    KvLayered scheme;
-    if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
-    o.scheme = &scheme;
+    KvLayered k_scheme, v_scheme;
+    if (check_args(a, "fp32", &k_scheme, &v_scheme)) return usage_error(a);
+    o.k_scheme = &k_scheme;
+    o.v_scheme = &v_scheme;
     o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
     Error err;
     return generate_from_dir(a->dir, &o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
@@ -227,11 +228,11 @@ static int cmd_logits(Args *a) {
         else unknown_arg(a);
     }
     require(a, a->dir && list, "needs MODEL_DIR and --tokens");
-    KvLayered scheme;
-    if (check_args(a, "fp32", &scheme, NULL)) return usage_error(a);
+    KvLayered k_scheme, v_scheme;
+    if (check_args(a, "fp32", &k_scheme, &v_scheme)) return usage_error(a);
     Error err;
     int bad_ids;
-    if (logits_from_dir(a->dir, list, &scheme, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
+    if (logits_from_dir(a->dir, list, &k_scheme, &v_scheme, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
     if (!bad_ids) return bad_input(a, err.msg);
     take_error(a, -1, &err);   /* the --tokens list is checked against the model's vocabulary */
     return usage_error(a);
@@ -432,7 +433,7 @@ static int cmd_compress(Args *a) {
     char composed[64];
     KvLayered k, v;
     compose_scheme(scheme, group, composed, sizeof composed);
-    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, &k);
+    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &k);
     if (check_args(a, composed, &k, &v)) return usage_error(a);
     CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine};
     Error err;
@@ -512,12 +513,14 @@ static int cmd_bench(Args *a) {
         else if (flag(a, "p", 1)) parse_int(a, 1, 1 << 16, &o.prompt);
         else if (flag(a, "n", 1)) parse_int(a, 1, 1 << 16, &o.gen);
         else if (flag(a, "ctx", 1)) parse_int(a, 0, 1 << 20, &o.long_ctx);
-        else if (flag(a, "kv-scheme", 1)) parse_scheme(a, a->value, &o.scheme);
-        else if (flag(a, "long-scheme", 1)) {
-            if (!parse_scheme(a, a->value, &o.long_k)) o.long_v = o.long_k;
+        else if (flag(a, "kv-scheme", 1)) {
+            if (!parse_scheme(a, a->value, KV_SIDE_KEYS, &o.scheme_k)) parse_scheme(a, a->value, KV_SIDE_VALUES, &o.scheme_v);
         }
-        else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, &o.long_k);
-        else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, &o.long_v);
+        else if (flag(a, "long-scheme", 1)) {
+            if (!parse_scheme(a, a->value, KV_SIDE_KEYS, &o.long_k)) parse_scheme(a, a->value, KV_SIDE_VALUES, &o.long_v);
+        }
+        else if (flag(a, "long-k-scheme", 1)) parse_scheme(a, a->value, KV_SIDE_KEYS, &o.long_k);
+        else if (flag(a, "long-v-scheme", 1)) parse_scheme(a, a->value, KV_SIDE_VALUES, &o.long_v);
         else if (flag(a, "threads", 1)) parse_int(a, 1, 1024, &o.threads);
         else if (flag(a, "repeat", 1)) parse_int(a, 1, 64, &o.repeats);
         else if (flag(a, "dtype", 1)) dtype = a->value;

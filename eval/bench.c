@@ -31,9 +31,10 @@ void bench_default_options(BenchOptions *o) {
     o->gen = 64;
     o->long_ctx = 2048;
     char why[128];
-    kv_layered_parse("fp32", &o->scheme, why, sizeof why);
-    kv_layered_parse("int4-g64", &o->long_k, why, sizeof why);
-    o->long_v = o->long_k;
+    kv_layered_parse("fp32", KV_SIDE_KEYS, &o->scheme_k, why, sizeof why);
+    kv_layered_parse("fp32", KV_SIDE_VALUES, &o->scheme_v, why, sizeof why);
+    kv_layered_parse("int4-g64", KV_SIDE_KEYS, &o->long_k, why, sizeof why);
+    kv_layered_parse("int4-g64", KV_SIDE_VALUES, &o->long_v, why, sizeof why);
     o->repeats = 3;
     o->probe_machine = 1;
     o->ppl_batch = 512;
@@ -254,7 +255,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     RunState s;
     KvCache kv;
     if (runstate_init(&s, c, o->prompt, err)) return -1;
-    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, &o->scheme, &o->scheme, m->rope_inv_freq, err)) {
+    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, &o->scheme_k, &o->scheme_v, m->rope_inv_freq, err)) {
         runstate_free(&s);
         return -1;
     }
@@ -464,7 +465,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
         r->long_ctx = 0;   /* e.g. int4-g64 on a model with 8-wide heads: nothing to compare */
         r->long_skipped = 1;
     }
-    snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme.text);
+    snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme_k.text);
     if (strcmp(o->long_k.text, o->long_v.text))
         snprintf(r->long_scheme, sizeof r->long_scheme, "%s / %s", o->long_k.text, o->long_v.text);
     else

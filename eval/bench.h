@@ -14,7 +14,7 @@ typedef struct {
     int prompt;                  /* tokens in the prefill batch (-p, 512) */
     int gen;                     /* decode steps measured (-n, 64) */
     int long_ctx;                /* decode measured ending at this context (0: skip) */
-    KvLayered scheme;            /* cache of the prefill/decode runs, keys and values (fp32 by default) */
+    KvLayered scheme_k, scheme_v;   /* cache of the prefill/decode runs: one scheme, for keys and values (fp32) */
     KvLayered long_k, long_v;    /* keys' and values' schemes compared with fp32 at long_ctx
                                     (int4-g64 for both by default) */
     int repeats;                 /* each figure is the median of this many runs */

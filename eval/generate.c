@@ -77,7 +77,7 @@ static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOpt
     Sampler sampler = {0};
     if (!tokens) goto done;
     if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, err) ||
-        kv_cache_init(&kv, c, steps, s.max_batch, o->scheme, o->scheme, m->rope_inv_freq, err) ||
+        kv_cache_init(&kv, c, steps, s.max_batch, o->k_scheme, o->v_scheme, m->rope_inv_freq, err) ||
         sampler_init(&sampler, c->vocab_size, o->temperature, o->top_p, o->seed, err))
         goto done;
     char piece[64];
@@ -118,12 +118,13 @@ int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out
 }
 
 /* Every position's logits of ids[0..n), [n][vocab], left in s->logits; the caller frees s. */
-static int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *scheme, RunState *s, Error *err) {
+static int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *k_scheme, const KvLayered *v_scheme,
+                            RunState *s, Error *err) {
     const Config *c = &m->config;
     memset(s, 0, sizeof *s);
     if (n > c->max_seq_len) return error_set(err, "%d tokens exceed the context of %d", n, c->max_seq_len);
     KvCache kv = {0};
-    if (runstate_init(s, c, n, err) || kv_cache_init(&kv, c, n, n, scheme, scheme, m->rope_inv_freq, err)) {
+    if (runstate_init(s, c, n, err) || kv_cache_init(&kv, c, n, n, k_scheme, v_scheme, m->rope_inv_freq, err)) {
         kv_cache_free(&kv);
         return -1;
     }
@@ -188,8 +189,8 @@ int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
     return NULL;
 }
 
-int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *scheme, const char *out_path,
-                    FILE *out, int *bad_ids, Error *err) {
+int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *k_scheme, const KvLayered *v_scheme,
+                    const char *out_path, FILE *out, int *bad_ids, Error *err) {
     ModelDir L;
     *bad_ids = 0;
     if (modeldir_load(&L, model_dir, 0, err)) return -1;   /* the weights alone */
@@ -197,7 +198,7 @@ int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered
     int *ids = token_ids_parse(ids_text, vocab, &n, err);
     RunState s = {0};
     *bad_ids = !ids;
-    if (ids && logits_of_tokens(&L.model, ids, n, scheme, &s, err) == 0) {
+    if (ids && logits_of_tokens(&L.model, ids, n, k_scheme, v_scheme, &s, err) == 0) {
         if (out_path) rc = write_floats_file(out_path, s.logits, (size_t)n * vocab, err);
         else {
             print_top5(out, s.logits, n, vocab);

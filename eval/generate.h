@@ -13,7 +13,7 @@ typedef struct {
     int steps;                 /* positions in all, the prompt's included (capped at the model's context) */
     float temperature, top_p;
     unsigned long long seed;
-    const KvLayered *scheme;   /* how the cache stores keys and values */
+    const KvLayered *k_scheme, *v_scheme;   /* how the cache stores keys and values */
 } GenerateOptions;
 
 /* model_dir loaded, the prompt's text and then each sampled token's written to out as it comes
@@ -22,11 +22,11 @@ typedef struct {
 int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out, FILE *stats, Error *err);
 
 /* model_dir's weights run on the ids of ids_text (--tokens) from position 0, the cache in
- * scheme: the logits written to out_path as float32 [n][vocab], or without out_path the five
+ * schemes: the logits written to out_path as float32 [n][vocab], or without out_path the five
  * largest of each position printed on out ("pos 3: 450 (12.3456) ..."). *bad_ids: the failure
  * is ids_text's. */
-int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *scheme, const char *out_path,
-                    FILE *out, int *bad_ids, Error *err);
+int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *k_scheme, const KvLayered *v_scheme,
+                    const char *out_path, FILE *out, int *bad_ids, Error *err);
 
 /* "1,450,4996" (--tokens) -> n ids, each checked against the vocabulary; NULL with the reason. */
 int *token_ids_parse(const char *text, int vocab, int *n, Error *err);

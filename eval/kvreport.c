@@ -173,10 +173,11 @@ int kv_info(FILE *f, const char *path, const char *model_dir, int json, int *n_m
 int quick_test_run(FILE *f, int *passed, Error *err) {
     KvSnapshot snap;
     CompressReport r;
-    KvLayered int4;
+    KvLayered int4_k, int4_v;
     char why[160];
-    kv_layered_parse("int4-g64", &int4, why, sizeof why);
-    CompressOptions o = {&int4, &int4, 0.0, 0, 0.10, 18.0, 0.99};   /* the seed's thresholds */
+    kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
+    kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99};   /* the seed's thresholds */
     if (quick_test_cache(&snap, 42, err)) return -1;
     if (kv_compress(&snap, &o, NULL, &r, NULL, err)) {
         kv_snapshot_free(&snap);

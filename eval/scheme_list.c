@@ -11,7 +11,7 @@ static void example_bits(const KvCodec *codec, char *line, size_t n) {
     for (char *name = strtok(examples, " "); name; name = strtok(NULL, " ")) {
         KvSpec spec;
         char why[160];
-        if (kv_spec_parse(name, &spec, why, sizeof why)) continue;
+        if (kv_spec_parse(name, KV_SIDE_KEYS, &spec, why, sizeof why)) continue;   /* bits: either side */
         size_t used = strlen(line);
         snprintf(line + used, n - used, "%s%s %.4g", used ? ", " : "", spec.text, kv_spec_stored_bits(&spec, 64));
     }

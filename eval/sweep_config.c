@@ -29,9 +29,9 @@ static int split_config(const char *text, char *k, char *v, size_t n) {
 }
 
 /* The syntax of one side; worded as ./run's scheme flags word it. */
-static int parse_side(const char *text, KvLayered *out, Error *err) {
+static int parse_side(const char *text, KvSide side, KvLayered *out, Error *err) {
     char why[160];
-    if (kv_layered_parse(text, out, why, sizeof why) == 0) return 0;
+    if (kv_layered_parse(text, side, out, why, sizeof why) == 0) return 0;
     return error_set(err, "KV scheme '%.60s': %.160s", text, why);
 }
 
@@ -40,7 +40,7 @@ int sweep_add_config(SweepSettings *s, const char *text, Error *err) {
     SweepConfig *c = &s->configs[s->n_configs];
     if (split_config(text, c->k_text, c->v_text, sizeof c->k_text)) return error_set(err, "configuration too long");
     if (!c->k_text[0] || !c->v_text[0]) return error_set(err, "configuration '%.60s': empty K or V", text);
-    if (parse_side(c->k_text, &c->k, err) || parse_side(c->v_text, &c->v, err)) return -1;
+    if (parse_side(c->k_text, KV_SIDE_KEYS, &c->k, err) || parse_side(c->v_text, KV_SIDE_VALUES, &c->v, err)) return -1;
     s->n_configs++;
     return 0;
 }

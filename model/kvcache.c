@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_HEAD_DIM 4096   /* kv_layered_bind refuses more: rows fit in stack buffers */
-
 /* ---- allocation ---- */
 
 static int sinks_of(const KvStore *st) { return st->plain ? 0 : st->spec->sinks; }
@@ -65,7 +63,7 @@ static int init_rope_table(KvCache *c, const float *rope_inv_freq, Error *err) {
 static int bind_scheme(KvLayered *dst, const KvLayered *src, const Config *cfg, KvSide side, Error *err) {
     char why[256];
     if (src) *dst = *src;
-    else if (kv_layered_parse("fp32", dst, why, sizeof why)) return error_set(err, "KV cache: %s", why);
+    else if (kv_layered_parse("fp32", side, dst, why, sizeof why)) return error_set(err, "KV cache: %s", why);
     if (kv_layered_bind(dst, cfg->n_layers, cfg->head_dim, side, why, sizeof why))
         return error_set(err, "%s scheme %s", side == KV_SIDE_KEYS ? "key" : "value", why);
     return 0;
@@ -166,7 +164,7 @@ static void store_put(const KvCache *c, KvStore *st, int head, int pos, const fl
     }
     if (st->window) memcpy(window_row(c, st, head, pos), row, (size_t)d * sizeof(float));
     if (st->group == 1) {
-        float scratch[MAX_HEAD_DIM];
+        float scratch[KV_MAX_HEAD_DIM];
         kv_spec_encode(st->spec, row, d, head_units(st, head) + (size_t)(pos - s) * st->unit_bytes, scratch);
     }
 }
@@ -175,7 +173,7 @@ void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float 
     int d = c->head_dim;
     KvStore *keys = &c->keys[layer];
     for (int h = 0; h < c->n_kv_heads; h++) {
-        float row[MAX_HEAD_DIM];
+        float row[KV_MAX_HEAD_DIM];
         memcpy(row, k + (size_t)h * d, (size_t)d * sizeof(float));
         if (cos_sin && !keys->natural_reads) rope(row, 1, d, cos_sin);
         if (!cos_sin && keys->natural_reads) unrotate(row, d, c->rope_cos_sin + (size_t)pos * d);
@@ -258,8 +256,9 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
 
 int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt) {
     int s = sinks_of(st);
-    if (st->plain || st->natural_reads || p0 < s || p0 + np > q_end) return 0;
-    return kv_spec_decode_t64(st->spec, head_units(st, head), c->head_dim, p0 - s, np, kt);
+    if (st->plain || st->natural_reads || p0 < s || p0 + np > q_end || !kv_spec_has_decode_t64(st->spec)) return 0;
+    kv_spec_decode_t64(st->spec, head_units(st, head), c->head_dim, p0 - s, np, kt);
+    return 1;
 }
 
 void kv_cache_query_to_domain(const KvCache *c, int layer, float *q) {
@@ -273,7 +272,7 @@ void kv_cache_output_from_domain(const KvCache *c, int layer, float *out) {
 }
 
 static void read_row(const KvCache *c, const KvStore *st, int head, int pos, float *out) {
-    float buf[MAX_HEAD_DIM];
+    float buf[KV_MAX_HEAD_DIM];
     const float *row = kv_cache_rows(c, st, head, pos, 1, kv_cache_quantized_end(c, st, c->len), buf);
     memcpy(out, row, (size_t)c->head_dim * sizeof(float));
     if (!st->plain && !st->natural_reads) kv_spec_from_domain(st->spec, out, c->head_dim);

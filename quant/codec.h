@@ -28,16 +28,20 @@ typedef enum { KV_TO_INNER = 0, KV_FROM_INNER = 1 } KvRotation;
 
 typedef struct KvCodec KvCodec;
 
+/* Rows of a KV cache hold at most this many values (head_dim): the row transforms work in
+ * buffers of this size on the stack. kv_layered_bind refuses larger rows. */
+#define KV_MAX_HEAD_DIM 4096
+
 /* A base with its parameters, as parsed from its name ("int4-g64-asym", "tq3", "q4_0"). */
 typedef struct {
     const KvCodec *codec;
     int bits;          /* bits of one stored code (fp32: 32, fp16 and bf16: 16, fp8: 8, q4_0: 4, tq3: 3) */
     int group;         /* values that share parameters: G along the row (intB-gG, nf4-gG; 32 for q*),
                           G positions (intB-tG), 0 for codecs without groups */
-    int asym;          /* intB: 1 for "-asym" (a scale and a minimum per group) */
     KvAxis axis;       /* KV_AXIS_TOKENS for intB-tG */
     int rows;          /* rows per unit: G for a token-axis codec, else 1 */
-    int llama_order;   /* key rows are quantized in llama.cpp's channel order (q8_0 ... q5_1) */
+    int variant;       /* the codec's own choice among its forms, read only by its file
+                          (intB: 1 for "-asym"; q4_1, q5_1: 1, a minimum beside the scale) */
     char name[32];     /* canonical spelling, as written in a scheme */
 } KvBase;
 
@@ -58,11 +62,14 @@ struct KvCodec {
      * (in the inner domain when the codec has a rotation). */
     void (*decode)(const KvBase *b, const void *units, int n, int r0, int count, float *out);
     /* Optional: the same rows transposed for attention's key blocks, kt[i * 64 + p] = value i
-     * of row r0 + p for p < count (count <= 64), 0 beyond. Returns 0 when it has no faster way
-     * for these parameters than decode and a transpose, which the caller then does (NULL: never). */
-    int (*decode_t64)(const KvBase *b, const void *units, int n, int r0, int count, float *kt);
+     * of row r0 + p for p < count (count <= 64), 0 beyond, when the codec has a faster way than
+     * decode and a transpose. NULL (chosen when the codec's file is compiled) when it has none:
+     * the caller then decodes and transposes. */
+    void (*decode_t64)(const KvBase *b, const void *units, int n, int r0, int count, float *kt);
     /* Optional: the codec's rotation of one row of n values, in place (see Inner domain). */
     void (*rotate)(const KvBase *b, float *x, int n, KvRotation direction);
+    /* 1 when key rows are coded in llama.cpp's channel order (its block types; quant/scheme.h). */
+    int llama_key_order;
 };
 
 /* Parses a base name against every row of the table; 0 on success, else -1 with why
@@ -70,8 +77,6 @@ struct KvCodec {
 int kv_base_parse(const char *name, KvBase *b, char *why, size_t why_len);
 /* b->codec->check with the codec-independent limits (n > 0). */
 int kv_base_check(const KvBase *b, int n, char *why, size_t why_len);
-/* Stored bits per value of b on rows of n values: 8 * unit_bytes / (rows * n). */
-double kv_base_bits(const KvBase *b, int n);
 
 /* The table, for listings and tests. */
 int kv_codec_count(void);

@@ -178,7 +178,7 @@ static void fp8_decode(const KvBase *b, const void *units, int n, int r0, int co
  * no row-major copy is needed. With AVX-512 (n a multiple of 4): per 16 rows, one gather brings
  * 4 bytes of each, and each byte becomes a row of kt; lanes past count gather nothing and give
  * +0. */
-static int fp8_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+static void fp8_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
     const float *t = format_of(b)->table;
     const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * (size_t)n;
 #if defined(__AVX512F__)
@@ -198,7 +198,7 @@ static int fp8_decode_t64(const KvBase *b, const void *units, int n, int r0, int
                 }
             }
         }
-        return 1;
+        return;
     }
 #endif
     for (int i = 0; i < n; i++) {
@@ -206,19 +206,18 @@ static int fp8_decode_t64(const KvBase *b, const void *units, int n, int r0, int
         for (int p = 0; p < count; p++) col[p] = t[rows[(size_t)p * (size_t)n + (size_t)i]];
         for (int p = count; p < 64; p++) col[p] = 0.0f;
     }
-    return 1;
 }
 
 const KvCodec kv_codec_fp8_e4m3 = {
     "fp8-e4m3",
     "OCP FP8 E4M3FN (max 448, no inf), nearest-even, saturating; no scale",
     "fp8-e4m3",
-    e4m3_parse, fp8_check, fp8_unit_bytes, fp8_encode, fp8_decode, fp8_decode_t64, NULL,
+    e4m3_parse, fp8_check, fp8_unit_bytes, fp8_encode, fp8_decode, fp8_decode_t64, NULL, 0,
 };
 
 const KvCodec kv_codec_fp8_e5m2 = {
     "fp8-e5m2",
     "OCP FP8 E5M2 (max 57344), nearest-even, saturating; no scale",
     "fp8-e5m2",
-    e5m2_parse, fp8_check, fp8_unit_bytes, fp8_encode, fp8_decode, fp8_decode_t64, NULL,
+    e5m2_parse, fp8_check, fp8_unit_bytes, fp8_encode, fp8_decode, fp8_decode_t64, NULL, 0,
 };

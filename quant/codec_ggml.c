@@ -3,7 +3,7 @@
  *
  * One codec parses all five names: they share the block of 32 values, the parsing, the width
  * check and the unit layout, and differ only in a handful of constants (KvBase.bits = 8, 4 or 5;
- * KvBase.asym = 1 for the "_1" types, which store a minimum beside the scale), so five rows in
+ * KvBase.variant = 1 for the "_1" types, which store a minimum beside the scale), so five rows in
  * the table would repeat the same functions five times.
  *
  * A unit is one row of n values (n a multiple of 32): n/32 blocks of 32 consecutive values, back
@@ -85,8 +85,7 @@ static int ggml_parse(const char *name, KvBase *b, char *why, size_t why_len) {
     }
     b->bits = bits;
     b->group = QK;
-    b->asym = variant;
-    b->llama_order = 1;
+    b->variant = variant;   /* has_min */
     snprintf(b->name, sizeof b->name, "q%d_%d", bits, variant);
     return 1;
 }
@@ -99,8 +98,11 @@ static int ggml_check(const KvBase *b, int n, char *why, size_t why_len) {
     return 1;
 }
 
-/* d, m if asym, then 32 codes of `bits` bits (q5's qh and qs together are 32*5/8 bytes). */
-static size_t block_bytes(const KvBase *b) { return 2 + 2 * (size_t)b->asym + QK * (size_t)b->bits / 8; }
+/* The "_1" types store a minimum m beside the scale d (KvBase.variant, this codec's own parameter). */
+static int has_min(const KvBase *b) { return b->variant; }
+
+/* d, m if has_min, then 32 codes of `bits` bits (q5's qh and qs together are 32*5/8 bytes). */
+static size_t block_bytes(const KvBase *b) { return 2 + 2 * (size_t)has_min(b) + QK * (size_t)b->bits / 8; }
 
 static size_t ggml_unit_bytes(const KvBase *b, int n) { return (size_t)(n / QK) * block_bytes(b); }
 
@@ -199,8 +201,8 @@ static void encode_block(const KvBase *b, const float *x, unsigned char *blk) {
         encode_q8_0(x, blk);
         return;
     }
-    size_t params = b->asym ? 4 : 2;
-    if (b->asym) offset_codes(x, b->bits, blk, codes);
+    size_t params = has_min(b) ? 4 : 2;
+    if (has_min(b)) offset_codes(x, b->bits, blk, codes);
     else symmetric_codes(x, b->bits, blk, codes);
     if (b->bits == 5) pack_high_bits(codes, blk + params);
     pack_nibbles(codes, blk + params + (b->bits == 5 ? 4 : 0));
@@ -279,7 +281,7 @@ static inline void decode_q5(const unsigned char *restrict blk, size_t nblocks, 
 static void ggml_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
     const unsigned char *first = (const unsigned char *)units + (size_t)r0 * ggml_unit_bytes(b, n);
     size_t nblocks = (size_t)count * (size_t)(n / QK);
-    switch (b->bits * 2 + b->asym) {   /* constant arguments: one specialized loop each */
+    switch (b->bits * 2 + has_min(b)) {   /* constant arguments: one specialized loop each */
     case 16: decode_q8_0(first, nblocks, out); break;
     case 8: decode_q4(first, nblocks, 0, out); break;
     case 9: decode_q4(first, nblocks, 1, out); break;
@@ -292,5 +294,5 @@ const KvCodec kv_codec_ggml = {
     "q8_0, q4_0, q4_1, q5_0, q5_1",
     "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
     "q8_0 q4_0 q4_1 q5_0 q5_1",
-    ggml_parse, ggml_check, ggml_unit_bytes, ggml_encode, ggml_decode, NULL, NULL,
+    ggml_parse, ggml_check, ggml_unit_bytes, ggml_encode, ggml_decode, NULL, NULL, 1,
 };

@@ -58,7 +58,7 @@ static int int_parse(const char *name, KvBase *b, char *why, size_t why_len) {
     }
     b->bits = bits;
     b->group = group;
-    b->asym = asym;
+    b->variant = asym;   /* is_asym */
     b->axis = axis;
     b->rows = axis == KV_AXIS_TOKENS ? group : 1;
     snprintf(b->name, sizeof b->name, "int%d-%c%d%s", bits, axis == KV_AXIS_TOKENS ? 't' : 'g', group,
@@ -74,7 +74,10 @@ static int int_check(const KvBase *b, int n, char *why, size_t why_len) {
     return 1;
 }
 
-static int n_params(const KvBase *b) { return b->asym ? 2 : 1; }
+/* "-asym": a minimum beside the scale (KvBase.variant, this codec's own parameter). */
+static int is_asym(const KvBase *b) { return b->variant; }
+
+static int n_params(const KvBase *b) { return is_asym(b) ? 2 : 1; }
 
 static size_t code_bytes(const KvBase *b, int n) { return (size_t)n * (size_t)b->rows * (size_t)b->bits / 8; }
 
@@ -102,7 +105,7 @@ static GroupParams choose_params(const KvBase *b, const float *x, size_t stride,
         if (v > mx || mx != mx) mx = v;
         if (fabsf(v) > amax) amax = fabsf(v);
     }
-    if (!b->asym) {
+    if (!is_asym(b)) {
         uint16_t scale = f32_to_f16(amax / (float)((1 << (b->bits - 1)) - 1));
         kv_put_u16(p, scale);
         gp.scale = f16_to_f32(scale);
@@ -120,16 +123,16 @@ static GroupParams choose_params(const KvBase *b, const float *x, size_t stride,
 static GroupParams read_params(const KvBase *b, const unsigned char *p) {
     GroupParams gp;
     gp.scale = f16_to_f32((uint16_t)kv_get_u16(p));
-    gp.lo = b->asym ? f16_to_f32((uint16_t)kv_get_u16(p + 2)) : 0.0f;
-    gp.zero = b->asym ? 0 : (int32_t)1 << (b->bits - 1);
+    gp.lo = is_asym(b) ? f16_to_f32((uint16_t)kv_get_u16(p + 2)) : 0.0f;
+    gp.zero = is_asym(b) ? 0 : (int32_t)1 << (b->bits - 1);
     return gp;
 }
 
 /* One value's stored (unsigned) code, clamped to the code range; NaN goes to the lowest code. */
 static uint32_t code_of(const KvBase *b, float x, GroupParams gp) {
     if (gp.scale == 0.0f) return (uint32_t)gp.zero;   /* code 0 */
-    int32_t qmin = b->asym ? 0 : -(1 << (b->bits - 1));
-    int32_t qmax = b->asym ? (1 << b->bits) - 1 : (1 << (b->bits - 1)) - 1;
+    int32_t qmin = is_asym(b) ? 0 : -(1 << (b->bits - 1));
+    int32_t qmax = is_asym(b) ? (1 << b->bits) - 1 : (1 << (b->bits - 1)) - 1;
     float q = rintf((x - gp.lo) / gp.scale);
     if (!(q >= (float)qmin)) q = (float)qmin;   /* also NaN */
     if (q > (float)qmax) q = (float)qmax;
@@ -216,9 +219,9 @@ static void row_decode4_avx512(const KvBase *b, const unsigned char *row, int n,
     const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     const __m512i nibble = _mm512_set1_epi32(15);
     for (int d0 = 0; d0 < n; d0 += 32) {
-        const unsigned char *par = row + n / 2 + (size_t)(d0 / b->group) * (b->asym ? 4 : 2);
+        const unsigned char *par = row + n / 2 + (size_t)(d0 / b->group) * (is_asym(b) ? 4 : 2);
         __m512 scale = _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par)));
-        __m512 bias = b->asym ? _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par + 2)))
+        __m512 bias = is_asym(b) ? _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par + 2)))
                               : _mm512_mul_ps(scale, _mm512_set1_ps(-8.0f));
         __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + d0 / 2)));
         __m512 even = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(bytes, nibble)), scale, bias);
@@ -244,7 +247,7 @@ static inline __m512 decode16_2bit(const unsigned char *p, __m512 scale, __m512 
 /* A group's scale and bias (see decode16_2bit) as vectors. */
 static inline void params_2bit(const KvBase *b, const unsigned char *par, __m512 *scale, __m512 *bias) {
     *scale = _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par)));
-    *bias = b->asym ? _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par + 2)))
+    *bias = is_asym(b) ? _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(par + 2)))
                     : _mm512_mul_ps(*scale, _mm512_set1_ps(-2.0f));
 }
 
@@ -252,7 +255,7 @@ static inline void params_2bit(const KvBase *b, const unsigned char *par, __m512
 static void row_decode2_avx512(const KvBase *b, const unsigned char *row, int n, float *out) {
     for (int d0 = 0; d0 < n; d0 += 16) {
         __m512 scale, bias;
-        params_2bit(b, row + n / 4 + (size_t)(d0 / b->group) * (b->asym ? 4 : 2), &scale, &bias);
+        params_2bit(b, row + n / 4 + (size_t)(d0 / b->group) * (is_asym(b) ? 4 : 2), &scale, &bias);
         _mm512_storeu_ps(out + d0, decode16_2bit(row + d0 / 4, scale, bias));
     }
 }
@@ -329,7 +332,7 @@ static void rows4_transposed_avx512(const KvBase *b, const unsigned char *rows, 
     __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                      _mm512_set1_epi32((int)row_bytes));
     __m512i nibble = _mm512_set1_epi32(15);
-    int gs = b->group, pbytes = b->asym ? 4 : 2;
+    int gs = b->group, pbytes = is_asym(b) ? 4 : 2;
     for (int p0 = 0; p0 < 64; p0 += 16) {
         int left = count - p0;
         __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
@@ -338,10 +341,10 @@ static void rows4_transposed_avx512(const KvBase *b, const unsigned char *rows, 
             /* the group's parameters for 16 rows in one gather of the 32-bit word holding them; a
              * symmetric scale is a row's last 2 bytes, so its word starts 2 bytes early */
             const unsigned char *par = base + n / 2 + (size_t)g * (size_t)pbytes;
-            __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, b->asym ? par : par - 2, 1);
-            __m512i lo16 = b->asym ? word : _mm512_srli_epi32(word, 16);
+            __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, is_asym(b) ? par : par - 2, 1);
+            __m512i lo16 = is_asym(b) ? word : _mm512_srli_epi32(word, 16);
             __m512 scale = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(lo16));
-            __m512 bias = b->asym ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(word, 16)))
+            __m512 bias = is_asym(b) ? _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(word, 16)))
                                   : _mm512_mul_ps(scale, _mm512_set1_ps(-8.0f));
             for (int j = g * gs / 8; j < (g + 1) * gs / 8; j++) {
                 __m512i codes = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + 4 * j, 1);
@@ -438,25 +441,34 @@ static void int_decode(const KvBase *b, const void *units, int n, int r0, int co
     for (int r = 0; r < count; r++) row_decode(b, (const unsigned char *)units + (size_t)(r0 + r) * rb, n, out + (size_t)r * n);
 }
 
-static int int_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
-    if (b->axis == KV_AXIS_TOKENS) {   /* a channel's codes run along the positions: kt's order */
+/* A token-axis unit keeps each channel's codes along the positions, kt's order, so it is
+ * decoded straight into kt; so are 4-bit rows with AVX-512. Other channel-axis rows are
+ * decoded one at a time into a column of kt each (the transpose attention would do). */
+static void int_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+    if (b->axis == KV_AXIS_TOKENS) {
         tokens_decode(b, units, n, r0, count, kt, 1, 64);
         for (int c = 0; c < n; c++) memset(kt + (size_t)c * 64 + count, 0, (size_t)(64 - count) * sizeof(float));
-        return 1;
+        return;
     }
+    size_t rb = int_unit_bytes(b, n);
+    const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * rb;
 #if defined(__AVX512F__)
     if (b->bits == 4 && n % 32 == 0 && b->group % 32 == 0) {
-        size_t rb = int_unit_bytes(b, n);
-        rows4_transposed_avx512(b, (const unsigned char *)units + (size_t)r0 * rb, rb, n, count, kt);
-        return 1;
+        rows4_transposed_avx512(b, rows, rb, n, count, kt);
+        return;
     }
 #endif
-    return 0;
+    float row[KV_MAX_HEAD_DIM];
+    for (int p = 0; p < count; p++) {
+        row_decode(b, rows + (size_t)p * rb, n, row);
+        for (int i = 0; i < n; i++) kt[(size_t)i * 64 + p] = row[i];
+    }
+    for (int i = 0; i < n; i++) memset(kt + (size_t)i * 64 + count, 0, (size_t)(64 - count) * sizeof(float));
 }
 
 const KvCodec kv_codec_int = {
     "intB-gG[-asym], intB-tG[-asym]",
     "B = 2, 3, 4, 8 bit integers, an fp16 scale (and minimum) per group of G: gG along the row, tG along positions",
     "int8-g64 int4-g64 int4-g32-asym int3-g64 int2-g64 int2-t32-asym int4-t32-asym",
-    int_parse, int_check, int_unit_bytes, int_encode, int_decode, int_decode_t64, NULL,
+    int_parse, int_check, int_unit_bytes, int_encode, int_decode, int_decode_t64, NULL, 0,
 };

@@ -219,20 +219,19 @@ static void rows_transposed_avx512(const KvBase *b, const unsigned char *rows, s
 }
 #endif
 
-static int nf4_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
 #if defined(__AVX512F__)
+static void nf4_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
     size_t rb = nf4_unit_bytes(b, n);
     rows_transposed_avx512(b, (const unsigned char *)units + (size_t)r0 * rb, rb, n, count, kt);
-    return 1;
-#else
-    (void)b, (void)units, (void)n, (void)r0, (void)count, (void)kt;
-    return 0;
-#endif
 }
+#define NF4_DECODE_T64 nf4_decode_t64
+#else
+#define NF4_DECODE_T64 NULL   /* the caller decodes and transposes */
+#endif
 
 const KvCodec kv_codec_nf4 = {
     "nf4-gG",
     "4-bit NormalFloat (QLoRA's NF4) codes, an fp16 absmax per group of G along the row",
     "nf4-g64 nf4-g32 nf4-g128",
-    nf4_parse, nf4_check, nf4_unit_bytes, nf4_encode, nf4_decode, nf4_decode_t64, NULL,
+    nf4_parse, nf4_check, nf4_unit_bytes, nf4_encode, nf4_decode, NF4_DECODE_T64, NULL, 0,
 };

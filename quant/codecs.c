@@ -55,10 +55,6 @@ int kv_base_check(const KvBase *b, int n, char *why, size_t why_len) {
     return b->codec->check(b, n, why, why_len);
 }
 
-double kv_base_bits(const KvBase *b, int n) {
-    return 8.0 * (double)b->codec->unit_bytes(b, n) / ((double)b->rows * n);
-}
-
 int kv_parse_number(const char **p, int lo, int hi, int *out) {
     const char *s = *p;
     long v = 0;

@@ -69,9 +69,13 @@ static void canonical_spec(KvSpec *spec) {
     if (spec->sinks) snprintf(t + len, n - (size_t)len, "+sink%d", spec->sinks);
 }
 
-int kv_spec_parse(const char *text, KvSpec *spec, char *why, size_t why_len) {
+int kv_spec_parse(const char *text, KvSide side, KvSpec *spec, char *why, size_t why_len) {
     char buf[96];
     memset(spec, 0, sizeof *spec);
+    if (side != KV_SIDE_KEYS && side != KV_SIDE_VALUES) {
+        snprintf(why, why_len, "a scheme is parsed for keys or for values");
+        return -1;
+    }
     size_t len = strlen(text);
     if (len == 0) {
         snprintf(why, why_len, "empty scheme");
@@ -96,6 +100,11 @@ int kv_spec_parse(const char *text, KvSpec *spec, char *why, size_t why_len) {
         if (parse_modifier(mod, spec, why, why_len)) return -1;
     }
     canonical_spec(spec);
+    if (spec->prerope && side != KV_SIDE_KEYS) {
+        snprintf(why, why_len, "%s: +prerope is for keys only", spec->text);
+        return -1;
+    }
+    spec->side = side;
     return 0;
 }
 
@@ -125,7 +134,7 @@ static int parse_layers(const char *item, const char *colon, KvLayerItem *it, ch
 static int overlaps(const KvLayerItem *a, const KvLayerItem *b) { return a->first <= b->last && b->first <= a->last; }
 
 /* One ";L:SPEC" item, appended to l. */
-static int parse_item(const char *item, KvLayered *l, char *why, size_t why_len) {
+static int parse_item(const char *item, KvSide side, KvLayered *l, char *why, size_t why_len) {
     const char *colon = strchr(item, ':');
     if (!colon) {
         snprintf(why, why_len, "'%.40s': a later item needs layers, as in ';0:int8-g64' or ';2-5:int4-g64'", item);
@@ -136,7 +145,7 @@ static int parse_item(const char *item, KvLayered *l, char *why, size_t why_len)
         return -1;
     }
     KvLayerItem *it = &l->items[l->n_items];
-    if (parse_layers(item, colon, it, why, why_len) || kv_spec_parse(colon + 1, &it->spec, why, why_len)) return -1;
+    if (parse_layers(item, colon, it, why, why_len) || kv_spec_parse(colon + 1, side, &it->spec, why, why_len)) return -1;
     for (int i = 0; i < l->n_items; i++)
         if (overlaps(&l->items[i], it)) {
             snprintf(why, why_len, "layers %d-%d are named twice (items %d-%d and %d-%d overlap)", it->first, it->last,
@@ -157,7 +166,7 @@ static void canonical_layered(KvLayered *l) {
     }
 }
 
-int kv_layered_parse(const char *text, KvLayered *l, char *why, size_t why_len) {
+int kv_layered_parse(const char *text, KvSide side, KvLayered *l, char *why, size_t why_len) {
     char buf[1024];
     memset(l, 0, sizeof *l);
     size_t len = strlen(text);
@@ -172,7 +181,7 @@ int kv_layered_parse(const char *text, KvLayered *l, char *why, size_t why_len) 
         snprintf(why, why_len, "'%.40s': the first item applies to every layer and takes no 'L:'", buf);
         return -1;
     }
-    if (kv_spec_parse(buf, &l->all, why, why_len)) return -1;
+    if (kv_spec_parse(buf, side, &l->all, why, why_len)) return -1;
     while (semi) {
         char *item = semi + 1;
         semi = strchr(item, ';');
@@ -181,7 +190,7 @@ int kv_layered_parse(const char *text, KvLayered *l, char *why, size_t why_len) 
             snprintf(why, why_len, "'%.60s': empty layer item (two ';' in a row, or one at the end)", text);
             return -1;
         }
-        if (parse_item(item, l, why, why_len)) return -1;
+        if (parse_item(item, side, l, why, why_len)) return -1;
     }
     canonical_layered(l);
     return 0;
@@ -190,10 +199,18 @@ int kv_layered_parse(const char *text, KvLayered *l, char *why, size_t why_len) 
 /* ------------------------------------------------------------------------- */
 /* Checking against a model */
 
-static int spec_check(KvSpec *spec, int head_dim, KvSide side, char *why, size_t why_len) {
+static const char *side_name(KvSide side) {
+    return side == KV_SIDE_KEYS ? "keys" : side == KV_SIDE_VALUES ? "values" : "no side";
+}
+
+static int spec_check(const KvSpec *spec, int head_dim, KvSide side, char *why, size_t why_len) {
     char base_why[160];
-    if (head_dim > 4096) {   /* the row transforms work in fixed buffers of 4096 values */
-        snprintf(why, why_len, "%s: head_dim %d is above 4096", spec->text, head_dim);
+    if (spec->side != side || (side != KV_SIDE_KEYS && side != KV_SIDE_VALUES)) {
+        snprintf(why, why_len, "%s: parsed for %s, used for %s", spec->text, side_name(spec->side), side_name(side));
+        return -1;
+    }
+    if (head_dim > KV_MAX_HEAD_DIM) {
+        snprintf(why, why_len, "%s: head_dim %d is above %d", spec->text, head_dim, KV_MAX_HEAD_DIM);
         return -1;
     }
     if (!kv_base_check(&spec->base, head_dim, base_why, sizeof base_why)) {
@@ -206,10 +223,6 @@ static int spec_check(KvSpec *spec, int head_dim, KvSide side, char *why, size_t
         snprintf(why, why_len, "%s: +had needs head_dim a power of two (it is %d)", spec->text, head_dim);
         return -1;
     }
-    if (spec->prerope && side != KV_SIDE_KEYS) {
-        snprintf(why, why_len, "%s: +prerope is for keys only", spec->text);
-        return -1;
-    }
     if (spec->outliers && spec->base.axis != KV_AXIS_CHANNELS) {
         snprintf(why, why_len, "%s: +out needs a base that quantizes along the row, not a token-axis one", spec->text);
         return -1;
@@ -219,7 +232,6 @@ static int spec_check(KvSpec *spec, int head_dim, KvSide side, char *why, size_t
                  spec->outliers, head_dim);
         return -1;
     }
-    spec->side = side;
     return 0;
 }
 
@@ -298,7 +310,9 @@ double kv_spec_effective_bits(const KvSpec *spec, int n, int ctx) {
 
 /* llama.cpp's converter interleaves the halves of q_proj and k_proj so each RoPE pair (i, i + d/2)
  * is adjacent: key rows are quantized in the order (0, d/2, 1, d/2+1, ...). */
-static int llama_key_order(const KvSpec *spec) { return spec->base.llama_order && spec->side == KV_SIDE_KEYS; }
+static int llama_key_order(const KvSpec *spec) {
+    return spec->base.codec->llama_key_order && spec->side == KV_SIDE_KEYS;
+}
 
 static void to_llama_order(float *x, int n, float *tmp) {
     for (int i = 0; i < n / 2; i++) {
@@ -322,7 +336,7 @@ static int inner_rotation(const KvSpec *spec) { return spec->base.codec->rotate 
 
 /* Natural order -> the domain the codec is given: llama.cpp key order, then H. */
 static void to_codec_input(const KvSpec *spec, float *x, int n) {
-    float tmp[4096];
+    float tmp[KV_MAX_HEAD_DIM];
     if (llama_key_order(spec)) to_llama_order(x, n, tmp);
     if (spec->hadamard) hadamard(x, n);
 }
@@ -333,7 +347,7 @@ void kv_spec_to_domain(const KvSpec *spec, float *x, int n) {
 }
 
 void kv_spec_from_domain(const KvSpec *spec, float *x, int n) {
-    float tmp[4096];
+    float tmp[KV_MAX_HEAD_DIM];
     if (inner_rotation(spec)) spec->base.codec->rotate(&spec->base, x, n, KV_FROM_INNER);
     if (spec->hadamard) hadamard(x, n);
     if (llama_key_order(spec)) from_llama_order(x, n, tmp);
@@ -395,8 +409,8 @@ void kv_spec_decode(const KvSpec *spec, const void *units, int n, int r0, int co
     }
 }
 
-int kv_spec_decode_t64(const KvSpec *spec, const void *units, int n, int r0, int count, float *kt) {
-    const KvBase *b = &spec->base;
-    if (spec->outliers || !b->codec->decode_t64) return 0;
-    return b->codec->decode_t64(b, units, n, r0, count, kt);
+int kv_spec_has_decode_t64(const KvSpec *spec) { return spec->base.codec->decode_t64 && !spec->outliers; }
+
+void kv_spec_decode_t64(const KvSpec *spec, const void *units, int n, int r0, int count, float *kt) {
+    spec->base.codec->decode_t64(&spec->base, units, n, r0, count, kt);
 }

@@ -32,6 +32,9 @@
 #define KV_MAX_LAYER_ITEMS 16    /* ";L:SPEC" overrides in one LAYERED value */
 #define KV_MAX_WINDOW 1000000    /* +resR, +sinkS: positions */
 
+/* Which side of the cache a scheme is for, fixed when it is parsed: +prerope is for keys only,
+ * and the llama.cpp block types code keys in llama.cpp's channel order. A zeroed spec is
+ * KV_SIDE_UNBOUND, which kv_layered_bind refuses. */
 typedef enum { KV_SIDE_UNBOUND = 0, KV_SIDE_KEYS = 1, KV_SIDE_VALUES = 2 } KvSide;
 
 typedef struct {
@@ -41,7 +44,7 @@ typedef struct {
     int residual;      /* +resR: R, else 0 */
     int sinks;         /* +sinkS: S, else 0 */
     int outliers;      /* +outK: K, else 0 */
-    KvSide side;       /* set by kv_layered_bind: keys are reordered for llama.cpp bases */
+    KvSide side;       /* keys or values, given to the parser */
     char text[96];     /* canonical spelling: base, then had, prerope, out, res, sink */
 } KvSpec;
 
@@ -59,12 +62,14 @@ typedef struct {
 
 /* ---- parsing and checking ---- */
 
-/* One SPEC. 0, or -1 with why naming the offending part ("unknown modifier '+foo'"). */
-int kv_spec_parse(const char *text, KvSpec *spec, char *why, size_t why_len);
-/* A LAYERED value; syntax only (layer numbers are checked by kv_layered_bind). */
-int kv_layered_parse(const char *text, KvLayered *l, char *why, size_t why_len);
-/* Checks l against a model (layer range, head_dim divisibility and powers of two, +prerope only
- * on keys, +out only on channel-axis bases) and records which side it is for. 0 or -1 + why. */
+/* One SPEC for keys or values. 0, or -1 with why naming the offending part ("unknown modifier
+ * '+foo'", "+prerope is for keys only"). */
+int kv_spec_parse(const char *text, KvSide side, KvSpec *spec, char *why, size_t why_len);
+/* A LAYERED value for keys or values; layer numbers are checked by kv_layered_bind. */
+int kv_layered_parse(const char *text, KvSide side, KvLayered *l, char *why, size_t why_len);
+/* Checks l against a model (layer range, head_dim divisibility and powers of two, +out only on
+ * channel-axis bases) and against the side it is used for: a value parsed for the other side,
+ * or for none (a zeroed KvLayered), is refused. 0 or -1 + why. */
 int kv_layered_bind(KvLayered *l, int n_layers, int head_dim, KvSide side, char *why, size_t why_len);
 /* The spec of one layer. */
 const KvSpec *kv_layered_at(const KvLayered *l, int layer);
@@ -83,8 +88,6 @@ const KvModifierInfo *kv_modifier_at(int i);
 
 /* ---- sizes and bits ---- */
 
-/* Rows per stored unit: G for a token-axis base, else 1. */
-static inline int kv_spec_rows_per_unit(const KvSpec *spec) { return spec->base.rows; }
 /* Bytes of one unit for rows of n values: the codec's bytes, then per row K outliers (fp16 value
  * and u8 index each). */
 size_t kv_spec_unit_bytes(const KvSpec *spec, int n);
@@ -109,8 +112,10 @@ void kv_spec_from_domain(const KvSpec *spec, float *x, int n);
 void kv_spec_encode(const KvSpec *spec, const float *x, int n, void *unit, float *scratch);
 /* Rows r0 .. r0+count-1 of a run of units, in the spec's domain, into out[count][n]. */
 void kv_spec_decode(const KvSpec *spec, const void *units, int n, int r0, int count, float *out);
-/* The same rows transposed, kt[i * 64 + p] (count <= 64, zeros beyond), when the codec has a
- * faster way than decode + transpose; else 0 and kt untouched. */
-int kv_spec_decode_t64(const KvSpec *spec, const void *units, int n, int r0, int count, float *kt);
+/* 1 when the spec's rows can be decoded straight into a transposed block (the codec has a
+ * decode_t64 and no outliers are written back over its rows). */
+int kv_spec_has_decode_t64(const KvSpec *spec);
+/* Then: the same rows transposed, kt[i * 64 + p] (count <= 64, zeros beyond). */
+void kv_spec_decode_t64(const KvSpec *spec, const void *units, int n, int r0, int count, float *kt);
 
 #endif

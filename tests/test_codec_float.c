@@ -205,7 +205,7 @@ static void test_float_codec(const char *text, int n, uint64_t *rng) {
     KvBase b;
     char name[160];
     snprintf(name, sizeof name, "codec float: %s parses (no groups, one row a unit; rows of %d)", text, n);
-    if (!check(parse_base(text, &b) && !strcmp(b.name, text) && b.group == 0 && b.rows == 1 && !b.asym &&
+    if (!check(parse_base(text, &b) && !strcmp(b.name, text) && b.group == 0 && b.rows == 1 && !b.variant &&
                    b.axis == KV_AXIS_CHANNELS && b.codec->decode_t64 == NULL && b.codec->rotate == NULL,
                name, "refused or wrong fields"))
         return;

@@ -14,6 +14,7 @@
 #include "model/formats/fileio.h"
 #include "model/formats/json.h"
 #include "quant/codec.h"
+#include "quant/scheme.h"
 #include "tests/ggml_ref.h"
 #include "tests/test.h"
 
@@ -467,6 +468,10 @@ static void test_layout(void) {
 
 /* ---- the interface ---- */
 
+/* The table row a base came from (the codec pointer, read through a function so that the check
+ * reads as what it asks). */
+static const KvCodec *codec_of(const KvBase *b) { return b->codec; }
+
 static void test_interface(void) {
     char name[160], why[160];
     const KvCodec *codec = NULL;
@@ -477,8 +482,8 @@ static void test_interface(void) {
         if (k == 0) codec = parsed ? b.codec : NULL;
         snprintf(name, sizeof name, "ggml parse %s: canonical name, bits %d, group 32, asym %d, llama order, one row",
                  t->name, t->bits, t->has_min);
-        check(parsed && !strcmp(b.name, t->name) && b.bits == t->bits && b.group == 32 && b.asym == t->has_min &&
-                  b.llama_order == 1 && b.rows == 1 && b.axis == KV_AXIS_CHANNELS && b.codec == codec,
+        check(parsed && !strcmp(b.name, t->name) && b.bits == t->bits && b.group == 32 && b.variant == t->has_min &&
+                  codec_of(&b)->llama_key_order == 1 && b.rows == 1 && b.axis == KV_AXIS_CHANNELS && b.codec == codec,
               name, "%s", parsed ? b.name : why);
         if (!parsed) continue;
         int sizes_ok = 1, refused = 1, accepted = 1;
@@ -498,7 +503,7 @@ static void test_interface(void) {
         check(accepted, name, "%s", why);
         snprintf(name, sizeof name, "ggml %s: check refuses n = 0, 16, 33, 48, 100, 4095 naming the base", t->name);
         check(refused, name, "last why: '%s'", why);
-        double bits64 = kv_base_bits(&b, 64), bits128 = kv_base_bits(&b, 128);
+        double bits64 = kv_spec_stored_bits(&(KvSpec){.base = b}, 64), bits128 = kv_spec_stored_bits(&(KvSpec){.base = b}, 128);
         snprintf(name, sizeof name, "ggml %s: %.1f stored bits per value (SCHEMES.md section 6)", t->name,
                  t->bits_per_value);
         check(bits64 == t->bits_per_value && bits128 == t->bits_per_value, name, "%g, %g", bits64, bits128);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "quant/codec.h"
+#include "quant/scheme.h"
 #include "quant/half.h"
 #include "tests/test.h"
 #include "tests/test_random.h"
@@ -480,13 +481,13 @@ static void test_sizes_and_bits(void) {
         KvBase b = tq_base(B);
         for (int n = 8; n <= 4096; n *= 2) {
             bad_bytes += b.codec->unit_bytes(&b, n) != (size_t)(B * n / 8 + 2);
-            bad_bits += !close_to(kv_base_bits(&b, n), B + 16.0 / n, 1e-12);
+            bad_bits += !close_to(kv_spec_stored_bits(&(KvSpec){.base = b}, n), B + 16.0 / n, 1e-12);
         }
     }
     check(!bad_bytes, "tq_unit_bytes_layout", "%d (B, n) with unit_bytes != B*n/8 + 2", bad_bytes);
-    check(!bad_bits, "tq_bits_per_value", "%d (B, n) with kv_base_bits != B + 16/n", bad_bits);
+    check(!bad_bits, "tq_bits_per_value", "%d (B, n) with stored bits != B + 16/n", bad_bits);
     KvBase b = tq_base(3);
-    check(close_to(kv_base_bits(&b, 64), 3.25, 1e-12), "tq3_d64_bits_3_25", "%.6f", kv_base_bits(&b, 64));
+    check(close_to(kv_spec_stored_bits(&(KvSpec){.base = b}, 64), 3.25, 1e-12), "tq3_d64_bits_3_25", "%.6f", kv_spec_stored_bits(&(KvSpec){.base = b}, 64));
 }
 
 static void test_names(void) {

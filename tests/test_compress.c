@@ -50,10 +50,10 @@ static void variant_quantize(const KvBase *b, const float *x, size_t n, float *x
             mx = fmaxf(mx, xg[i]);
             amax = fmaxf(amax, fabsf(xg[i]));
         }
-        int qmax = b->asym ? (1 << b->bits) - 1 : (1 << (b->bits - 1)) - 1;
-        int qmin = b->asym ? 0 : -(1 << (b->bits - 1));
-        float raw = b->asym ? (mx - mn) / (float)qmax : amax / (float)qmax;
-        float scale = round_to_f16(raw), lo = b->asym ? round_to_f16(mn) : 0.0f;
+        int qmax = b->variant ? (1 << b->bits) - 1 : (1 << (b->bits - 1)) - 1;
+        int qmin = b->variant ? 0 : -(1 << (b->bits - 1));
+        float raw = b->variant ? (mx - mn) / (float)qmax : amax / (float)qmax;
+        float scale = round_to_f16(raw), lo = b->variant ? round_to_f16(mn) : 0.0f;
         for (int i = 0; i < gs; i++) {
             float q = scale == 0 ? 0 : fminf(fmaxf(rintf((xg[i] - lo) / raw), (float)qmin), (float)qmax);
             float v = q * scale;
@@ -99,10 +99,11 @@ static void check_metrics(const char *cache, const char *metrics) {
     for (size_t i = 0; results && i < results->count; i++) {
         const JsonValue *row = &results->items[i];
         const char *scheme = json_get(row, "scheme")->string;
-        KvLayered layered;
+        KvLayered k, v;
         char why[160];
-        int parsed = kv_layered_parse(scheme, &layered, why, sizeof why) == 0;
-        CompressOptions o = {&layered, &layered, 0.0, 0, 0.10, 18.0, 0.99};
+        int parsed = kv_layered_parse(scheme, KV_SIDE_KEYS, &k, why, sizeof why) == 0 &&
+                     kv_layered_parse(scheme, KV_SIDE_VALUES, &v, why, sizeof why) == 0;
+        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99};
         CompressReport r;
         KvSnapshot recon, back;
         snprintf(name, sizeof name, "%s %s compress", cache, scheme);
@@ -118,7 +119,7 @@ static void check_metrics(const char *cache, const char *metrics) {
               r.compression_ratio, want_ratio, r.compressed_bytes, r.n_elements);
         /* the whole file's ratio is one unit's: 16 bits over the stored bits of a row of
          * head_dim values (of G values for a group longer than the row, stored as a flat run) */
-        const KvSpec *spec = &layered.all;
+        const KvSpec *spec = &k.all;
         int row_len = spec->base.group > s.head_dim ? spec->base.group : s.head_dim;
         double unit_ratio = 16.0 / kv_spec_stored_bits(spec, row_len);
         snprintf(name, sizeof name, "%s %s ratio = 16 / stored bits of one unit (%.4g)", cache, scheme,
@@ -195,10 +196,11 @@ static void check_round_trips(void) {
     free(b1); free(b2);
     if (ok) kv_snapshot_free(&again);
 
-    KvLayered int4;
+    KvLayered int4_k, int4_v;
     char why[160];
-    kv_layered_parse("int4-g64", &int4, why, sizeof why);
-    CompressOptions o = {&int4, &int4, 0.0, 0, 0.10, 18.0, 0.99};
+    kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
+    kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99};
     CompressReport r1, r2;
     ok = kv_compress(&s, &o, "build/plain.safetensors", &r1, NULL, &err) == 0;
     o.lz4 = 1;

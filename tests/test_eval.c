@@ -61,12 +61,12 @@ static void check_wikitext_tokens(const Setup *s) {
 }
 
 /* A scheme by its text, in buf; NULL when it does not parse. */
-static const KvLayered *scheme_named(const char *text, KvLayered *buf) {
+static const KvLayered *scheme_named(const char *text, KvSide side, KvLayered *buf) {
     char why[160];
-    return kv_layered_parse(text, buf, why, sizeof why) == 0 ? buf : NULL;
+    return kv_layered_parse(text, side, buf, why, sizeof why) == 0 ? buf : NULL;
 }
 
-static PplOptions hf_options(const KvLayered *scheme, int windows) {
+static PplOptions hf_options(const KvLayered *k, const KvLayered *v, int windows) {
     PplOptions o = {0};
     o.protocol = PPL_HF;
     o.ctx = 1024;
@@ -74,7 +74,8 @@ static PplOptions hf_options(const KvLayered *scheme, int windows) {
     o.max_windows = windows;
     o.shard_count = 1;
     o.batch = 256;
-    o.k_scheme = o.v_scheme = scheme;
+    o.k_scheme = k;
+    o.v_scheme = v;
     return o;
 }
 
@@ -102,13 +103,12 @@ static const Evaluation *evaluate(const Setup *s, const char *k_text, const char
     Error err = {{0}};
     snprintf(e->k, sizeof e->k, "%s", k_text);
     snprintf(e->v, sizeof e->v, "%s", v_text);
-    if (!scheme_named(k_text, &k) || !scheme_named(v_text, &v)) {
+    if (!scheme_named(k_text, KV_SIDE_KEYS, &k) || !scheme_named(v_text, KV_SIDE_VALUES, &v)) {
         e->rc = -1;
         snprintf(e->msg, sizeof e->msg, "scheme K %s V %s does not parse", k_text, v_text);
         return e;
     }
-    PplOptions o = hf_options(&k, 4);
-    o.v_scheme = &v;
+    PplOptions o = hf_options(&k, &v, 4);
     o.compare = 1;
     e->rc = ppl_evaluate(&s->model, s->tokens, s->n_tokens, &o, &e->r, &err);
     snprintf(e->msg, sizeof e->msg, "%s", err.msg);
@@ -155,8 +155,8 @@ static int sums_agree(double shards, double whole) { return fabs(shards - whole)
 
 /* Shards 0/3, 1/3, 2/3 add up to the single run's sums. */
 static void check_shards(const Setup *s) {
-    KvLayered buf;
-    PplOptions o = hf_options(scheme_named("int4-g64", &buf), 3);
+    KvLayered k, v;
+    PplOptions o = hf_options(scheme_named("int4-g64", KV_SIDE_KEYS, &k), scheme_named("int4-g64", KV_SIDE_VALUES, &v), 3);
     o.ctx = 256;
     o.stride = 128;
     o.compare = 1;
@@ -230,13 +230,13 @@ static void paired_mean_stderr(const double *a, const double *b, long n, double 
 /* The paired standard error of the NLL delta (quantized - fp32 cache, token by token), as
  * ppl reports it, against the same figure computed here from per-token NLLs. */
 static void check_paired_stderr(const Setup *s) {
-    KvLayered int4_buf;
-    const KvLayered *int4 = scheme_named("int4-g64", &int4_buf), *fp32 = NULL;
+    KvLayered int4_k, int4_v;
+    const KvLayered *fp32 = NULL;
     const Evaluation *self = evaluate(s, "fp32", "fp32");
     check(self && self->rc == 0 && self->r.compared && self->r.sums.diff_sum == 0 && self->r.sums.diff_sumsq == 0 &&
           ppl_stderr_mean(self->r.sums.diff_sum, self->r.sums.diff_sumsq, self->r.sums.scored) == 0,
           "paired standard error of fp32 against itself is 0", "differences summed to %g", self ? self->r.sums.diff_sum : NAN);
-    PplOptions o = hf_options(int4, 3);
+    PplOptions o = hf_options(scheme_named("int4-g64", KV_SIDE_KEYS, &int4_k), scheme_named("int4-g64", KV_SIDE_VALUES, &int4_v), 3);
     o.ctx = 256;
     o.stride = 128;
     o.compare = 1;
@@ -248,7 +248,7 @@ static void check_paired_stderr(const Setup *s) {
     double se = ppl_stderr_mean(r.sums.diff_sum, r.sums.diff_sumsq, r.sums.scored), mean_direct, se_direct;
     check(isfinite(se) && se > 0, "int4-g64 NLL delta: paired standard error finite and positive", "%g", se);
     double *quant = calloc((size_t)r.sums.scored + 1, sizeof(double)), *base = calloc((size_t)r.sums.scored + 1, sizeof(double));
-    long n_quant = per_token_nll(s, &o, int4, int4, quant, r.sums.scored, &err);
+    long n_quant = per_token_nll(s, &o, &int4_k, &int4_v, quant, r.sums.scored, &err);
     long n_base = n_quant == r.sums.scored ? per_token_nll(s, &o, fp32, fp32, base, r.sums.scored, &err) : -1;
     const char *name = "int4-g64 NLL delta: mean and paired standard error equal a two-pass computation over per-token NLLs";
     if (check(n_quant == r.sums.scored && n_base == r.sums.scored, "int4-g64 NLL delta: one per-token value per scored token",

@@ -24,7 +24,7 @@ static float *run_batches(const Model *m, const int *tokens, int n, int batch, c
     Error err;
     KvLayered k, v;
     char why[160];
-    if (kv_layered_parse(k_text, &k, why, sizeof why) || kv_layered_parse(v_text, &v, why, sizeof why)) return NULL;
+    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why)) return NULL;
     if (runstate_init(&s, c, batch, &err)) return NULL;
     if (kv_cache_init(&kv, c, n, batch, &k, &v, m->rope_inv_freq, &err)) {
         runstate_free(&s);

@@ -25,15 +25,15 @@ static void test_canonical(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         KvSpec s;
         char why[200] = "", name[80];
-        int rc = kv_spec_parse(cases[i][0], &s, why, sizeof why);
+        int rc = kv_spec_parse(cases[i][0], KV_SIDE_KEYS, &s, why, sizeof why);
         snprintf(name, sizeof name, "scheme: '%s' parses as '%s'", cases[i][0], cases[i][1]);
         check(rc == 0 && !strcmp(s.text, cases[i][1]), name, "rc %d, text '%s', why '%s'", rc, rc ? "" : s.text, why);
     }
     KvSpec s;
     char why[200];
-    int rc = kv_spec_parse("int2-t32-asym+res128+sink4+out3", &s, why, sizeof why);
+    int rc = kv_spec_parse("int2-t32-asym+res128+sink4+out3", KV_SIDE_KEYS, &s, why, sizeof why);
     check(rc == 0 && s.residual == 128 && s.sinks == 4 && s.outliers == 3 && s.base.rows == 32 &&
-              s.base.axis == KV_AXIS_TOKENS && s.base.asym && s.base.bits == 2,
+              s.base.axis == KV_AXIS_TOKENS && s.base.variant && s.base.bits == 2,
           "scheme: modifier numbers and token-axis base fields", "rc %d res %d sink %d out %d", rc, s.residual, s.sinks,
           s.outliers);
 }
@@ -67,7 +67,7 @@ static void test_refusals(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         KvLayered l;
         char why[200] = "", name[96];
-        int rc = kv_layered_parse(cases[i][0], &l, why, sizeof why);
+        int rc = kv_layered_parse(cases[i][0], KV_SIDE_KEYS, &l, why, sizeof why);
         snprintf(name, sizeof name, "scheme: '%s' is refused naming '%s'", cases[i][0], cases[i][1]);
         check(rc == -1 && strstr(why, cases[i][1]) && !strchr(why, '\n'), name, "rc %d, why '%s'", rc, why);
     }
@@ -76,7 +76,7 @@ static void test_refusals(void) {
 static void test_layers(void) {
     KvLayered l;
     char why[200] = "";
-    int rc = kv_layered_parse("int2-g64;0:int8-g64;20-21:int4-g32-asym", &l, why, sizeof why);
+    int rc = kv_layered_parse("int2-g64;0:int8-g64;20-21:int4-g32-asym", KV_SIDE_KEYS, &l, why, sizeof why);
     rc = rc ? rc : kv_layered_bind(&l, 22, 64, KV_SIDE_KEYS, why, sizeof why);
     check(rc == 0 && !strcmp(kv_layered_at(&l, 0)->text, "int8-g64") && !strcmp(kv_layered_at(&l, 1)->text, "int2-g64") &&
               !strcmp(kv_layered_at(&l, 19)->text, "int2-g64") && !strcmp(kv_layered_at(&l, 20)->text, "int4-g32-asym") &&
@@ -84,9 +84,9 @@ static void test_layers(void) {
               !strcmp(l.text, "int2-g64;0:int8-g64;20-21:int4-g32-asym"),
           "scheme: per-layer items pick each layer's spec", "rc %d why '%s' text '%s'", rc, why, l.text);
     check(!kv_layered_is_fp32(&l), "scheme: a quantized layered scheme is not fp32", "");
-    rc = kv_layered_parse("fp32;0:fp32", &l, why, sizeof why);
+    rc = kv_layered_parse("fp32;0:fp32", KV_SIDE_VALUES, &l, why, sizeof why);
     check(rc == 0 && kv_layered_is_fp32(&l), "scheme: fp32 everywhere is fp32", "rc %d", rc);
-    rc = kv_layered_parse("fp32;3:fp16", &l, why, sizeof why);
+    rc = kv_layered_parse("fp32;3:fp16", KV_SIDE_VALUES, &l, why, sizeof why);
     check(rc == 0 && !kv_layered_is_fp32(&l), "scheme: one fp16 layer makes it not fp32", "rc %d", rc);
 }
 
@@ -110,7 +110,7 @@ static void test_bind(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         KvLayered l;
         char why[200] = "", name[96];
-        int rc = kv_layered_parse(cases[i].text, &l, why, sizeof why);
+        int rc = kv_layered_parse(cases[i].text, cases[i].side, &l, why, sizeof why);
         if (rc == 0) rc = kv_layered_bind(&l, cases[i].layers, cases[i].head_dim, cases[i].side, why, sizeof why);
         snprintf(name, sizeof name, "scheme: '%s' on %d layers, head_dim %d is refused", cases[i].text, cases[i].layers,
                  cases[i].head_dim);
@@ -118,9 +118,33 @@ static void test_bind(void) {
     }
     KvLayered l;
     char why[200] = "";
-    int rc = kv_layered_parse("int4-g32+had+prerope+res8+sink2+out1", &l, why, sizeof why);
+    int rc = kv_layered_parse("int4-g32+had+prerope+res8+sink2+out1", KV_SIDE_KEYS, &l, why, sizeof why);
     rc = rc ? rc : kv_layered_bind(&l, 4, 64, KV_SIDE_KEYS, why, sizeof why);
     check(rc == 0 && l.all.side == KV_SIDE_KEYS, "scheme: every modifier at once binds on keys", "why '%s'", why);
+}
+
+/* A scheme's side is fixed when it is parsed: it cannot be parsed for no side, bound for the
+ * other side (keys in llama.cpp's order would be coded as values), or bound unparsed. */
+static void test_sides(void) {
+    KvLayered l;
+    char why[200] = "";
+    int rc = kv_layered_parse("int4-g64", KV_SIDE_UNBOUND, &l, why, sizeof why);
+    check(rc == -1 && strstr(why, "keys or for values"), "scheme: parsing for no side is refused", "rc %d why '%s'", rc, why);
+    rc = kv_layered_parse("q4_0;1:q8_0", KV_SIDE_KEYS, &l, why, sizeof why);
+    rc = rc ? rc : kv_layered_bind(&l, 4, 64, KV_SIDE_VALUES, why, sizeof why);
+    check(rc == -1 && strstr(why, "parsed for keys, used for values"), "scheme: a key scheme bound for values is refused",
+          "rc %d why '%s'", rc, why);
+    rc = kv_layered_parse("fp32;1:q8_0", KV_SIDE_VALUES, &l, why, sizeof why);
+    l.items[0].spec.side = KV_SIDE_KEYS;   /* one item of another side, as a careless caller might make */
+    rc = rc ? rc : kv_layered_bind(&l, 4, 64, KV_SIDE_VALUES, why, sizeof why);
+    check(rc == -1 && strstr(why, "q8_0: parsed for keys"), "scheme: a layer item of the other side is refused",
+          "rc %d why '%s'", rc, why);
+    memset(&l, 0, sizeof l);
+    rc = kv_base_parse("int4-g64", &l.all.base, why, sizeof why);
+    snprintf(l.all.text, sizeof l.all.text, "int4-g64");
+    rc = rc ? rc : kv_layered_bind(&l, 4, 64, KV_SIDE_KEYS, why, sizeof why);
+    check(rc == -1 && strstr(why, "parsed for no side"), "scheme: an unbound (zeroed) scheme is refused", "rc %d why '%s'",
+          rc, why);
 }
 
 /* ---- the positions rule and bits ---- */
@@ -128,7 +152,7 @@ static void test_bind(void) {
 static KvSpec spec_of(const char *text) {
     KvSpec s;
     char why[200];
-    if (kv_spec_parse(text, &s, why, sizeof why)) memset(&s, 0, sizeof s);
+    if (kv_spec_parse(text, KV_SIDE_KEYS, &s, why, sizeof why)) memset(&s, 0, sizeof s);
     return s;
 }
 
@@ -289,13 +313,14 @@ static void test_outliers(void) {
     check(finite, "scheme: a NaN taken as an outlier leaves the rest of the row finite", "");
 }
 
-/* The llama.cpp key order, checked through a float base (fp32 stores the row as given): a
- * key row is stored as (x0, x32, x1, x33, ...); values keep their order. The first ggml
- * codec makes this reachable; until then the rule is checked on a hand-built base. */
+/* The llama.cpp key order, checked through a float base (fp32 stores the row as given) given
+ * the flag of llama.cpp's block types: a key row is stored as (x0, x32, x1, x33, ...); values
+ * keep their order. */
 static void test_llama_order(void) {
     KvSpec s = spec_of("fp32");
-    s.base.llama_order = 1;
-    s.side = KV_SIDE_KEYS;
+    KvCodec fp32_in_llama_order = *s.base.codec;
+    fp32_in_llama_order.llama_key_order = 1;
+    s.base.codec = &fp32_in_llama_order;
     float x[64], scratch[64], stored[64], back[64];
     for (int i = 0; i < 64; i++) x[i] = (float)i;
     kv_spec_encode(&s, x, 64, stored, scratch);
@@ -313,6 +338,7 @@ int main(void) {
     test_canonical();
     test_refusals();
     test_layers();
+    test_sides();
     test_bind();
     test_quantized_end();
     test_bits();

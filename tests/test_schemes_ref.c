@@ -57,7 +57,7 @@ static void check_row(const Model *m, const int *tokens, int n_tokens, const cha
     char name[256], why[160];
     snprintf(name, sizeof name, "schemes ref %s: K %s, V %s", model_name, ks, vs);
     KvLayered k, v;
-    if (kv_layered_parse(ks, &k, why, sizeof why) || kv_layered_parse(vs, &v, why, sizeof why)) {
+    if (kv_layered_parse(ks, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(vs, KV_SIDE_VALUES, &v, why, sizeof why)) {
         check(0, name, "does not parse: %s", why);
         return;
     }

@@ -225,8 +225,8 @@ static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i,
 static int bind_options(const KvSnapshot *s, const CompressOptions *o, KvLayered *k, KvLayered *v, Error *err) {
     char why[256];
     if (!(o->sparsity >= 0.0 && o->sparsity < 1.0)) return error_set(err, "sparsity %g must be in [0, 1)", o->sparsity);
-    if (kv_layered_parse("fp32", k, why, sizeof why)) return error_set(err, "%s", why);
-    *v = *k;
+    if (kv_layered_parse("fp32", KV_SIDE_KEYS, k, why, sizeof why) || kv_layered_parse("fp32", KV_SIDE_VALUES, v, why, sizeof why))
+        return error_set(err, "%s", why);
     if (o->k_scheme) *k = *o->k_scheme;
     if (o->v_scheme) *v = *o->v_scheme;
     if (bind_for_file(k, s->n_layers, s->head_dim, KV_SIDE_KEYS, why, sizeof why))
@@ -340,7 +340,7 @@ static int meta_scheme(const SafeTensors *st, const char *key, long layers, long
     const char *text = st_meta(st, key);
     char why[256], shown[72];
     if (!text) return error_set(err, "%s: metadata '%s' missing: not a kvq compressed file", st->path, key);
-    if (kv_layered_parse(text, l, why, sizeof why) || bind_for_file(l, (int)layers, (int)head_dim, side, why, sizeof why)) {
+    if (kv_layered_parse(text, side, l, why, sizeof why) || bind_for_file(l, (int)layers, (int)head_dim, side, why, sizeof why)) {
         for (char *c = why; *c; c++)   /* the refusal quotes the file's text: keep it one line */
             if ((unsigned char)*c < 0x20 || *c == 0x7F) *c = '?';
         return error_set(err, "%s: metadata %s '%s': %s", st->path, key, error_shown(text, shown), why);

@@ -1,7 +1,8 @@
 /* tests/fuzz/fuzz_scheme.c: the scheme language (quant/scheme.h) and every codec of the table
  * (quant/codec.h) on hostile input. Byte 0 picks the mode (mode % 3), the rest is payload:
- *   0  text: kv_layered_parse on it, then kv_layered_bind on a few model shapes. A refusal
- *      says why; an accepted value's canonical text parses back to itself; every bound
+ *   0  text: kv_layered_parse on it for keys and for values, then kv_layered_bind on a few
+ *      model shapes. A refusal says why; an accepted value's canonical text parses back to
+ *      itself; bound for the side it was not parsed for, it is refused; every bound
  *      layer's spec has a unit size, stored bits and a positions rule that make sense, and
  *      one unit of it encodes and decodes.
  *   1  floats: byte 1 picks a spec (every codec's examples, alone and with +had, +out2,
@@ -60,7 +61,7 @@ static void *alloc_exact(size_t n) {
 /* A bound spec for rows of hd values, or -1 when the spec cannot take that width. */
 static int bind_one(const char *text, int hd, KvLayered *l) {
     char why[256];
-    if (kv_layered_parse(text, l, why, sizeof why)) return -1;
+    if (kv_layered_parse(text, KV_SIDE_KEYS, l, why, sizeof why)) return -1;
     return kv_layered_bind(l, 1, hd, KV_SIDE_KEYS, why, sizeof why);
 }
 
@@ -99,21 +100,24 @@ static void fuzz_text(const uint8_t *p, size_t len) {
     if (len >= sizeof text) len = sizeof text - 1;
     memcpy(text, p, len);
     text[len] = '\0';
-    KvLayered l;
-    char why[256];
-    why[0] = '\0';
-    if (kv_layered_parse(text, &l, why, sizeof why)) {
-        fuzz_assert(why[0] && strlen(why) < sizeof why, "a refusal without a reason");
-        return;
-    }
-    KvLayered again;
-    fuzz_assert(kv_layered_parse(l.text, &again, why, sizeof why) == 0, "canonical text does not parse");
-    fuzz_assert(strcmp(again.text, l.text) == 0, "canonical text is not a fixed point");
     static const int shapes[][2] = {{1, 64}, {22, 64}, {4, 128}, {32, 96}, {2, 48}, {1, 8}, {3, 256}};
     int tried = 0;
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        KvLayered b = l;
-        for (int side = KV_SIDE_KEYS; side <= KV_SIDE_VALUES; side++) {
+    for (int side = KV_SIDE_KEYS; side <= KV_SIDE_VALUES; side++) {
+        KvLayered l;
+        char why[256];
+        why[0] = '\0';
+        if (kv_layered_parse(text, (KvSide)side, &l, why, sizeof why)) {
+            fuzz_assert(why[0] && strlen(why) < sizeof why, "a refusal without a reason");
+            continue;
+        }
+        KvLayered again;
+        fuzz_assert(kv_layered_parse(l.text, (KvSide)side, &again, why, sizeof why) == 0, "canonical text does not parse");
+        fuzz_assert(strcmp(again.text, l.text) == 0, "canonical text is not a fixed point");
+        KvLayered other = l;   /* bound for the other side: refused */
+        fuzz_assert(kv_layered_bind(&other, 64, 64, side == KV_SIDE_KEYS ? KV_SIDE_VALUES : KV_SIDE_KEYS, why, sizeof why) != 0,
+                    "a scheme bound for the side it was not parsed for");
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            KvLayered b = l;
             why[0] = '\0';
             if (kv_layered_bind(&b, shapes[k][0], shapes[k][1], (KvSide)side, why, sizeof why)) {
                 fuzz_assert(why[0] && strlen(why) < sizeof why, "a bind refusal without a reason");
@@ -171,7 +175,8 @@ static void fuzz_values(const uint8_t *p, size_t len) {
     kv_spec_encode(s, x, hd, unit, scratch);
     kv_spec_decode(s, unit, hd, 0, rows, out);
     int count = rows < 64 ? rows : 64;
-    int fast = kv_spec_decode_t64(s, unit, hd, 0, count, kt);
+    int fast = kv_spec_has_decode_t64(s);
+    if (fast) kv_spec_decode_t64(s, unit, hd, 0, count, kt);
     if (check) {
         for (size_t i = 0; i < values; i++) fuzz_assert(isfinite(out[i]), "finite input decoded to a non-finite value");
         if (fast)
@@ -211,7 +216,7 @@ static void fuzz_units(const uint8_t *p, size_t len) {
     float *kt = alloc_exact((size_t)64 * hd * sizeof(float));
     kv_spec_decode(s, units, hd, r0, count, out);
     for (int r = 0; r < count; r++) kv_spec_from_domain(s, out + (size_t)r * hd, hd);
-    (void)kv_spec_decode_t64(s, units, hd, r0, count < 64 ? count : 64, kt);
+    if (kv_spec_has_decode_t64(s)) kv_spec_decode_t64(s, units, hd, r0, count < 64 ? count : 64, kt);
     free(units); free(out); free(kt);
 }
 
