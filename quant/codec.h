@@ -41,9 +41,33 @@ typedef struct {
     KvAxis axis;       /* KV_AXIS_TOKENS for intB-tG */
     int rows;          /* rows per unit: G for a token-axis codec, else 1 */
     int variant;       /* the codec's own choice among its forms, read only by its file
-                          (intB: 1 for "-asym"; q4_1, q5_1: 1, a minimum beside the scale) */
+                          (intB: 1 for "-asym"; q4_1, q5_1: 1, a minimum beside the scale; vq: D) */
+    const float *table;   /* a fitted base's table for the rows it codes (one layer and side, and
+                             KV head when tables are per head), bound by the KV cache from the
+                             calibration; NULL for other bases, and before binding */
     char name[32];     /* canonical spelling, as written in a scheme */
 } KvBase;
+
+/* The table of a fitted base (SCHEMES.md §8): `books` independent codebooks of `entries`
+ * entries of `dim` values each, back to back (nuq: one of 2^B single values; vqC-dD: d/D of
+ * 2^C sub-vectors of D values). per_head: each KV head has its own table (vq), else the heads
+ * of a layer share one (nuq). */
+typedef struct {
+    int books, entries, dim, per_head;
+} KvTableShape;
+
+/* How a fitted base's table is fitted to calibration rows (eval/calibrate.c runs it: Lloyd's
+ * algorithm, quant/lloyd.h, on each book's points from the start given here). */
+typedef struct {
+    void (*shape)(const KvBase *b, int n, KvTableShape *shape);
+    /* The points of book `book` in count units lying back to back (b->rows rows of n values
+     * each, as the codec is given them: after +had and +out), in their order, into points (at
+     * most count * rows * n floats); returns how many points (of shape.dim values each). For a
+     * shared table the caller passes the units of every KV head. */
+    size_t (*points)(const KvBase *b, const float *units, size_t count, int n, int book, float *points);
+    /* One book's initial entries from its points; scratch holds n_points floats. */
+    void (*start)(const KvBase *b, const float *points, size_t n_points, float *entries, float *scratch);
+} KvFit;
 
 struct KvCodec {
     const char *syntax;    /* how the base is written: "intB-gG[-asym]" */
@@ -70,6 +94,8 @@ struct KvCodec {
     void (*rotate)(const KvBase *b, float *x, int n, KvRotation direction);
     /* 1 when key rows are coded in llama.cpp's channel order (its block types; quant/scheme.h). */
     int llama_key_order;
+    /* A fitted base's fitting (NULL: the codec has no table to fit). */
+    const KvFit *fit;
 };
 
 /* Parses a base name against every row of the table; 0 on success, else -1 with why

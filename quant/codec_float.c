@@ -42,7 +42,7 @@ static void fp32_decode(const KvBase *b, const void *units, int n, int r0, int c
 
 const KvCodec kv_codec_fp32 = {
     "fp32", "float32 as computed: no quantization (the baseline)", "fp32",
-    fp32_parse, any_width, row_bytes, fp32_encode, fp32_decode, NULL, NULL, 0,
+    fp32_parse, any_width, row_bytes, fp32_encode, fp32_decode, NULL, NULL, 0, NULL,
 };
 
 /* ---- fp16 ---- */
@@ -64,7 +64,7 @@ static void fp16_decode(const KvBase *b, const void *units, int n, int r0, int c
 
 const KvCodec kv_codec_fp16 = {
     "fp16", "IEEE half, nearest-even", "fp16",
-    fp16_parse, any_width, row_bytes, fp16_encode, fp16_decode, NULL, NULL, 0,
+    fp16_parse, any_width, row_bytes, fp16_encode, fp16_decode, NULL, NULL, 0, NULL,
 };
 
 /* ---- bf16 ---- */
@@ -88,5 +88,5 @@ static void bf16_decode(const KvBase *b, const void *units, int n, int r0, int c
 
 const KvCodec kv_codec_bf16 = {
     "bf16", "bfloat16, nearest-even", "bf16",
-    bf16_parse, any_width, row_bytes, bf16_encode, bf16_decode, NULL, NULL, 0,
+    bf16_parse, any_width, row_bytes, bf16_encode, bf16_decode, NULL, NULL, 0, NULL,
 };

@@ -294,5 +294,5 @@ const KvCodec kv_codec_ggml = {
     "q8_0, q4_0, q4_1, q5_0, q5_1",
     "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
     "q8_0 q4_0 q4_1 q5_0 q5_1",
-    ggml_parse, ggml_check, ggml_unit_bytes, ggml_encode, ggml_decode, NULL, NULL, 1,
+    ggml_parse, ggml_check, ggml_unit_bytes, ggml_encode, ggml_decode, NULL, NULL, 1, NULL,
 };

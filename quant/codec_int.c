@@ -470,5 +470,5 @@ const KvCodec kv_codec_int = {
     "intB-gG[-asym], intB-tG[-asym]",
     "B = 2, 3, 4, 8 bit integers, an fp16 scale (and minimum) per group of G: gG along the row, tG along positions",
     "int8-g64 int4-g64 int4-g32-asym int3-g64 int2-g64 int2-t32-asym int4-t32-asym",
-    int_parse, int_check, int_unit_bytes, int_encode, int_decode, int_decode_t64, NULL, 0,
+    int_parse, int_check, int_unit_bytes, int_encode, int_decode, int_decode_t64, NULL, 0, NULL,
 };

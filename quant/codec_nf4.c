@@ -233,5 +233,5 @@ const KvCodec kv_codec_nf4 = {
     "nf4-gG",
     "4-bit NormalFloat (QLoRA's NF4) codes, an fp16 absmax per group of G along the row",
     "nf4-g64 nf4-g32 nf4-g128",
-    nf4_parse, nf4_check, nf4_unit_bytes, nf4_encode, nf4_decode, NF4_DECODE_T64, NULL, 0,
+    nf4_parse, nf4_check, nf4_unit_bytes, nf4_encode, nf4_decode, NF4_DECODE_T64, NULL, 0, NULL,
 };

@@ -266,5 +266,5 @@ const KvCodec kv_codec_tq = {
     "B = 1..4 bit Lloyd-Max codes of N(0,1) after random signs and a Hadamard rotation, an fp16 norm per row "
     "(TurboQuant, MSE)",
     "tq4 tq3 tq2 tq1",
-    tq_parse, tq_check, tq_unit_bytes, tq_encode, tq_decode, NULL, tq_rotate, 0,
+    tq_parse, tq_check, tq_unit_bytes, tq_encode, tq_decode, NULL, tq_rotate, 0, NULL,
 };

@@ -12,6 +12,8 @@ extern const KvCodec kv_codec_fp8_e4m3, kv_codec_fp8_e5m2;
 extern const KvCodec kv_codec_nf4;
 extern const KvCodec kv_codec_ggml;
 extern const KvCodec kv_codec_tq;
+extern const KvCodec kv_codec_nuq;
+extern const KvCodec kv_codec_vq;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
@@ -23,6 +25,8 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_nf4,
     &kv_codec_ggml,
     &kv_codec_tq,
+    &kv_codec_nuq,
+    &kv_codec_vq,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))

@@ -1,0 +1,225 @@
+/* quant/codec_nuq.c: nuqB-gG and nuqB-tG, KVQuant's non-uniform datatype (without its Fisher
+ * weights): B-bit codes into a table T of 2^B values fitted to the model (SCHEMES.md §8), an fp16
+ * absmax per group. B = 2, 3, 4; G a multiple of 8 from 8 to 4096.
+ *
+ * A group is G values: along the row (gG: G consecutive channels of one position, as nf4-gG), or
+ * along the positions (tG: one channel across G consecutive positions, as intB-tG). Per group,
+ * in float32:
+ *   s = fp16(max|x|)               over the group's finite values
+ *   z = x / s                      division by the stored (fp16-rounded) scale
+ *   code = the nearest entry of T  squared distance in float32, ties -> the lower index
+ *                                  (lloyd_nearest: the rule the fit assumed)
+ *   x^ = T[code] * s               one float32 multiply
+ * T is one layer's and side's table, shared by its KV heads (KvBase.table, bound by the cache
+ * from the calibration; §8 fits it on the z of every group the base forms on the calibration
+ * rows). Edge cases (defined, never a crash): s = 0 or a NaN value -> the code of the entry
+ * nearest 0 (x^ = 0 when s = 0); a group whose max|x| passes fp16 stores the largest half,
+ * 65504, as nf4 does; with no table bound (a scheme not yet given its calibration) codes are 0
+ * and rows decode to 0.
+ *
+ * Layout, as intB's (codes unsigned, code i in bits [i*B, i*B+B) of the stream, every 8 codes
+ * exactly B bytes; scales fp16 little-endian):
+ *   gG row (n values):     [codes of the n values][n/G fp16 scales]
+ *   tG unit (G rows of n): [channel 0's G codes][channel 1's] ... [n fp16 scales, one a channel]
+ * So nuq3-g64 takes 3 + 16/64 = 3.25 bits a value, plus one table of 8 floats per layer and side
+ * (a codebook is per model, not per position: reported apart). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "quant/codec.h"
+#include "quant/half.h"
+#include "quant/lloyd.h"
+
+#define MAX_GROUP 4096
+#define F16_MAX 0x7bffu
+
+/* ---- parsing ---- */
+
+static int nuq_parse(const char *name, KvBase *b, char *why, size_t why_len) {
+    const char *p;
+    if (!kv_parse_prefix(name, "nuq", &p)) return 0;
+    int bits, group;
+    if (kv_parse_number(&p, 2, 4, &bits) || *p != '-' || (p[1] != 'g' && p[1] != 't')) {
+        snprintf(why, why_len, "%.40s: expected nuqB-gG or nuqB-tG with B = 2, 3 or 4", name);
+        return -1;
+    }
+    KvAxis axis = p[1] == 't' ? KV_AXIS_TOKENS : KV_AXIS_CHANNELS;
+    p += 2;
+    if (kv_parse_number(&p, 1, MAX_GROUP, &group) || group % 8 != 0 || *p) {
+        snprintf(why, why_len, "%.40s: the group must be a multiple of 8 from 8 to %d", name, MAX_GROUP);
+        return -1;
+    }
+    b->bits = bits;
+    b->group = group;
+    b->axis = axis;
+    b->rows = axis == KV_AXIS_TOKENS ? group : 1;
+    snprintf(b->name, sizeof b->name, "nuq%d-%c%d", bits, axis == KV_AXIS_TOKENS ? 't' : 'g', group);
+    return 1;
+}
+
+static int nuq_check(const KvBase *b, int n, char *why, size_t why_len) {
+    if (b->axis == KV_AXIS_CHANNELS && n % b->group != 0) {
+        snprintf(why, why_len, "%s: group %d does not divide rows of %d", b->name, b->group, n);
+        return 0;
+    }
+    return 1;
+}
+
+static int entries(const KvBase *b) { return 1 << b->bits; }
+
+static size_t code_bytes(const KvBase *b, int n) { return (size_t)n * (size_t)b->rows * (size_t)b->bits / 8; }
+
+static size_t groups_of(const KvBase *b, int n) {
+    return b->axis == KV_AXIS_TOKENS ? (size_t)n : (size_t)(n / b->group);
+}
+
+static size_t nuq_unit_bytes(const KvBase *b, int n) { return code_bytes(b, n) + 2 * groups_of(b, n); }
+
+/* ---- one group ---- */
+
+/* fp16 of the largest finite |x| of count values x[0], x[stride], ...; 65504 past fp16's range. */
+static uint16_t group_scale(const float *x, size_t stride, int count) {
+    float amax = 0.0f;
+    for (int i = 0; i < count; i++) {
+        float a = fabsf(x[(size_t)i * stride]);
+        if (a <= 3.40282347e38f && a > amax) amax = a;   /* finite values only */
+    }
+    uint16_t h = f32_to_f16(amax);
+    return h == 0x7c00u ? F16_MAX : h;
+}
+
+/* The code of z against the table (or 0 without one); NaN and s = 0 take zero_code. */
+static unsigned code_of(const float *table, int k, float z, unsigned zero_code) {
+    if (!table || z != z) return zero_code;
+    return (unsigned)lloyd_nearest(&z, 1, table, k);
+}
+
+static unsigned zero_code_of(const KvBase *b) {
+    const float zero = 0.0f;
+    return b->table ? (unsigned)lloyd_nearest(&zero, 1, b->table, entries(b)) : 0u;
+}
+
+static void pack8(const unsigned c[8], int bits, unsigned char *p) {
+    uint64_t w = 0;
+    for (int k = 0; k < 8; k++) w |= (uint64_t)c[k] << (k * bits);
+    for (int i = 0; i < bits; i++) p[i] = (unsigned char)(w >> (8 * i));
+}
+
+static void unpack8(const unsigned char *p, int bits, unsigned c[8]) {
+    uint64_t w = 0;
+    for (int i = 0; i < bits; i++) w |= (uint64_t)p[i] << (8 * i);
+    for (int k = 0; k < 8; k++) c[k] = (unsigned)(w >> (k * bits)) & ((1u << bits) - 1u);
+}
+
+/* Quantizes count values x[0], x[stride], ... (count a multiple of 8) into a code stream, their
+ * scale into *scale_at. */
+static void encode_group(const KvBase *b, const float *x, size_t stride, int count, unsigned char *codes,
+                         unsigned char *scale_at) {
+    uint16_t h = group_scale(x, stride, count);
+    kv_put_u16(scale_at, h);
+    float s = f16_to_f32(h);
+    unsigned zero = zero_code_of(b);
+    for (int j = 0; j < count; j += 8) {
+        unsigned c[8];
+        for (int k = 0; k < 8; k++)
+            c[k] = s != 0.0f ? code_of(b->table, entries(b), x[(size_t)(j + k) * stride] / s, zero) : zero;
+        pack8(c, b->bits, codes + (size_t)j / 8 * (size_t)b->bits);
+    }
+}
+
+/* Values j0 .. j1-1 of a group's code stream into out[0], out[stride], ... */
+static void decode_group(const KvBase *b, const unsigned char *codes, float s, int j0, int j1, float *out,
+                         size_t stride) {
+    for (int j = j0 & ~7; j < j1; j += 8) {
+        unsigned c[8];
+        unpack8(codes + (size_t)j / 8 * (size_t)b->bits, b->bits, c);
+        for (int k = 0; k < 8; k++)
+            if (j + k >= j0 && j + k < j1) out[(size_t)(j + k - j0) * stride] = b->table ? b->table[c[k]] * s : 0.0f;
+    }
+}
+
+/* ---- the codec's functions ---- */
+
+static void nuq_encode(const KvBase *b, const float *x, int n, void *unit) {
+    unsigned char *codes = unit, *scales = codes + code_bytes(b, n);
+    if (b->axis == KV_AXIS_TOKENS) {   /* channel c of G rows: a group along the positions */
+        for (int c = 0; c < n; c++)
+            encode_group(b, x + c, (size_t)n, b->group, codes + (size_t)c * b->group * b->bits / 8, scales + 2 * c);
+        return;
+    }
+    int G = b->group;
+    for (int g = 0; g < n / G; g++)
+        encode_group(b, x + (size_t)g * G, 1, G, codes + (size_t)g * G * b->bits / 8, scales + 2 * g);
+}
+
+static float scale_at(const unsigned char *scales, int i) { return f16_to_f32((uint16_t)kv_get_u16(scales + 2 * i)); }
+
+static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+    size_t ub = nuq_unit_bytes(b, n);
+    if (b->axis == KV_AXIS_TOKENS) {
+        int G = b->group;
+        for (int r = r0; r < r0 + count;) {
+            int j0 = r % G, j1 = G < j0 + (r0 + count - r) ? G : j0 + (r0 + count - r);
+            const unsigned char *unit = (const unsigned char *)units + (size_t)(r / G) * ub;
+            const unsigned char *scales = unit + code_bytes(b, n);
+            for (int c = 0; c < n; c++)
+                decode_group(b, unit + (size_t)c * G * b->bits / 8, scale_at(scales, c), j0, j1,
+                             out + (size_t)(r - r0) * n + c, (size_t)n);
+            r += j1 - j0;
+        }
+        return;
+    }
+    int G = b->group;
+    for (int r = 0; r < count; r++) {
+        const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
+        const unsigned char *scales = row + code_bytes(b, n);
+        for (int g = 0; g < n / G; g++)
+            decode_group(b, row + (size_t)g * G * b->bits / 8, scale_at(scales, g), 0, G,
+                         out + (size_t)r * n + (size_t)g * G, 1);
+    }
+}
+
+/* ---- fitting (SCHEMES.md §8) ---- */
+
+/* One table of 2^B single values per layer and side, shared by the heads. */
+static void nuq_table_shape(const KvBase *b, int n, KvTableShape *shape) {
+    (void)n;
+    *shape = (KvTableShape){.books = 1, .entries = entries(b), .dim = 1, .per_head = 0};
+}
+
+/* The z = x / s of every group of count units, groups with s = 0 left out; NaN values too (a
+ * calibration row holds none; they would only poison the fit). */
+static size_t nuq_fit_points(const KvBase *b, const float *units, size_t count, int n, int book, float *points) {
+    (void)book;
+    size_t made = 0, unit_values = (size_t)b->rows * n;
+    int G = b->group, tokens = b->axis == KV_AXIS_TOKENS;
+    for (size_t u = 0; u < count; u++) {
+        const float *x = units + u * unit_values;
+        for (int g = 0; g < (tokens ? n : n / G); g++) {
+            const float *xg = tokens ? x + g : x + (size_t)g * G;
+            size_t stride = tokens ? (size_t)n : 1;
+            float s = f16_to_f32(group_scale(xg, stride, G));
+            if (s == 0.0f) continue;
+            for (int i = 0; i < G; i++) {
+                float z = xg[(size_t)i * stride] / s;
+                if (z == z) points[made++] = z;
+            }
+        }
+    }
+    return made;
+}
+
+static void nuq_fit_start(const KvBase *b, const float *points, size_t n_points, float *table, float *scratch) {
+    lloyd_init_ranks(points, n_points, entries(b), table, scratch);
+}
+
+static const KvFit NUQ_FIT = {nuq_table_shape, nuq_fit_points, nuq_fit_start};
+
+const KvCodec kv_codec_nuq = {
+    "nuqB-gG, nuqB-tG",
+    "B = 2, 3, 4 bit codes into a table fitted to the model (KVQuant's nuqB; ./run calibrate), an fp16 absmax "
+    "per group of G: gG along the row, tG along positions",
+    "nuq4-g64 nuq3-g64 nuq2-g64 nuq2-t64",
+    nuq_parse, nuq_check, nuq_unit_bytes, nuq_encode, nuq_decode, NULL, NULL, 0, &NUQ_FIT,
+};
