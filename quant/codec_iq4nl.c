@@ -20,15 +20,17 @@
  *   w = x*x, k = KVALUE[code];  sumqx = sum of (w*k)*x,  sumq2 = sum of (w*k)*k, in value order
  *   d     = sumqx / sumq2, stored as fp16; the codes are kept (no second pass)
  *
- * Contraction. Every product above is rounded to float before it is added: fusing (w*k)*x +
- * sumqx into one fma changes d in the last bits (and then its fp16 in some blocks), so ggml's
- * bytes need separate multiplies and adds. The sums are written as separate statements, which
- * the C standard never lets a compiler fuse; clang (which fuses inside one expression by
- * default) is also told so by the standard pragma below; GCC ignores that pragma (a warning
- * under -Wall), but with -std=c11, as the Makefile builds, its default is -ffp-contract=off.
- * Only GCC in a GNU dialect (-std=gnu11: -ffp-contract=fast, which fuses across statements)
- * would change the bytes, so there the file asks GCC itself. tests/test_codec_iq4nl.c checks
- * the bytes against llama.cpp's and against a restatement whose every product is rounded.
+ * Contraction. Every product above is rounded to float before it is added, as SCHEMES.md's
+ * float32 definition and ggml's source read in ISO C say: fusing (w*k)*x + sumqx into one fma
+ * changes d in its last bits, and its fp16 in about 7 of 100,000 gaussian blocks (in none of
+ * the fixture's 8, which therefore cannot tell the two apart). So each product is its own
+ * statement, which the C standard never lets a compiler fuse (clang, which fuses within one
+ * expression by default, keeps them apart; the standard pragma below tells it so anyway). GCC
+ * ignores that pragma (and warns under -Wall, hence the #if), but with -std=c11, as the
+ * Makefile builds, its default is -ffp-contract=off; only in a GNU dialect (-std=gnu11) is it
+ * -ffp-contract=fast, which fuses across statements, so there the file asks GCC itself.
+ * tests/test_codec_iq4nl.c's seeded rows fail when the sums are fused (checked with -std=gnu11
+ * and the GCC pragma removed).
  *
  * Undefined corners. ggml has no float-to-integer casts here, so NaN and infinities already
  * follow IEEE arithmetic there; this file gives the same results:
@@ -37,7 +39,7 @@
  *     block decodes to NaN. A NaN in a block whose other values are all below 1e-15 gives d = 0.
  *   - An infinity makes max infinite: id = -0 or +0, finite values get code 8 and the infinity
  *     NaN's code 15; its weight is inf and sumqx / sumq2 is NaN: the block decodes to NaN.
- *   - Finite blocks whose sums overflow (|x| beyond ~1e13) or whose d is beyond fp16's range
+ *   - Finite blocks whose sums overflow (|x| beyond ~1.4e12) or whose d is beyond fp16's range
  *     store d = +-inf or NaN and decode to infinities and NaN, as ggml's would.
  * Decoding reads any bytes: every nibble is a valid code; the fp16 d is whatever it holds. */
 #include <math.h>
