@@ -11,6 +11,7 @@ extern const KvCodec kv_codec_int;
 extern const KvCodec kv_codec_fp8_e4m3, kv_codec_fp8_e5m2;
 extern const KvCodec kv_codec_nf4;
 extern const KvCodec kv_codec_ggml;
+extern const KvCodec kv_codec_iq4nl;
 extern const KvCodec kv_codec_tq;
 extern const KvCodec kv_codec_nuq;
 extern const KvCodec kv_codec_vq;
@@ -24,6 +25,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_fp8_e5m2,
     &kv_codec_nf4,
     &kv_codec_ggml,
+    &kv_codec_iq4nl,
     &kv_codec_tq,
     &kv_codec_nuq,
     &kv_codec_vq,
