@@ -138,14 +138,14 @@ static int schemes_allow(int mods, int side, int token_axis) {
 static int ref_bind(const char *text, int side, RefSpec *r, char *why, size_t why_len) {
     KvLayered l;
     memset(r, 0, sizeof *r);
-    if (kv_layered_parse(text, &l, why, why_len) ||
-        kv_layered_bind(&l, RB_LAYERS, RB_DIM, side == SIDE_K ? KV_SIDE_KEYS : KV_SIDE_VALUES, why, why_len))
+    KvSide kv_side = side == SIDE_K ? KV_SIDE_KEYS : KV_SIDE_VALUES;
+    if (kv_layered_parse(text, kv_side, &l, why, why_len) || kv_layered_bind(&l, RB_LAYERS, RB_DIM, kv_side, why, why_len))
         return -1;
     r->spec = *kv_layered_at(&l, 0);
     r->prerope = r->spec.prerope;
     r->sinks = r->spec.sinks;
     r->residual = r->spec.residual;
-    r->group = kv_spec_rows_per_unit(&r->spec);
+    r->group = r->spec.base.rows;
     r->token_axis = r->group > 1;
     return 0;
 }
@@ -377,7 +377,8 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
             snprintf(why, sizeof why, "%s: units larger than the test's %d bytes", refs[i].spec.text, RB_MAX_UNIT);
             bad = 1;
         }
-    if (!bad) bad = kv_layered_parse(k_text, &k, why, sizeof why) || kv_layered_parse(v_text, &v, why, sizeof why);
+    if (!bad)
+        bad = kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why);
     if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &k, &v, rb->inv_freq, &err)) {
         snprintf(why, sizeof why, "%.190s", err.msg);
         bad = 1;
