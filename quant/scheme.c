@@ -108,6 +108,17 @@ int kv_spec_parse(const char *text, KvSide side, KvSpec *spec, char *why, size_t
     return 0;
 }
 
+int kv_spec_is_fitted(const KvSpec *spec) { return spec->base.codec && spec->base.codec->fit; }
+
+void kv_spec_fit_key(const KvSpec *spec, char *key, size_t key_len) {
+    if (!kv_spec_is_fitted(spec)) {
+        snprintf(key, key_len, "%s", "");
+        return;
+    }
+    int len = snprintf(key, key_len, "%s%s%s", spec->base.name, spec->hadamard ? "+had" : "", spec->prerope ? "+prerope" : "");
+    if (spec->outliers && len >= 0 && (size_t)len < key_len) snprintf(key + len, key_len - (size_t)len, "+out%d", spec->outliers);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Parsing a LAYERED value */
 

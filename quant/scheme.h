@@ -79,6 +79,13 @@ int kv_layered_is_fp32(const KvLayered *l);
 /* 1 when spec is plain fp32 (no modifier changes a value). */
 int kv_spec_is_fp32(const KvSpec *spec);
 
+/* A fitted base's fit key (SCHEMES.md §8): the base with the modifiers that change what it is
+ * given, in this order: +had, +prerope, +outK ("nuq3-g64+had"). +res and +sink do not change a
+ * fit. Empty for a base without a table to fit. */
+void kv_spec_fit_key(const KvSpec *spec, char *key, size_t key_len);
+/* 1 when the spec's base is fitted (reads a table from a calibration). */
+int kv_spec_is_fitted(const KvSpec *spec);
+
 /* The modifiers, for listings: how each is written and what it does. */
 typedef struct {
     const char *syntax, *summary;
