@@ -68,6 +68,8 @@ static void test_reference(void) {
                 snprintf(name, sizeof name, "fit.%s.%c.%d", keys[i], "kv"[side], l);
                 const Tensor *t = st_find(&st, name);
                 const float *book = calibration_codebook(&c, keys[i], "kv"[side], l);
+                /* The layout calibration.h documents: codebooks[layer][side][codebook_floats]. */
+                bad += book != c.fits[i].codebooks + ((size_t)l * 2 + (size_t)side) * c.fits[i].codebook_floats;
                 bad += !t || !book || t->numel != c.fits[i].codebook_floats || memcmp(book, t->data, t->nbytes);
             }
     }
