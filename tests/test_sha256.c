@@ -115,14 +115,14 @@ static void test_files(void) {
     Error err = {{0}};
     int rc = sha256_file_hex("data/wikitext-2-raw/wiki.valid.raw", hex, &err);
     check(rc == 0 && !strcmp(hex, "4cd0f6876d07a413aa911261ff6d363c72d757d47f0fdd6015702014c89cb9c7"),
-          "sha256 of wiki.valid.raw = data/README.md's", "rc %d, %s %s", rc, rc ? err.msg : hex);
+          "sha256 of wiki.valid.raw = data/README.md's", "rc %d, %s", rc, rc ? err.msg : hex);
 
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = sha256_file_hex("data/models/mini-llama-brown-outliers/model.safetensors", hex, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     check(rc == 0 && !strcmp(hex, "36068468f272b799b51158bdcd14dab686b173603129268c69ac30d522c60034"),
-          "sha256 of mini-llama-brown-outliers model.safetensors = data/README.md's", "rc %d, %s %s", rc,
+          "sha256 of mini-llama-brown-outliers model.safetensors = data/README.md's", "rc %d, %s", rc,
           rc ? err.msg : hex);
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     printf("info: sha256 of a 22.3 MB file in %.3f s (%.0f MB/s)\n", seconds, 22.291016 / seconds);
