@@ -22,8 +22,9 @@ static long read_number(const char **s, long limit) {
     if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
     long v = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
-        v = v * 10 + (*p - '0');
-        if (v > limit) return -1;
+        int digit = *p - '0';
+        if (v > (limit - digit) / 10) return -1;   /* checked before it could overflow */
+        v = v * 10 + digit;
     }
     *s = p;
     return v;
