@@ -78,6 +78,45 @@ def run_seeds():
     shutil.rmtree(tmp)
 
 
+def calibration_seeds():
+    """fuzz_calibration: a small valid calibration (2 layers, 2 heads, 1 KV head, head_dim 4; fits
+    nuq2-g4, vq2-d2, nuq3-t4+prerope with keys only) and variants each broken in one way, 2.4 KB each."""
+    sha = "36068468f272b799b51158bdcd14dab686b173603129268c69ac30d522c60034"
+    meta = {"format": "kvq-calibration", "model_sha256": sha,
+            "text_sha256": "4cd0f6876d07a413aa911261ff6d363c72d757d47f0fdd6015702014c89cb9c7",
+            "tokens": "64", "ctx": "32"}
+
+    def floats(values):
+        return struct.pack(f"<{len(values)}f", *values)
+
+    def small(nan=False, unsorted=False, drop=None, extra=None):
+        tensors = []
+        for layer in range(2):
+            for stat, heads in (("q", 2), ("kpre", 1), ("k", 1), ("v", 1)):
+                vals = [((i * 7 + layer) % 11) / 4 - (1.0 if i % 3 == 0 else 0.0) for i in range(heads * 4 * 3)]
+                tensors.append((f"stats.{stat}.{layer}", "F32", [heads, 4, 3], floats(vals)))
+            for side in "kv":
+                table = [-0.8, -0.2, 0.25, 0.75]
+                if unsorted and layer == 1 and side == "v":
+                    table = [-0.8, 0.25, -0.2, 0.75]
+                tensors.append((f"fit.nuq2-g4.{side}.{layer}", "F32", [4], floats(table)))
+                book = [((i * 5) % 13) / 6 - 1 for i in range(16)]
+                if nan and layer == 0 and side == "k":
+                    book[9] = float("nan")
+                tensors.append((f"fit.vq2-d2.{side}.{layer}", "F32", [1, 2, 4, 2], floats(book)))
+            tensors.append((f"fit.nuq3-t4+prerope.k.{layer}", "F32", [8], floats([j / 4 - 0.9 for j in range(8)])))
+        tensors = [t for t in tensors if t[0] != drop]
+        return safetensors(tensors, dict(meta, **(extra or {})))
+
+    put("fuzz_calibration", "small.safetensors", small())
+    put("fuzz_calibration", "small-made-by.safetensors", small(extra={"made_by": "make_seeds.py"}))
+    put("fuzz_calibration", "small-nan.safetensors", small(nan=True))
+    put("fuzz_calibration", "small-unsorted.safetensors", small(unsorted=True))
+    put("fuzz_calibration", "small-missing-side.safetensors", small(drop="fit.nuq2-g4.v.1"))
+    put("fuzz_calibration", "small-other-model.safetensors", small(extra={"model_sha256": "0" * 64}))
+    put("fuzz_calibration", "small-format.safetensors", small(extra={"format": "kvq-compressed-2"}))
+
+
 def main():
     configs = ["stories260K", "mini-llama-brown", "random-gqa8"]
     for m in configs:
@@ -154,6 +193,7 @@ def main():
     # unit bytes: selector, width, first row, row count, then the bytes
     put("fuzz_scheme", "units", b"\x02\x05\x04\x00\x01" + kv_data[4096:4096 + 600])
     put("fuzz_scheme", "units-nan-scales", b"\x02\x09\x04\x01\x07" + b"\x9a" * 32 + b"\x00\x7e\x00\xfc\xc8")
+    calibration_seeds()
     run_seeds()
 
 if __name__ == "__main__":
