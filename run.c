@@ -34,6 +34,7 @@ enum {
     TAKES_KV_SIDES = 1 << 4,    /* --k-scheme S, --v-scheme S: one side each, over --kv-scheme */
     TAKES_WINDOW = 1 << 5,      /* --text-file F, --ctx N, --stride N */
     TAKES_EVAL = 1 << 6,        /* --windows, --max-tokens, --protocol, --shard, --batch, --precision */
+    TAKES_CALIB = 1 << 7,       /* --calib FILE: the tables of fitted bases (./run calibrate) */
     TAKES_EVAL_RUN = TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_WINDOW | TAKES_EVAL,   /* ppl's and sweep's */
 };
 
@@ -56,6 +57,7 @@ typedef struct {
     const char *dir;            /* the shared flags' values */
     int json, quiet;
     const char *kv_scheme, *k_scheme, *v_scheme;   /* as given; NULL when not */
+    const char *calib;          /* --calib FILE; NULL: MODEL_DIR's kv-calib.safetensors, if any */
     EvalFlags e;
 } Args;
 
@@ -150,6 +152,7 @@ static int shared_flag(Args *a) {
     else if ((t & TAKES_KV_SCHEME) && flag(a, "kv-scheme", 1)) a->kv_scheme = a->value;
     else if ((t & TAKES_KV_SIDES) && flag(a, "k-scheme", 1)) a->k_scheme = a->value;
     else if ((t & TAKES_KV_SIDES) && flag(a, "v-scheme", 1)) a->v_scheme = a->value;
+    else if ((t & TAKES_CALIB) && flag(a, "calib", 1)) a->calib = a->value;
     else if ((t & TAKES_WINDOW) && flag(a, "text-file", 1)) e->text_file = a->value;
     else if ((t & TAKES_WINDOW) && flag(a, "ctx", 1)) parse_int(a, 2, 1 << 20, &e->ctx);
     else if ((t & TAKES_WINDOW) && flag(a, "stride", 1)) parse_int(a, 1, 1 << 20, &e->stride);
@@ -215,6 +218,7 @@ static int cmd_generate(Args *a) {
     if (check_args(a, "fp32", &k_scheme, &v_scheme)) return usage_error(a);
     o.k_scheme = &k_scheme;
     o.v_scheme = &v_scheme;
+    o.calib_path = a->calib;
     o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
     Error err;
     return generate_from_dir(a->dir, &o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
@@ -232,7 +236,7 @@ static int cmd_logits(Args *a) {
     if (check_args(a, "fp32", &k_scheme, &v_scheme)) return usage_error(a);
     Error err;
     int bad_ids;
-    if (logits_from_dir(a->dir, list, &k_scheme, &v_scheme, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
+    if (logits_from_dir(a->dir, list, &k_scheme, &v_scheme, a->calib, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
     if (!bad_ids) return bad_input(a, err.msg);
     take_error(a, -1, &err);   /* the --tokens list is checked against the model's vocabulary */
     return usage_error(a);
@@ -277,7 +281,7 @@ static int cmd_ppl(Args *a) {
     require(a, a->dir != NULL, "missing MODEL_DIR");
     KvLayered k, v;
     if (check_args(a, "fp32", &k, &v)) return usage_error(a);
-    PplRun run = {a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, a->quiet, eval_options(&a->e)};
+    PplRun run = {a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, a->quiet, eval_options(&a->e), a->calib};
     run.o.k_scheme = &k;
     run.o.v_scheme = &v;
     run.o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
@@ -567,24 +571,25 @@ typedef struct {
 
 /* In the order of ./run --help. */
 static const Command COMMANDS[] = {
-    {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME,
+    {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB,
      "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
-     "           [--kv-scheme S]        stream text; -n counts all positions incl. the prompt\n"},
-    {{"logits"}, cmd_logits, TAKES_DIR | TAKES_KV_SCHEME,
-     "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S]\n"
+     "           [--kv-scheme S] [--calib FILE]  stream text; -n counts all positions incl. the prompt\n"},
+    {{"logits"}, cmd_logits, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB,
+     "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S] [--calib FILE]\n"
      "                                  logits of every position (float32 [T, vocab] to FILE)\n"},
     {{"tokenize"}, cmd_tokenize, TAKES_DIR,
      "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
      "                                  print token ids\n"},
-    {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES,
+    {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
      "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
      "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-     "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--quiet] [--json]\n"
+     "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--calib FILE]\n"
+     "           [--quiet] [--json]\n"
      "                                  perplexity with the KV cache quantized as it is written\n"
      "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"},
     {{"ppl-merge"}, cmd_ppl_merge, 0,
      "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
-    {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN,
+    {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB,
      "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
      "                                  many KV-cache configurations over the same windows, each\n"
      "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},

@@ -208,11 +208,12 @@ static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *t
 
 /* One long-context decode measurement with the keys' and values' schemes (NULL: fp32): cache filled to ctx - gen, then
  * gen steps. position_bytes: the cache's bytes per position. */
-static double time_long(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme, int ctx,
+static double time_long(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme,
+                        const Calibration *calib, int ctx,
                         int gen, const int *tokens, double *position_bytes, double *cache_bytes, Error *err) {
     const Config *c = &m->config;
     KvCache kv;
-    if (kv_cache_init(&kv, c, ctx, 1, k_scheme, v_scheme, m->rope_inv_freq, err)) return -1;
+    if (kv_cache_init(&kv, c, ctx, 1, k_scheme, v_scheme, calib, m->rope_inv_freq, err)) return -1;
     *position_bytes = kv_cache_position_bytes(&kv);
     *cache_bytes = (double)kv_cache_bytes(&kv);
     float *k = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
@@ -232,9 +233,9 @@ static double time_long(const Model *m, RunState *s, const KvLayered *k_scheme, 
 
 /* A prefill of `prompt` tokens into a fresh cache with these schemes; returns tokens/s. */
 static double time_prefill(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                           int prompt, const int *tokens, Error *err) {
+                           const Calibration *calib, int prompt, const int *tokens, Error *err) {
     KvCache kv;
-    if (kv_cache_init(&kv, &m->config, prompt, prompt, k_scheme, v_scheme, m->rope_inv_freq, err)) return -1;
+    if (kv_cache_init(&kv, &m->config, prompt, prompt, k_scheme, v_scheme, calib, m->rope_inv_freq, err)) return -1;
     double t0 = seconds_now();
     forward(m, s, &kv, tokens, prompt, 0, prompt - 1);
     double rate = prompt / (seconds_now() - t0);
@@ -255,7 +256,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     RunState s;
     KvCache kv;
     if (runstate_init(&s, c, o->prompt, err)) return -1;
-    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, &o->scheme_k, &o->scheme_v, m->rope_inv_freq, err)) {
+    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, &o->scheme_k, &o->scheme_v, o->calib, m->rope_inv_freq, err)) {
         runstate_free(&s);
         return -1;
     }
@@ -273,10 +274,10 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
         if (o->probe_machine) dec_read[i] = read_fraction(m, kv_bytes, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
-            lf[i] = time_long(m, &s, NULL, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, &r->cache_bytes_f32, err);
+            lf[i] = time_long(m, &s, NULL, NULL, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, &r->cache_bytes_f32, err);
             if (o->probe_machine) lf_read[i] = read_fraction(m, f32_bytes, long_ctx, lf[i]);
-            lq[i] = time_long(m, &s, &o->long_k, &o->long_v, r->long_ctx, o->gen, tokens, &quant_bytes, &r->cache_bytes_quant, err);
-            pq[i] = time_prefill(m, &s, &o->long_k, &o->long_v, o->prompt, tokens, err);
+            lq[i] = time_long(m, &s, &o->long_k, &o->long_v, o->calib, r->long_ctx, o->gen, tokens, &quant_bytes, &r->cache_bytes_quant, err);
+            pq[i] = time_prefill(m, &s, &o->long_k, &o->long_v, o->calib, o->prompt, tokens, err);
             if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes, long_ctx, lq[i]);
             if (lf[i] < 0 || lq[i] < 0 || pq[i] < 0) rc = -1;
         }
@@ -346,7 +347,7 @@ static void after_window(void *user, int done, int total, long tokens, double se
     if (done == 1) k->first_tokens = tokens, k->first_seconds = seconds;
     if (done < total && k->n_prefills < MAX_PPL_PREFILLS) {
         Error err;
-        double t0 = seconds_now(), rate = time_prefill(k->m, k->s, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
+        double t0 = seconds_now(), rate = time_prefill(k->m, k->s, NULL, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
         k->side_seconds += seconds_now() - t0;   /* after first_seconds was taken: inside the measured time */
         if (rate > 0) k->prefills[k->n_prefills++] = rate;
     }
@@ -364,6 +365,7 @@ static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const Bench
     PplOptions o = {0};
     o.k_scheme = keys;
     o.v_scheme = values;
+    o.calib = keys ? k->o->calib : NULL;
     o.protocol = PPL_HF;
     o.ctx = b->ctx;
     o.stride = b->stride;

@@ -1,5 +1,7 @@
 /* eval/bench_model.c: ./run bench's model and report (see eval/bench_model.h). */
 #include "eval/bench_model.h"
+#include "model/modeldir.h"
+#include "model/formats/sha256.h"
 #include <string.h>
 
 #define TINYLLAMA_CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
@@ -12,10 +14,24 @@ int bench_parse_dtype(const char *name, DType *dtype) {
     return 0;
 }
 
-/* name: how the report names the model. */
-static int load(Model *m, const char *dir, const char *random, DType dtype, char *name, size_t n, Error *err) {
+#define RANDOM_SEED 1234
+
+/* The recipe of random weights as one string hashed: what makes them what they are. */
+static int random_sha256(const char *config, DType dtype, char sha256[65], Error *err) {
+    char config_sha[65], recipe[256];
+    if (sha256_file_hex(config, config_sha, err)) return -1;
+    snprintf(recipe, sizeof recipe, "kvq random weights: seed %d, %s, config.json sha256 %s", RANDOM_SEED,
+             dtype_name(dtype), config_sha);
+    sha256_hex(recipe, strlen(recipe), sha256);
+    return 0;
+}
+
+int bench_model_load(Model *m, const char *dir, const char *random, DType dtype, char *name, size_t name_len,
+                     char sha256[65], Error *err) {
+    memset(m, 0, sizeof *m);
     if (!random) {
-        snprintf(name, n, "%s", dir);
+        snprintf(name, name_len, "%s", dir);
+        if (sha256 && modeldir_sha256(dir, sha256, err)) return -1;
         return model_load(m, dir, err);
     }
     char config[4096];
@@ -23,9 +39,9 @@ static int load(Model *m, const char *dir, const char *random, DType dtype, char
     if (!strcmp(random, "tinyllama")) snprintf(config, sizeof config, "%s", TINYLLAMA_CONFIG);
     else if (len > 5 && !strcmp(random + len - 5, ".json")) snprintf(config, sizeof config, "%s", random);
     else snprintf(config, sizeof config, "%s/config.json", random);
-    snprintf(name, n, "random %s", random);
-    /* seed 1234: every run times the same weights */
-    return model_init_random(m, config, dtype, 1234, err);
+    snprintf(name, name_len, "random %s", random);
+    if (sha256 && random_sha256(config, dtype, sha256, err)) return -1;
+    return model_init_random(m, config, dtype, RANDOM_SEED, err);
 }
 
 int bench_report(const char *dir, const char *random, DType dtype, const char *precision, const BenchOptions *o,
@@ -33,7 +49,7 @@ int bench_report(const char *dir, const char *random, DType dtype, const char *p
     Model m;
     BenchResult r;
     char name[256];
-    if (load(&m, dir, random, dtype, name, sizeof name, err)) return -1;
+    if (bench_model_load(&m, dir, random, dtype, name, sizeof name, NULL, err)) return -1;
     m.precision = strcmp(precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
     int rc = bench_run(&m, name, o, &r, err);
     model_free(&m);

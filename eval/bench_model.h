@@ -11,8 +11,15 @@
 int bench_parse_dtype(const char *name, DType *dtype);
 
 /* dir's weights, or with random (dir NULL) random weights of dtype for its config: "tinyllama"
- * (the bundled TinyLlama config.json), a config.json, or a directory holding one; the matmuls
- * at precision ("exact" or "bf16"). The report on out, as JSON with json. */
+ * (the bundled TinyLlama config.json), a config.json, or a directory holding one (seed 1234:
+ * every run has the same weights). name: how reports name the model. sha256 (may be NULL): the
+ * model's identity, which calibrations record: the sha256 of dir/model.safetensors, or of the
+ * random weights' recipe (seed, dtype and the config file's sha256). */
+int bench_model_load(Model *m, const char *dir, const char *random, DType dtype, char *name, size_t name_len,
+                     char sha256[65], Error *err);
+
+/* The model as bench_model_load gives it, the matmuls at precision ("exact" or "bf16"). The
+ * report on out, as JSON with json. */
 int bench_report(const char *dir, const char *random, DType dtype, const char *precision, const BenchOptions *o,
                  int json, FILE *out, Error *err);
 

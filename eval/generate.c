@@ -1,4 +1,5 @@
 /* eval/generate.c: generation, the logits of a token list and tokenization (see eval/generate.h). */
+#include "eval/calibration.h"
 #include "eval/generate.h"
 #include "model/modeldir.h"
 #include "model/formats/fileio.h"
@@ -66,8 +67,8 @@ typedef struct {
     double prompt_seconds, generate_seconds;
 } GenerateStats;
 
-static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, FILE *out, GenerateStats *st,
-                         Error *err) {
+static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, const Calibration *calib,
+                         FILE *out, GenerateStats *st, Error *err) {
     const Config *c = &m->config;
     int steps = o->steps < c->max_seq_len ? o->steps : c->max_seq_len;
     int n_prompt = 0, rc = -1;
@@ -77,7 +78,7 @@ static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOpt
     Sampler sampler = {0};
     if (!tokens) goto done;
     if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, err) ||
-        kv_cache_init(&kv, c, steps, s.max_batch, o->k_scheme, o->v_scheme, m->rope_inv_freq, err) ||
+        kv_cache_init(&kv, c, steps, s.max_batch, o->k_scheme, o->v_scheme, calib, m->rope_inv_freq, err) ||
         sampler_init(&sampler, c->vocab_size, o->temperature, o->top_p, o->seed, err))
         goto done;
     char piece[64];
@@ -106,8 +107,13 @@ done:
 int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out, FILE *stats, Error *err) {
     ModelDir L;
     GenerateStats st;
+    Calibration calib;
+    int have_calib = 0;
     if (modeldir_load(&L, model_dir, 1, err)) return -1;
-    int rc = generate_text(&L.model, L.tok, o, out, &st, err);
+    int needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
+    int rc = calibration_for_run(o->calib_path, model_dir, &L.model, needed, &calib, &have_calib, err);
+    if (rc == 0) rc = generate_text(&L.model, L.tok, o, have_calib ? &calib : NULL, out, &st, err);
+    calibration_free(&calib);
     modeldir_free(&L);
     if (rc) return -1;
     fprintf(out, "\n");
@@ -119,12 +125,12 @@ int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out
 
 /* Every position's logits of ids[0..n), [n][vocab], left in s->logits; the caller frees s. */
 static int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                            RunState *s, Error *err) {
+                            const Calibration *calib, RunState *s, Error *err) {
     const Config *c = &m->config;
     memset(s, 0, sizeof *s);
     if (n > c->max_seq_len) return error_set(err, "%d tokens exceed the context of %d", n, c->max_seq_len);
     KvCache kv = {0};
-    if (runstate_init(s, c, n, err) || kv_cache_init(&kv, c, n, n, k_scheme, v_scheme, m->rope_inv_freq, err)) {
+    if (runstate_init(s, c, n, err) || kv_cache_init(&kv, c, n, n, k_scheme, v_scheme, calib, m->rope_inv_freq, err)) {
         kv_cache_free(&kv);
         return -1;
     }
@@ -190,15 +196,22 @@ int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
 }
 
 int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                    const char *out_path, FILE *out, int *bad_ids, Error *err) {
+                    const char *calib_path, const char *out_path, FILE *out, int *bad_ids, Error *err) {
     ModelDir L;
+    Calibration calib;
+    int have_calib = 0;
     *bad_ids = 0;
     if (modeldir_load(&L, model_dir, 0, err)) return -1;   /* the weights alone */
     int vocab = L.model.config.vocab_size, n = 0, rc = -1;
     int *ids = token_ids_parse(ids_text, vocab, &n, err);
     RunState s = {0};
     *bad_ids = !ids;
-    if (ids && logits_of_tokens(&L.model, ids, n, k_scheme, v_scheme, &s, err) == 0) {
+    int needed = kv_layered_is_fitted(k_scheme) || kv_layered_is_fitted(v_scheme);
+    if (ids && calibration_for_run(calib_path, model_dir, &L.model, needed, &calib, &have_calib, err)) {
+        free(ids);
+        ids = NULL;
+    }
+    if (ids && logits_of_tokens(&L.model, ids, n, k_scheme, v_scheme, have_calib ? &calib : NULL, &s, err) == 0) {
         if (out_path) rc = write_floats_file(out_path, s.logits, (size_t)n * vocab, err);
         else {
             print_top5(out, s.logits, n, vocab);
@@ -207,6 +220,7 @@ int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered
     }
     runstate_free(&s);
     free(ids);
+    calibration_free(&calib);
     modeldir_free(&L);
     return rc;
 }

@@ -14,6 +14,8 @@ typedef struct {
     float temperature, top_p;
     unsigned long long seed;
     const KvLayered *k_scheme, *v_scheme;   /* how the cache stores keys and values */
+    const char *calib_path;                 /* --calib: the tables of fitted bases (NULL: the model
+                                               directory's kv-calib.safetensors, if any) */
 } GenerateOptions;
 
 /* model_dir loaded, the prompt's text and then each sampled token's written to out as it comes
@@ -26,7 +28,7 @@ int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out
  * largest of each position printed on out ("pos 3: 450 (12.3456) ..."). *bad_ids: the failure
  * is ids_text's. */
 int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                    const char *out_path, FILE *out, int *bad_ids, Error *err);
+                    const char *calib_path, const char *out_path, FILE *out, int *bad_ids, Error *err);
 
 /* "1,450,4996" (--tokens) -> n ids, each checked against the vocabulary; NULL with the reason. */
 int *token_ids_parse(const char *text, int vocab, int *n, Error *err);

@@ -112,14 +112,14 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
     if (!ps->kv) return error_set(err, "out of memory");
     if (runstate_init(&ps->s, c, o->batch, err)) return -1;
     for (int i = 0; i < n_schemes; i++) {
-        if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], m->rope_inv_freq, err)) return -1;
+        if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], o->calib, m->rope_inv_freq, err)) return -1;
         ps->n_schemes = i + 1;
     }
     if (o->protocol == PPL_LLAMACPP && !(ps->bos_chunk = malloc((size_t)o->batch * sizeof(int))))
         return error_set(err, "out of memory");
     if (!(ps->scores = malloc((size_t)o->batch * sizeof *ps->scores))) return error_set(err, "out of memory");
     if (!compare) return 0;
-    if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, err)) return -1;
+    if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, NULL, err)) return -1;
     size_t rows = (size_t)o->ctx, held = rows * (size_t)c->vocab_size;   /* at most ctx - 1 targets per window */
     ps->base_logits = malloc(held * sizeof(float));
     ps->base_p = malloc(held * sizeof(double));

@@ -20,6 +20,7 @@ typedef struct {
     int shard_index, shard_count;   /* evaluate windows w with w % shard_count == shard_index */
     int batch;                 /* tokens per forward call */
     const KvLayered *k_scheme, *v_scheme; /* how the cache stores keys and values (NULL: fp32) */
+    const Calibration *calib;  /* the tables of fitted bases (NULL: none) */
     int compare;               /* also run an fp32-cache baseline: KL divergence and top-1 agreement */
     /* Called after each window (may be NULL). */
     void (*progress)(void *user, int windows_done, int windows_total, long tokens_done, double seconds);

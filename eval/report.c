@@ -1,5 +1,6 @@
 /* eval/report.c: run ./run ppl, print perplexity results and merge sharded runs. */
 #include "eval/report.h"
+#include "eval/calibration.h"
 #include "eval/json_out.h"
 #include "eval/wikitext.h"
 #include "eval/progress.h"
@@ -24,6 +25,8 @@ void ppl_report_describe(PplReport *r, const char *model, const char *text_file,
     snprintf(r->text_file, sizeof r->text_file, "%s", text_file);
     snprintf(r->k_scheme, sizeof r->k_scheme, "%s", o->k_scheme->text);
     snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
+    snprintf(r->calib, sizeof r->calib, "%s", o->calib ? o->calib->path : "");
+    snprintf(r->calib_sha256, sizeof r->calib_sha256, "%s", o->calib ? o->calib->file_sha256 : "");
     scheme_bits(o->k_scheme, KV_SIDE_KEYS, c, o->ctx, r->k_bits);
     scheme_bits(o->v_scheme, KV_SIDE_VALUES, c, o->ctx, r->v_bits);
     snprintf(r->precision, sizeof r->precision, "%s", precision);
@@ -38,7 +41,15 @@ void ppl_report_describe(PplReport *r, const char *model, const char *text_file,
 int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     ModelDir L;
     PplOptions o = run->o;
+    Calibration calib;
+    int have_calib = 0;
     if (ppl_load_model(&L, run->model_dir, run->precision, &o, err)) return -1;
+    int needed = (o.k_scheme && kv_layered_is_fitted(o.k_scheme)) || (o.v_scheme && kv_layered_is_fitted(o.v_scheme));
+    if (calibration_for_run(run->calib_path, run->model_dir, &L.model, needed, &calib, &have_calib, err)) {
+        modeldir_free(&L);
+        return -1;
+    }
+    o.calib = have_calib ? &calib : NULL;
     Progress progress;
     progress_init(&progress, "ppl", run->quiet);
     o.progress = progress_update;
@@ -53,6 +64,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
         ppl_report_describe(r, run->model_dir, run->text_file, run->precision, &L.model.config, &o, n_tokens);
     }
     free(tokens);
+    calibration_free(&calib);
     modeldir_free(&L);
     return rc;
 }
@@ -70,6 +82,7 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (r->merged_shards > 1) fprintf(f, " (merged from %d shards)", r->merged_shards);
     fprintf(f, ", %ld scored tokens\n", x->sums.scored);
     fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
+    if (r->calib[0]) fprintf(f, "calib:     %s (sha256 %.12s...)\n", r->calib, r->calib_sha256);
     if (r->k_bits[0] > 0)
         fprintf(f, "bits:      keys %.4g stored, %.4g effective at ctx %d; values %.4g stored, %.4g effective\n",
                 r->k_bits[0], r->k_bits[1], r->ctx, r->v_bits[0], r->v_bits[1]);
@@ -166,6 +179,8 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "text_file", r->text_file, 0);
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
+    json_out_string(f, "calib", r->calib, 0);
+    json_out_string(f, "calib_sha256", r->calib_sha256, 0);
     json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
@@ -245,6 +260,8 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
         snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
+        snprintf(out->calib, sizeof out->calib, "%s", str(j, "calib"));
+        snprintf(out->calib_sha256, sizeof out->calib_sha256, "%s", str(j, "calib_sha256"));
         out->k_bits[0] = json_number(j, "k_stored_bits"), out->k_bits[1] = json_number(j, "k_effective_bits");
         out->v_bits[0] = json_number(j, "v_stored_bits"), out->v_bits[1] = json_number(j, "v_effective_bits");
         snprintf(out->precision, sizeof out->precision, "%s", str(j, "precision"));
@@ -257,9 +274,10 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         x->compared = compared;
     } else if (strcmp(out->model, str(j, "model")) || strcmp(out->k_scheme, str(j, "k_scheme")) ||
                strcmp(out->v_scheme, str(j, "v_scheme")) || strcmp(out->precision, str(j, "precision")) ||
+               strcmp(out->calib_sha256, str(j, "calib_sha256")) ||
                out->ctx != c.ctx || out->stride != c.stride || out->n_tokens != c.n_tokens ||
                out->shard_count != c.shard_count || x->windows_total != c.windows_total || x->compared != compared) {
-        return error_set(err, "%s: a shard of a different evaluation (model, schemes, ctx, stride, text or shards differ)", path);
+        return error_set(err, "%s: a shard of a different evaluation (model, schemes, calibration, ctx, stride, text or shards differ)", path);
     }
     if (x->windows + c.windows > x->windows_total)
         return error_set(err, "%s: the shards hold more windows than the evaluation has", path);

@@ -12,6 +12,8 @@ typedef struct {
     char model[1024];
     char text_file[1024];
     char k_scheme[512], v_scheme[512];
+    char calib[1024];           /* the calibration's path, "" without one */
+    char calib_sha256[65];      /* its file's sha256 */
     double k_bits[2], v_bits[2];   /* stored bits per value, and effective at ctx (SCHEMES.md 6) */
     char precision[8];          /* "exact" (f32 activations) or "bf16" */
     int protocol_llamacpp;
@@ -31,7 +33,8 @@ typedef struct {
     const char *model_dir, *text_file, *precision;   /* precision: "exact" or "bf16" */
     int max_tokens;             /* of the text's tokens, the first max_tokens (0: all) */
     int quiet;                  /* no progress bar */
-    PplOptions o;               /* ctx 0: the model's context */
+    PplOptions o;               /* ctx 0: the model's context; o.calib is loaded from calib_path */
+    const char *calib_path;     /* --calib (NULL: the model directory's kv-calib.safetensors, if any) */
 } PplRun;
 
 /* The model loaded (ppl_load_model), the text's tokens evaluated with run->o, and r filled:

@@ -71,7 +71,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     if (rc) { kv_snapshot_free(&recon); return -1; }
     r->roundtrip_ok = same_snapshot(&loaded, &recon);
     KvCache kv;
-    if (kv_cache_init(&kv, &m->config, loaded.seq_len, 1, NULL, NULL, NULL, err) == 0) {
+    if (kv_cache_init(&kv, &m->config, loaded.seq_len, 1, NULL, NULL, NULL, NULL, err) == 0) {
         rc = kv_snapshot_to_cache(&loaded, &kv, err);
         kv_cache_free(&kv);
     } else {

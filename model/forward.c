@@ -523,6 +523,17 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     }
 }
 
+/* Calibration's copies of token t's key before RoPE and query after RoPE in layer l (the last
+ * layer has queries only from logits_from on). */
+static void tap_key(const RunState *s, const Config *c, int l, int t, const float *k) {
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    memcpy(s->tap->k_pre + ((size_t)l * s->max_batch + (size_t)t) * kv_dim, k, kv_dim * sizeof(float));
+}
+
+static void tap_query(const RunState *s, const Config *c, int l, int t, const float *q) {
+    memcpy(s->tap->q + ((size_t)l * s->max_batch + (size_t)t) * c->dim, q, (size_t)c->dim * sizeof(float));
+}
+
 /* One layer for the T tokens at positions pos..pos+T-1. Rows before r0 are needed only as
  * keys and values (the last layer, when their logits are not wanted: nothing reads their
  * outputs), so their queries, attention, o_proj and MLP are skipped. r0 = 0 is the full layer. */
@@ -551,9 +562,11 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     for (int t = 0; t < T; t++) {
         const float *cs = s->rope_cs + (size_t)t * c->head_dim;
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim, cs);   /* the cache applies RoPE */
+        if (s->tap) tap_key(s, c, l, t, s->k + t * kv_dim);
         if (t < r0) continue;
         float *q = s->q + (size_t)(t - r0) * c->dim;
         rope(q, c->n_heads, c->head_dim, cs);
+        if (s->tap) tap_query(s, c, l, t, q);
         for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, q + (size_t)h * c->head_dim);
         if (pairs) bf16_pairs_along(q, c->dim, s->q2 + (size_t)(t - r0) * (c->dim / 2));   /* while q is in cache */
     }

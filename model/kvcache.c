@@ -14,10 +14,45 @@ static int sinks_of(const KvStore *st) { return st->plain ? 0 : st->spec->sinks;
 
 static int needs_window(const KvSpec *spec) { return spec->residual > 0 || spec->base.axis == KV_AXIS_TOKENS; }
 
-static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, int is_key) {
-    int d = c->head_dim;
+static int out_of_memory(const KvCache *c, Error *err) {
+    return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
+}
+
+/* A fitted base's table for each KV head of one layer and side, from the calibration: one per
+ * head (vq) or one the heads share (nuq). Other bases: every head's spec is the layer's. */
+static int bind_tables(KvStore *st, const KvSpec *spec, const KvCache *c, const Calibration *calib, int layer,
+                       Error *err) {
+    const char *side = spec->side == KV_SIDE_KEYS ? "key" : "value";
+    for (int h = 0; h < c->n_kv_heads; h++) st->head_specs[h] = *spec;
+    if (!kv_spec_is_fitted(spec)) return 0;
+    char key[96];
+    kv_spec_fit_key(spec, key, sizeof key);
+    if (!calib)
+        return error_set(err, "%s scheme %s: its base is fitted to the model and needs a calibration (--calib FILE; "
+                         "./run calibrate MODEL_DIR --fit %s --out FILE makes one)", side, spec->text, key);
+    const CalibFit *fit = calibration_find_fit(calib, key);
+    const float *table = calibration_codebook(calib, key, spec->side == KV_SIDE_KEYS ? 'k' : 'v', layer);
+    if (!fit || !table)
+        return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate MODEL_DIR --fit %s --out FILE makes it)",
+                         side, spec->text, calib->path, key, key);
+    KvTableShape shape;
+    spec->base.codec->fit->shape(&spec->base, c->head_dim, &shape);
+    size_t head_floats = (size_t)shape.books * shape.entries * shape.dim;
+    if (fit->codebook_floats != head_floats * (shape.per_head ? (size_t)c->n_kv_heads : 1))
+        return error_set(err, "%s scheme %s: the fit %s in %s has %zu floats a layer, not the %zu this model needs", side,
+                         spec->text, key, calib->path, fit->codebook_floats, head_floats * (shape.per_head ? (size_t)c->n_kv_heads : 1));
+    for (int h = 0; h < c->n_kv_heads; h++) st->head_specs[h].base.table = table + (shape.per_head ? (size_t)h * head_floats : 0);
+    return 0;
+}
+
+static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, const Calibration *calib, int layer,
+                      Error *err) {
+    int d = c->head_dim, is_key = spec->side == KV_SIDE_KEYS;
     memset(st, 0, sizeof *st);
-    st->spec = spec;
+    st->head_specs = malloc((size_t)c->n_kv_heads * sizeof *st->head_specs);
+    if (!st->head_specs) return out_of_memory(c, err);
+    if (bind_tables(st, spec, c, calib, layer, err)) return -1;
+    st->spec = st->head_specs;
     st->plain = kv_spec_is_fp32(spec);
     st->natural_reads = is_key && spec->prerope;
     st->group = spec->base.rows;
@@ -27,20 +62,21 @@ static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, int is_
     st->encoded_end = s;
     size_t heads = (size_t)c->n_kv_heads;
     st->units = huge_calloc(heads * (st->head_units ? st->head_units : 1), st->unit_bytes);
-    if (!st->units) return -1;
-    if (s > 0 && !(st->sinks = malloc(heads * (size_t)s * d * sizeof(float)))) return -1;
+    if (!st->units) return out_of_memory(c, err);
+    if (s > 0 && !(st->sinks = malloc(heads * (size_t)s * d * sizeof(float)))) return out_of_memory(c, err);
     if (!st->plain && needs_window(spec)) {
         long rows = (long)spec->residual + st->group + c->max_batch;
         st->window_rows = rows < c->max_seq ? (int)rows : c->max_seq;
         st->window = huge_alloc(heads * (size_t)st->window_rows * d * sizeof(float));
-        if (!st->window) return -1;
+        if (!st->window) return out_of_memory(c, err);
     }
     if (!st->plain && st->group > 1 && !(st->pack_rows = malloc(heads * 2 * (size_t)st->group * d * sizeof(float))))
-        return -1;
+        return out_of_memory(c, err);
     return 0;
 }
 
 static void store_free(KvStore *st) {
+    free(st->head_specs);
     free(st->units);
     free(st->sinks);
     free(st->window);
@@ -70,7 +106,7 @@ static int bind_scheme(KvLayered *dst, const KvLayered *src, const Config *cfg, 
 }
 
 int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvLayered *k,
-                  const KvLayered *v, const float *rope_inv_freq, Error *err) {
+                  const KvLayered *v, const Calibration *calib, const float *rope_inv_freq, Error *err) {
     memset(c, 0, sizeof *c);
     if (bind_scheme(&c->k_scheme, k, cfg, KV_SIDE_KEYS, err) || bind_scheme(&c->v_scheme, v, cfg, KV_SIDE_VALUES, err))
         return -1;
@@ -82,12 +118,13 @@ int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, con
     c->keys = calloc((size_t)c->n_layers, sizeof *c->keys);
     c->values = calloc((size_t)c->n_layers, sizeof *c->values);
     int bad = !c->keys || !c->values;
+    if (bad) error_set(err, "KV cache: out of memory for %d positions", max_seq);
     for (int l = 0; l < c->n_layers && !bad; l++)
-        bad = store_init(&c->keys[l], kv_layered_at(&c->k_scheme, l), c, 1) ||
-              store_init(&c->values[l], kv_layered_at(&c->v_scheme, l), c, 0);
+        bad = store_init(&c->keys[l], kv_layered_at(&c->k_scheme, l), c, calib, l, err) ||
+              store_init(&c->values[l], kv_layered_at(&c->v_scheme, l), c, calib, l, err);
     if (bad) {
         kv_cache_free(c);
-        return error_set(err, "KV cache: out of memory for %d positions", max_seq);
+        return -1;
     }
     if (init_rope_table(c, rope_inv_freq, err)) {
         kv_cache_free(c);
@@ -165,7 +202,7 @@ static void store_put(const KvCache *c, KvStore *st, int head, int pos, const fl
     if (st->window) memcpy(window_row(c, st, head, pos), row, (size_t)d * sizeof(float));
     if (st->group == 1) {
         float scratch[KV_MAX_HEAD_DIM];
-        kv_spec_encode(st->spec, row, d, head_units(st, head) + (size_t)(pos - s) * st->unit_bytes, scratch);
+        kv_spec_encode(&st->head_specs[head], row, d, head_units(st, head) + (size_t)(pos - s) * st->unit_bytes, scratch);
     }
 }
 
@@ -197,7 +234,7 @@ static void store_commit(const KvCache *c, KvStore *st, int first, int end) {
             int p0 = from + k * g, r = (p0 - s) / g;
             for (int i = 0; i < g; i++)
                 memcpy(rows + (size_t)i * d, window_row(c, st, h, p0 + i), (size_t)d * sizeof(float));
-            kv_spec_encode(st->spec, rows, d, head_units(st, h) + (size_t)r * st->unit_bytes, rows + (size_t)g * d);
+            kv_spec_encode(&st->head_specs[h], rows, d, head_units(st, h) + (size_t)r * st->unit_bytes, rows + (size_t)g * d);
         }
     }
     st->encoded_end = from + groups * g;
@@ -225,7 +262,7 @@ static void full_row(const KvCache *c, const KvStore *st, const float *src, int 
 /* Quantized rows [p0, p0+n) decoded into the read domain. */
 static void quantized_rows(const KvCache *c, const KvStore *st, int head, int p0, int n, float *out) {
     int d = c->head_dim;
-    kv_spec_decode(st->spec, head_units(st, head), d, p0 - sinks_of(st), n, out);
+    kv_spec_decode(&st->head_specs[head], head_units(st, head), d, p0 - sinks_of(st), n, out);
     if (!st->natural_reads) return;
     for (int i = 0; i < n; i++) {
         float *row = out + (size_t)i * d;
@@ -257,7 +294,7 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
 int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt) {
     int s = sinks_of(st);
     if (st->plain || st->natural_reads || p0 < s || p0 + np > q_end || !kv_spec_has_decode_t64(st->spec)) return 0;
-    kv_spec_decode_t64(st->spec, head_units(st, head), c->head_dim, p0 - s, np, kt);
+    kv_spec_decode_t64(&st->head_specs[head], head_units(st, head), c->head_dim, p0 - s, np, kt);
     return 1;
 }
 

@@ -26,10 +26,13 @@
 #include <stddef.h>
 #include "quant/scheme.h"
 #include "model/config.h"
+#include "model/formats/calibration.h"
 
 /* One layer's keys or values. */
 typedef struct {
-    const KvSpec *spec;
+    const KvSpec *spec;        /* the layer's spec: head_specs[0] */
+    KvSpec *head_specs;        /* [n_kv_heads]: copies whose base holds that head's fitted table (SCHEMES.md
+                                  §8, from the calibration; the same spec for every head otherwise) */
     int plain;                 /* fp32 without modifiers: units are the rows, read in place */
     int natural_reads;         /* +prerope keys: rows are read in the natural order, RoPE applied */
     int group;                 /* rows per unit: G for a token-axis base, else 1 */
@@ -52,10 +55,12 @@ typedef struct {
 } KvCache;
 
 /* A cache for max_seq positions, written in batches of at most max_batch positions. k and v
- * are LAYERED schemes (NULL: fp32), checked against cfg here; rope_inv_freq (the model's,
- * [head_dim / 2]) is needed when a key layer is +prerope. */
+ * are LAYERED schemes parsed for keys and for values (NULL: fp32), checked against cfg here;
+ * calib (NULL: none) gives the tables of fitted bases, which are refused without it or when it
+ * lacks their fit; rope_inv_freq (the model's, [head_dim / 2]) is needed when a key layer is
+ * +prerope. */
 int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvLayered *k,
-                  const KvLayered *v, const float *rope_inv_freq, Error *err);
+                  const KvLayered *v, const Calibration *calib, const float *rope_inv_freq, Error *err);
 void kv_cache_free(KvCache *c);
 
 /* Stores position pos of one layer: k and v are [n_kv_heads * head_dim]. k is before RoPE

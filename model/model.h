@@ -49,6 +49,13 @@ int model_init_rope(Model *m, Error *err);
  * uniform in +-0.05 (norms 1), so activations stay finite through every layer. */
 int model_init_random(Model *m, const char *config_path, DType dtype, uint64_t seed, Error *err);
 
+/* Copies of each layer's queries after RoPE and keys before RoPE, rows 0..T-1 of a forward
+ * call: what calibration reads besides the cache (eval/calibrate.c). NULL in every other run. */
+typedef struct {
+    float *q;       /* [n_layers][max_batch][dim] */
+    float *k_pre;   /* [n_layers][max_batch][n_kv_heads * head_dim] */
+} ForwardTap;
+
 /* Scratch buffers for a batch of up to max_batch tokens. One per concurrent forward pass. */
 typedef struct {
     int max_batch;
@@ -64,6 +71,7 @@ typedef struct {
     float *norm_w;            /* [dim]: the current norm's weights widened to f32 (rmsnorm) */
     void *mm_scratch;         /* matmul_scratch_bytes(max_batch, dim + hidden) */
     int n_threads;
+    ForwardTap *tap;          /* NULL, or where forward copies each layer's queries and keys */
 } RunState;
 
 int runstate_init(RunState *s, const Config *c, int max_batch, Error *err);

@@ -3,6 +3,7 @@
  * and checked against a config. */
 #include "model/modeldir.h"
 #include "model/formats/fileio.h"
+#include "model/formats/sha256.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,12 @@ int modeldir_load(ModelDir *md, const char *dir, int need_tokenizer, Error *err)
         return -1;
     }
     return 0;
+}
+
+int modeldir_sha256(const char *dir, char hex[65], Error *err) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return sha256_file_hex(path, hex, err);
 }
 
 void modeldir_free(ModelDir *md) {
@@ -64,7 +71,7 @@ int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *mod
     KvCache kv;
     int rc = -1;
     if (runstate_init(&s, c, n < SNAPSHOT_BATCH ? n : SNAPSHOT_BATCH, err) == 0) {
-        if (kv_cache_init(&kv, c, n, s.max_batch, NULL, NULL, NULL, err) == 0) {
+        if (kv_cache_init(&kv, c, n, s.max_batch, NULL, NULL, NULL, NULL, err) == 0) {
             prefill(m, &s, &kv, ids, n);
             rc = kv_snapshot_from_cache(snap, &kv, n, model_name, err);
             if (rc == 0) tokens_to_text(ids, n, snap->tokens, sizeof snap->tokens);

@@ -17,6 +17,10 @@ typedef struct {
 int modeldir_load(ModelDir *md, const char *dir, int need_tokenizer, Error *err);
 void modeldir_free(ModelDir *md);
 
+/* The sha256 of dir/model.safetensors: the identity a calibration records (SCHEMES.md §8).
+ * Hashing reads the whole file (TinyLlama's 2.2 GB take seconds): asked for only when needed. */
+int modeldir_sha256(const char *dir, char hex[65], Error *err);
+
 /* Runs tokens[0..n) from position 0 in batches of at most s->max_batch; leaves the last
  * token's logits in s->logits. */
 void prefill(const Model *m, RunState *s, KvCache *kv, const int *tokens, int n);

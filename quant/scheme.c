@@ -269,6 +269,12 @@ int kv_spec_is_fp32(const KvSpec *spec) {
     return spec->base.bits == 32 && !spec->hadamard && !spec->prerope && !spec->outliers;
 }
 
+int kv_layered_is_fitted(const KvLayered *l) {
+    for (int i = 0; i < l->n_items; i++)
+        if (kv_spec_is_fitted(&l->items[i].spec)) return 1;
+    return kv_spec_is_fitted(&l->all);
+}
+
 int kv_layered_is_fp32(const KvLayered *l) {
     for (int i = 0; i < l->n_items; i++)
         if (!kv_spec_is_fp32(&l->items[i].spec)) return 0;
@@ -393,6 +399,12 @@ static void put_outliers_back(const unsigned char *in, int k, float *x, int n) {
         int at = in[OUTLIER_BYTES * j + 2];
         if (at < n) x[at] = f16_to_f32((uint16_t)kv_get_u16(in + OUTLIER_BYTES * j));
     }
+}
+
+void kv_spec_codec_input(const KvSpec *spec, float *x, int n) {
+    unsigned char taken[KV_MAX_OUTLIERS * OUTLIER_BYTES];
+    to_codec_input(spec, x, n);
+    if (spec->outliers) take_outliers(x, n, spec->outliers, taken);
 }
 
 void kv_spec_encode(const KvSpec *spec, const float *x, int n, void *unit, float *scratch) {

@@ -73,6 +73,8 @@ int kv_layered_parse(const char *text, KvSide side, KvLayered *l, char *why, siz
 int kv_layered_bind(KvLayered *l, int n_layers, int head_dim, KvSide side, char *why, size_t why_len);
 /* The spec of one layer. */
 const KvSpec *kv_layered_at(const KvLayered *l, int layer);
+/* 1 when some layer's spec has a fitted base (needs a calibration). */
+int kv_layered_is_fitted(const KvLayered *l);
 /* 1 when every layer is plain fp32 with no modifiers: the cache is the computed values. */
 int kv_layered_is_fp32(const KvLayered *l);
 
@@ -115,7 +117,11 @@ int kv_spec_quantized_end(const KvSpec *spec, int n);
 /* x (n values) from the natural order into the spec's domain, in place, and back. */
 void kv_spec_to_domain(const KvSpec *spec, float *x, int n);
 void kv_spec_from_domain(const KvSpec *spec, float *x, int n);
-/* Quantizes one unit: x holds rows_per_unit natural rows of n values; scratch holds as many. */
+/* One natural row as the spec's base is given it: llama.cpp key order, +had, the +out values
+ * zeroed. What a fitted base is fitted on (SCHEMES.md §8; +prerope: give the key before RoPE).
+ * In place. */
+void kv_spec_codec_input(const KvSpec *spec, float *x, int n);
+/* Quantizes one unit: x holds base.rows natural rows of n values; scratch holds as many. */
 void kv_spec_encode(const KvSpec *spec, const float *x, int n, void *unit, float *scratch);
 /* Rows r0 .. r0+count-1 of a run of units, in the spec's domain, into out[count][n]. */
 void kv_spec_decode(const KvSpec *spec, const void *units, int n, int r0, int count, float *out);

@@ -199,7 +199,7 @@ static long per_token_nll(const Setup *s, const PplOptions *o, const KvLayered *
     RunState rs;
     KvCache kv;
     if (runstate_init(&rs, c, o->ctx, err)) return -1;
-    if (kv_cache_init(&kv, c, o->ctx, o->ctx, k, v, s->model.rope_inv_freq, err)) { runstate_free(&rs); return -1; }
+    if (kv_cache_init(&kv, c, o->ctx, o->ctx, k, v, NULL, s->model.rope_inv_freq, err)) { runstate_free(&rs); return -1; }
     long n = 0;
     int scored_end = 1;   /* targets before this were scored earlier (token 0 has no context) */
     for (int w = 0; w < o->max_windows; w++) {

@@ -379,7 +379,7 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
         }
     if (!bad)
         bad = kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why);
-    if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &k, &v, rb->inv_freq, &err)) {
+    if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &k, &v, NULL, rb->inv_freq, &err)) {
         snprintf(why, sizeof why, "%.190s", err.msg);
         bad = 1;
     }
@@ -498,7 +498,7 @@ static float *run_batches(const Model *m, const int *tokens, int n, int batch, c
     char why[160];
     if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why)) return NULL;
     if (runstate_init(&s, c, batch, &err)) return NULL;
-    if (kv_cache_init(&kv, c, n, batch, &k, &v, m->rope_inv_freq, &err)) {
+    if (kv_cache_init(&kv, c, n, batch, &k, &v, NULL, m->rope_inv_freq, &err)) {
         runstate_free(&s);
         return NULL;
     }

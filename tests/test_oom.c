@@ -64,7 +64,7 @@ static int run_load(const void *ctx, double *result, Error *err) {
     KvCache kv;
     int rc = runstate_init(&s, &m.config, 5, err);
     if (rc == 0) {
-        rc = kv_cache_init(&kv, &m.config, 5, 5, NULL, NULL, NULL, err);
+        rc = kv_cache_init(&kv, &m.config, 5, 5, NULL, NULL, NULL, NULL, err);
         if (rc == 0) {
             forward(&m, &s, &kv, tokens, 5, 0, 0);
             double sum = 0;

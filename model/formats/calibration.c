@@ -1,5 +1,6 @@
 /* model/formats/calibration.c: calibration files, written and validated (layout in calibration.h). */
 #include "model/formats/calibration.h"
+#include "model/formats/sha256.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -609,5 +610,10 @@ int calibration_load(const char *path, const CalibModel *model, Calibration *c, 
     if (st_open(&st, path, err)) return -1;
     int rc = calibration_from_safetensors(&st, model, c, err);
     st_close(&st);
+    if (rc == 0) snprintf(c->path, sizeof c->path, "%s", path);
+    if (rc == 0 && sha256_file_hex(path, c->file_sha256, err)) {
+        calibration_free(c);
+        return -1;
+    }
     return rc;
 }

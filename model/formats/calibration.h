@@ -63,6 +63,8 @@ typedef struct {
 } CalibFit;
 
 typedef struct {
+    char path[256];           /* the file it was loaded from (for messages); "" when made in memory */
+    char file_sha256[CALIB_HASH_HEX + 1];   /* that file's sha256: what results and compressed files record */
     char model_sha256[CALIB_HASH_HEX + 1];
     char text_sha256[CALIB_HASH_HEX + 1];
     long tokens, ctx;

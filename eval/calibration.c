@@ -1,0 +1,25 @@
+/* eval/calibration.c: which calibration a run uses, checked against its model (see
+ * eval/calibration.h). */
+#include "eval/calibration.h"
+#include "model/modeldir.h"
+#include "model/formats/fileio.h"
+#include <string.h>
+
+int calibration_for_run(const char *path, const char *model_dir, const Model *m, int needed, Calibration *c, int *have,
+                        Error *err) {
+    char default_path[4096];
+    memset(c, 0, sizeof *c);
+    *have = 0;
+    if (!path) {
+        snprintf(default_path, sizeof default_path, "%s/%s", model_dir, DEFAULT_CALIBRATION);
+        if (!needed || !path_exists(default_path)) return 0;   /* a fitted scheme then says what it lacks */
+        path = default_path;
+    }
+    char model_sha256[65];
+    if (modeldir_sha256(model_dir, model_sha256, err)) return -1;
+    const Config *cfg = &m->config;
+    CalibModel model = {cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, model_sha256};
+    if (calibration_load(path, &model, c, err)) return -1;
+    *have = 1;
+    return 0;
+}

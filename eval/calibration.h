@@ -1,0 +1,21 @@
+/* eval/calibration.h: which calibration a run uses (--calib), checked against its model.
+ * A calibration (model/formats/calibration.h, made by ./run calibrate) holds the tables of the
+ * fitted bases (SCHEMES.md §8). Every command that takes a scheme takes --calib FILE; without the
+ * flag, MODEL_DIR/kv-calib.safetensors is used when it exists. */
+#ifndef KVQ_EVAL_CALIBRATION_H
+#define KVQ_EVAL_CALIBRATION_H
+
+#include "model/formats/calibration.h"
+#include "model/model.h"
+
+#define DEFAULT_CALIBRATION "kv-calib.safetensors"   /* in the model directory */
+
+/* Loads the calibration of a run on model m from model_dir: path (--calib; NULL: the default
+ * file, when it exists). A file named by --calib is always loaded; the default one only when
+ * `needed` (a scheme of the run is fitted), since checking it hashes the model's weights.
+ * Refused, with one line naming the file: another model's (its model_sha256), another geometry,
+ * anything calibration_load refuses. *have = 1 when c holds one (free it with calibration_free). */
+int calibration_for_run(const char *path, const char *model_dir, const Model *m, int needed, Calibration *c, int *have,
+                        Error *err);
+
+#endif
