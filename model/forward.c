@@ -158,6 +158,29 @@ static const void *key_block(const KvCache *cache, const KvStore *st, int kvh, i
     return kt;
 }
 
+/* Which cached positions a work item's queries read quantized. The query at position pos + t
+ * sees n = pos + t + 1 positions written and reads [S, Q(n)) quantized (SCHEMES.md 1). Q grows
+ * with t, so over tokens t0..t1-1 it runs from lo = Q(pos + t0 + 1) to hi = Q(pos + t1): a block
+ * outside [lo, hi) reads the same for every query (view "A", positions below hi quantized); a
+ * block that meets [lo, hi) is read twice, also as view "B" (below lo quantized), and each
+ * query takes position p from A when p < its own Q, else from B. For most schemes Q(n) = n,
+ * and no block needs B (positions at or past a query's n are masked anyway). */
+typedef struct {
+    int lo, hi;
+    int lagging;   /* some query reads a position of its own at full precision past its Q */
+} QuantizedSpan;
+
+static QuantizedSpan quantized_span(const KvCache *cache, const KvStore *st, int pos, int t0, int t1) {
+    QuantizedSpan q = {kv_cache_quantized_end(cache, st, pos + t0 + 1), kv_cache_quantized_end(cache, st, pos + t1), 0};
+    for (int t = t0; t < t1 && !q.lagging; t++) q.lagging = kv_cache_quantized_end(cache, st, pos + t + 1) < pos + t + 1;
+    return q;
+}
+
+/* With Q(n) = n for every query, positions at or past a query's Q are masked for it: no B. */
+static int needs_second_view(QuantizedSpan q, int p0, int np) {
+    return q.lagging && q.lo < q.hi && p0 < q.hi && q.lo < p0 + np;
+}
+
 /* Query row i of a work item (see attention_block): its token and head. */
 typedef struct {
     int t, h;
@@ -216,29 +239,6 @@ static void all_block_scores(const RunState *s, const Config *c, const void *kt,
         block_scores(s, c, kt, q2, t0, kvh, i, nq, pos, p0, np, scale, out, stride);
         i += nq;
     }
-}
-
-/* Which cached positions a work item's queries read quantized. The query at position pos + t
- * sees n = pos + t + 1 positions written and reads [S, Q(n)) quantized (SCHEMES.md 1). Q grows
- * with t, so over tokens t0..t1-1 it runs from lo = Q(pos + t0 + 1) to hi = Q(pos + t1): a block
- * outside [lo, hi) reads the same for every query (view "A", positions below hi quantized); a
- * block that meets [lo, hi) is read twice, also as view "B" (below lo quantized), and each
- * query takes position p from A when p < its own Q, else from B. For most schemes Q(n) = n,
- * and no block needs B (positions at or past a query's n are masked anyway). */
-typedef struct {
-    int lo, hi;
-    int lagging;   /* some query reads a position of its own at full precision past its Q */
-} QuantizedSpan;
-
-static QuantizedSpan quantized_span(const KvCache *cache, const KvStore *st, int pos, int t0, int t1) {
-    QuantizedSpan q = {kv_cache_quantized_end(cache, st, pos + t0 + 1), kv_cache_quantized_end(cache, st, pos + t1), 0};
-    for (int t = t0; t < t1 && !q.lagging; t++) q.lagging = kv_cache_quantized_end(cache, st, pos + t + 1) < pos + t + 1;
-    return q;
-}
-
-/* With Q(n) = n for every query, positions at or past a query's Q are masked for it: no B. */
-static int needs_second_view(QuantizedSpan q, int p0, int np) {
-    return q.lagging && q.lo < q.hi && p0 < q.hi && q.lo < p0 + np;
 }
 
 /* Scores for a block that needs both views: view B's scores replace A's at each row's positions
