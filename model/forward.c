@@ -57,8 +57,11 @@ static int padded_positions(int n_max) { return (n_max + ATT_POSITIONS - 1) / AT
 
 static int round_up32(int n) { return (n + 31) / 32 * 32; }
 
+/* Query heads per KV head (grouped-query attention): a work item's group (AttentionItem). */
+static int query_group(const Config *c) { return c->n_heads / c->n_kv_heads; }
+
 /* Query rows of a work item: ATT_TOKENS tokens x the group's heads, up to a multiple of 32. */
-static int scratch_rows(const Config *c) { return round_up32(ATT_TOKENS * (c->n_heads / c->n_kv_heads)); }
+static int scratch_rows(const Config *c) { return round_up32(ATT_TOKENS * query_group(c)); }
 
 static double attention_scratch_count(const Config *c) {
     double rows = scratch_rows(c), block = (double)ATT_POSITIONS * c->head_dim;
@@ -192,7 +195,7 @@ typedef struct {
     const KvCache *cache;
     const KvStore *keys, *values;    /* this layer's */
     int pos;                         /* the batch's first position */
-    int group;                       /* n_heads / n_kv_heads: query heads per KV head */
+    int group;                       /* query heads per KV head (query_group) */
     int pairs;                       /* queries, keys, weights and values as bf16 pairs */
     float scale;                     /* 1 / sqrt(head_dim) */
     int shared;                      /* blocks shared across the items (share_blocks) */
@@ -554,7 +557,7 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     /* what every item of this call has in common; attention_item adds each item's own */
     const AttentionItem call = {.c = c, .s = s, .cache = cache, .keys = kv_cache_keys(cache, layer),
                                 .values = kv_cache_values(cache, layer), .pos = pos,
-                                .group = c->n_heads / c->n_kv_heads, .pairs = pairs,
+                                .group = query_group(c), .pairs = pairs,
                                 .scale = 1.0f / sqrtf((float)c->head_dim), .shared = shared};
     double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
     (void)work;   /* unused without OpenMP */
