@@ -57,8 +57,11 @@ static int padded_positions(int n_max) { return (n_max + ATT_POSITIONS - 1) / AT
 
 static int round_up32(int n) { return (n + 31) / 32 * 32; }
 
+/* Query heads per KV head (grouped-query attention): a work item's group (AttentionItem). */
+static int query_group(const Config *c) { return c->n_heads / c->n_kv_heads; }
+
 /* Query rows of a work item: ATT_TOKENS tokens x the group's heads, up to a multiple of 32. */
-static int scratch_rows(const Config *c) { return round_up32(ATT_TOKENS * (c->n_heads / c->n_kv_heads)); }
+static int scratch_rows(const Config *c) { return round_up32(ATT_TOKENS * query_group(c)); }
 
 static double attention_scratch_count(const Config *c) {
     double rows = scratch_rows(c), block = (double)ATT_POSITIONS * c->head_dim;
@@ -158,66 +161,6 @@ static const void *key_block(const KvCache *cache, const KvStore *st, int kvh, i
     return kt;
 }
 
-/* Query row i of a work item (see attention_block): its token and head. */
-typedef struct {
-    int t, h;
-} QueryRow;
-
-static QueryRow query_row(int t0, int kvh, int group, int i) {
-    return (QueryRow){t0 + i / group, kvh * group + i % group};
-}
-
-/* Positions of the block at p0 (np of them) that query token t may attend to: causal. */
-static int causal_end(int pos, int t, int p0, int np) {
-    int end = pos + t + 1 - p0;
-    return end < 0 ? 0 : end < np ? end : np;
-}
-
-/* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys:
- * out[i * stride + p] = scale * q_i . key p for the positions row i may attend to. q2: the
- * batch's queries as bf16 pairs (s->q2), with kt then pair rows of keys; the
- * scores are then not scaled (exp_pairs does it) and fill the whole block, past the causal end
- * too (the rows are padded to whole blocks); NULL: f32 (s->q). */
-static void block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
-                         int i0, int nq, int pos, int p0, int np, float scale, float *out, size_t stride) {
-    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
-    float acc[4][ATT_POSITIONS];
-    float *const sums[4] = {acc[0], acc[1], acc[2], acc[3]};
-    if (causal_end(pos, query_row(t0, kvh, group, i0 + nq - 1).t, p0, np) == 0) return;   /* all masked */
-    if (q2) {
-        const uint32_t *q[4];
-        float *rows[4];
-        for (int j = 0; j < nq; j++) {
-            QueryRow r = query_row(t0, kvh, group, i0 + j);
-            q[j] = q2 + (size_t)r.t * (c->dim / 2) + (size_t)r.h * (hd / 2);
-            rows[j] = out + (size_t)(i0 + j) * stride;
-        }
-        dot_pairs64(nq, q, kt, hd / 2, rows);
-        return;
-    }
-    const float *q[4];
-    for (int j = 0; j < nq; j++) {
-        QueryRow r = query_row(t0, kvh, group, i0 + j);
-        q[j] = s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
-    }
-    if (nq == 4) dot_transposed64_x4(q, kt, hd, sums);
-    else dot_transposed64(q[0], kt, hd, acc[0]);
-    for (int j = 0; j < nq; j++) {
-        int end = causal_end(pos, query_row(t0, kvh, group, i0 + j).t, p0, np);
-        float *row = out + (size_t)(i0 + j) * stride;
-        for (int p = 0; p < end; p++) row[p] = acc[j][p] * scale;
-    }
-}
-
-static void all_block_scores(const RunState *s, const Config *c, const void *kt, const uint32_t *q2, int t0, int kvh,
-                             int rows, int pos, int p0, int np, float scale, float *out, size_t stride) {
-    for (int i = 0; i < rows;) {
-        int nq = rows - i >= 4 ? 4 : 1;
-        block_scores(s, c, kt, q2, t0, kvh, i, nq, pos, p0, np, scale, out, stride);
-        i += nq;
-    }
-}
-
 /* Which cached positions a work item's queries read quantized. The query at position pos + t
  * sees n = pos + t + 1 positions written and reads [S, Q(n)) quantized (SCHEMES.md 1). Q grows
  * with t, so over tokens t0..t1-1 it runs from lo = Q(pos + t0 + 1) to hi = Q(pos + t1): a block
@@ -241,18 +184,120 @@ static int needs_second_view(QuantizedSpan q, int p0, int np) {
     return q.lagging && q.lo < q.hi && p0 < q.hi && q.lo < p0 + np;
 }
 
+/* One work item of attention(): the query tokens t0..t1-1 (at positions pos + t) of the
+ * group of query heads that share KV head kvh. Everything the helpers below need that does not
+ * change while the item runs is worked out here once, so that each helper takes the item and
+ * only what varies per call (a block of positions, a range of query rows). The first fields
+ * are the same for every item of one attention() call (see attention_item). */
+typedef struct {
+    const Config *c;
+    RunState *s;                     /* queries in s->q (f32) or s->q2 (pairs); outputs to s->xb2 */
+    const KvCache *cache;
+    const KvStore *keys, *values;    /* this layer's */
+    int pos;                         /* the batch's first position */
+    int group;                       /* query heads per KV head (query_group) */
+    int pairs;                       /* queries, keys, weights and values as bf16 pairs */
+    float scale;                     /* 1 / sqrt(head_dim) */
+    int shared;                      /* blocks shared across the items (share_blocks) */
+    /* this item's */
+    int kvh, t0, t1;
+    int rows;                        /* query rows: (t1 - t0) * group, row i = (token, head) of query_row */
+    int n_max;                       /* pos + t1: the positions its last token sees */
+    size_t stride;                   /* floats per score row: n_max padded to whole blocks */
+    QuantizedSpan kq, vq;            /* what its queries read quantized, of keys and of values */
+    const void *const *views;        /* this KV head's shared blocks, or NULL (shared = 0) */
+    AttentionScratch a;              /* the running thread's scratch */
+} AttentionItem;
+
+/* The item of KV head kvh and tokens t0..t1-1, from call's fields common to the whole call. */
+static AttentionItem attention_item(const AttentionItem *call, int kvh, int t0, int t1, float *scratch) {
+    AttentionItem it = *call;
+    it.kvh = kvh;
+    it.t0 = t0;
+    it.t1 = t1;
+    it.rows = (t1 - t0) * it.group;
+    it.n_max = it.pos + t1;
+    it.stride = (size_t)padded_positions(it.n_max);
+    it.kq = quantized_span(it.cache, it.keys, it.pos, t0, t1);
+    it.vq = quantized_span(it.cache, it.values, it.pos, t0, t1);
+    it.views = it.shared ? it.s->att_views + 2 * (size_t)kvh * context_blocks(it.c) : NULL;
+    it.a = attention_scratch(it.c, scratch);
+    return it;
+}
+
+/* Query row i of a work item: its token and head. Row i = (t0 + i / group, head kvh * group +
+ * i % group): a token's heads of the group lie side by side, as they do in q and xb2. */
+typedef struct {
+    int t, h;
+} QueryRow;
+
+static QueryRow query_row(const AttentionItem *it, int i) {
+    return (QueryRow){it->t0 + i / it->group, it->kvh * it->group + i % it->group};
+}
+
+/* Positions of the block at p0 (np of them) that query row i may attend to: causal. */
+static int row_end(const AttentionItem *it, int i, int p0, int np) {
+    int end = it->pos + query_row(it, i).t + 1 - p0;
+    return end < 0 ? 0 : end < np ? end : np;
+}
+
+/* Scores of query rows i0..i0+nq-1 (nq = 4 or 1) against one transposed block of keys at p0
+ * (np positions): out[i * stride + p] = scale * q_i . key p for the positions row i may attend
+ * to. With pairs the queries are s->q2 and kt holds pair rows of keys; the scores are then not
+ * scaled (exp_pairs does it) and fill the whole block, past the causal end too (the rows are
+ * padded to whole blocks). Otherwise f32 queries (s->q). */
+static void block_scores(const AttentionItem *it, const void *kt, int p0, int np, float *out, size_t stride, int i0,
+                         int nq) {
+    const Config *c = it->c;
+    int hd = c->head_dim;
+    float acc[4][ATT_POSITIONS];
+    float *const sums[4] = {acc[0], acc[1], acc[2], acc[3]};
+    if (row_end(it, i0 + nq - 1, p0, np) == 0) return;   /* all masked */
+    if (it->pairs) {
+        const uint32_t *q[4];
+        float *rows[4];
+        for (int j = 0; j < nq; j++) {
+            QueryRow r = query_row(it, i0 + j);
+            q[j] = it->s->q2 + (size_t)r.t * (c->dim / 2) + (size_t)r.h * (hd / 2);
+            rows[j] = out + (size_t)(i0 + j) * stride;
+        }
+        dot_pairs64(nq, q, kt, hd / 2, rows);
+        return;
+    }
+    const float *q[4];
+    for (int j = 0; j < nq; j++) {
+        QueryRow r = query_row(it, i0 + j);
+        q[j] = it->s->q + (size_t)r.t * c->dim + (size_t)r.h * hd;
+    }
+    if (nq == 4) dot_transposed64_x4(q, kt, hd, sums);
+    else dot_transposed64(q[0], kt, hd, acc[0]);
+    for (int j = 0; j < nq; j++) {
+        int end = row_end(it, i0 + j, p0, np);
+        float *row = out + (size_t)(i0 + j) * stride;
+        for (int p = 0; p < end; p++) row[p] = acc[j][p] * it->scale;
+    }
+}
+
+/* block_scores for every query row of the item, four at a time (then one at a time). */
+static void all_block_scores(const AttentionItem *it, const void *kt, int p0, int np, float *out, size_t stride) {
+    for (int i = 0; i < it->rows;) {
+        int nq = it->rows - i >= 4 ? 4 : 1;
+        block_scores(it, kt, p0, np, out, stride, i, nq);
+        i += nq;
+    }
+}
+
 /* Scores for a block that needs both views: view B's scores replace A's at each row's positions
  * from its own Q on. */
-static void mixed_block_scores(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
-                               QuantizedSpan q, const AttentionScratch *a, int t0, int t1, int kvh, int pos, int p0,
-                               int np, int pairs, float scale, size_t stride) {
-    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, rows = (t1 - t0) * group;
-    const void *keys_b = key_block(cache, st, kvh, p0, np, q.lo, hd, pairs, a->rows_b, a->kt_b);
-    all_block_scores(s, c, keys_b, pairs ? s->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a->score_b, ATT_POSITIONS);
-    for (int i = 0; i < rows; i++) {
-        int t = query_row(t0, kvh, group, i).t, own = kv_cache_quantized_end(cache, st, pos + t + 1);
-        int end = causal_end(pos, t, p0, np);
-        float *row = a->score + (size_t)i * stride + p0;
+static void mixed_block_scores(const AttentionItem *it, int p0, int np) {
+    const AttentionScratch *a = &it->a;
+    const void *keys_b = key_block(it->cache, it->keys, it->kvh, p0, np, it->kq.lo, it->c->head_dim, it->pairs,
+                                   a->rows_b, a->kt_b);
+    all_block_scores(it, keys_b, p0, np, a->score_b, ATT_POSITIONS);
+    for (int i = 0; i < it->rows; i++) {
+        int own = kv_cache_quantized_end(it->cache, it->keys, it->pos + query_row(it, i).t + 1);
+        int end = row_end(it, i, p0, np);
+        float *row = a->score + (size_t)i * it->stride + p0;
         for (int p = own - p0 < 0 ? 0 : own - p0; p < end; p++) row[p] = a->score_b[(size_t)i * ATT_POSITIONS + p];
     }
 }
@@ -269,21 +314,26 @@ static const float *block_weights(const float *row, int pairs, int p0, int np, f
     return buf;
 }
 
+/* Where query row i's output goes: its token's row of xb2, at its head. */
+static float *output_row(const AttentionItem *it, int i) {
+    QueryRow r = query_row(it, i);
+    return it->s->xb2 + (size_t)r.t * it->c->dim + (size_t)r.h * it->c->head_dim;
+}
+
 /* Values for a block that needs both views, in f32, four query rows at a time: each row's
- * weights split at its own Q between the two views' rows (A's below it, B's from it on). */
-static void mixed_block_values(const RunState *s, const Config *c, const KvCache *cache, const KvStore *st,
-                               const AttentionScratch *a, const float *rows_a, int t0, int kvh, int rows, int pos,
-                               int p0, int np, int pairs, size_t stride) {
-    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads;
-    for (int i = 0; i < rows;) {
-        int nq = rows - i >= 4 ? 4 : 1;
-        int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the longest */
+ * weights split at its own Q between the two views' rows (A's below it in rows_a, B's from it
+ * on in the scratch's rows_b). */
+static void mixed_block_values(const AttentionItem *it, const float *rows_a, int p0, int np) {
+    const AttentionScratch *a = &it->a;
+    int hd = it->c->head_dim;
+    for (int i = 0; i < it->rows;) {
+        int nq = it->rows - i >= 4 ? 4 : 1;
+        int end = row_end(it, i + nq - 1, p0, np);   /* the longest */
         float *out[4];
         const float *w_a[4], *w_b[4];
         for (int j = 0; j < nq; j++) {
-            QueryRow r = query_row(t0, kvh, group, i + j);
-            int own = kv_cache_quantized_end(cache, st, pos + r.t + 1);
-            const float *w = block_weights(a->score + (size_t)(i + j) * stride, pairs, p0, np,
+            int own = kv_cache_quantized_end(it->cache, it->values, it->pos + query_row(it, i + j).t + 1);
+            const float *w = block_weights(a->score + (size_t)(i + j) * it->stride, it->pairs, p0, np,
                                            a->score_b + (size_t)j * ATT_POSITIONS);
             float *wa = a->w + (size_t)2 * j * ATT_POSITIONS, *wb = wa + ATT_POSITIONS;
             for (int p = 0; p < end; p++) {   /* zero past the row's causal end already */
@@ -291,7 +341,7 @@ static void mixed_block_values(const RunState *s, const Config *c, const KvCache
                 wa[p] = quantized ? w[p] : 0.0f;
                 wb[p] = quantized ? 0.0f : w[p];
             }
-            out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
+            out[j] = output_row(it, i + j);
             w_a[j] = wa;
             w_b[j] = wb;
         }
@@ -306,84 +356,85 @@ static void mixed_block_values(const RunState *s, const Config *c, const KvCache
     }
 }
 
-/* Softmax of each query row's scores over the positions it may attend to, zero past them up
- * to n_max. bf16 pairs: left unnormalized, as pairs (exp_pairs), with 1 / sum in row_inv. */
-static void attention_weights(const Config *c, const AttentionScratch *a, int t0, int kvh, int rows, int pos,
-                              int n_max, size_t stride, int pairs, float scale) {
-    int group = c->n_heads / c->n_kv_heads;
-    for (int i = 0; i < rows; i++) {
-        int n = pos + query_row(t0, kvh, group, i).t + 1;
-        float *row = a->score + (size_t)i * stride;
-        if (pairs) {
-            a->row_inv[i] = exp_pairs(row, n, max_value(row, n), scale, n_max);
-            continue;
+/* Values for a block read one way by every row (vb: np rows of values in f32; value_pairs: the
+ * same as bf16 pair rows), four query rows at a time. */
+static void block_values(const AttentionItem *it, const float *vb, const uint32_t *value_pairs, int p0, int np) {
+    int hd = it->c->head_dim;
+    const float *score = it->a.score;
+    for (int i = 0; i < it->rows;) {
+        int nq = it->rows - i >= 4 ? 4 : 1;
+        float *out[4];
+        const float *w[4];
+        const uint32_t *w2[4];
+        for (int j = 0; j < nq; j++) {
+            out[j] = output_row(it, i + j);
+            w[j] = score + (size_t)(i + j) * it->stride + p0;
+            w2[j] = (const uint32_t *)(score + (size_t)(i + j) * it->stride) + p0 / 2;
         }
-        softmax(row, n);
-        memset(row + n, 0, (size_t)(n_max - n) * sizeof(float));
+        int end = row_end(it, i + nq - 1, p0, np);   /* the last row's is the longest */
+        if (end > 0 && it->pairs) add_weighted_pairs(nq, out, w2, value_pairs, (end + 1) / 2, hd);
+        else if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
+        else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
+        i += nq;
     }
 }
 
-/* Query tokens t0..t1-1 (positions pos+t) of KV head kvh: scores, softmax, weighted values.
+/* Softmax of each query row's scores over the positions it may attend to, zero past them up
+ * to width (n_max; the tiles read up to the next 32). bf16 pairs: left unnormalized, as pairs
+ * (exp_pairs), with 1 / sum in row_inv. */
+static void attention_weights(const AttentionItem *it, int width) {
+    const AttentionScratch *a = &it->a;
+    for (int i = 0; i < it->rows; i++) {
+        int n = it->pos + query_row(it, i).t + 1;
+        float *row = a->score + (size_t)i * it->stride;
+        if (it->pairs) {
+            a->row_inv[i] = exp_pairs(row, n, max_value(row, n), it->scale, width);
+            continue;
+        }
+        softmax(row, n);
+        memset(row + n, 0, (size_t)(width - n) * sizeof(float));
+    }
+}
+
+/* One work item (see AttentionItem): scores, softmax, weighted values, into xb2.
  * Query rows go four at a time so that each key and value loaded serves four of them; after
  * the softmax a row's weights past its causal end are zero, so four rows can share one
  * range of positions. pairs: queries, keys, weights and values as bf16 pairs (see
  * attention()); positions then pair up too, and blocks start at even positions. Queries are
- * in the keys' read domain and outputs come out in the values' (model/kvcache.h). */
-static void attention_block(const Model *m, RunState *s, const KvCache *cache, int layer, int kvh, int t0, int t1,
-                            int pos, int pairs, const void *const *shared, float *scratch) {
-    const Config *c = &m->config;
-    int hd = c->head_dim, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
-    size_t stride = (size_t)padded_positions(n_max);
-    float scale = 1.0f / sqrtf((float)hd);
-    AttentionScratch a = attention_scratch(c, scratch);
-    const KvStore *keys_st = kv_cache_keys(cache, layer), *values_st = kv_cache_values(cache, layer);
-    QuantizedSpan kq = quantized_span(cache, keys_st, pos, t0, t1), vq = quantized_span(cache, values_st, pos, t0, t1);
-    /* query row i = (t0 + i / group, head kvh * group + i % group); its scores at score[i * stride] */
-    int rows = (t1 - t0) * group;
-    for (int t = t0; t < t1; t++)   /* a token's query heads of this group lie side by side, as its rows */
-        memset(s->xb2 + (size_t)t * c->dim + (size_t)kvh * group * hd, 0, (size_t)group * hd * sizeof(float));
+ * in the keys' read domain and outputs come out in the values' (model/kvcache.h). Query row
+ * i's scores are at score[i * stride]. */
+static void attention_block(const AttentionItem *it) {
+    const Config *c = it->c;
+    const AttentionScratch *a = &it->a;
+    int hd = c->head_dim, group = it->group, n_max = it->n_max;
+    for (int t = it->t0; t < it->t1; t++)   /* a token's query heads of this group lie side by side, as its rows */
+        memset(it->s->xb2 + (size_t)t * c->dim + (size_t)it->kvh * group * hd, 0, (size_t)group * hd * sizeof(float));
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const void *keys = shared ? shared[2 * (p0 / ATT_POSITIONS)]
-                                  : key_block(cache, keys_st, kvh, p0, np, kq.hi, hd, pairs, a.rows, a.kt);
-        all_block_scores(s, c, keys, pairs ? s->q2 : NULL, t0, kvh, rows, pos, p0, np, scale, a.score + p0, stride);
-        if (needs_second_view(kq, p0, np))
-            mixed_block_scores(s, c, cache, keys_st, kq, &a, t0, t1, kvh, pos, p0, np, pairs, scale, stride);
+        const void *keys = it->views ? it->views[2 * (p0 / ATT_POSITIONS)]
+                                     : key_block(it->cache, it->keys, it->kvh, p0, np, it->kq.hi, hd, it->pairs,
+                                                 a->rows, a->kt);
+        all_block_scores(it, keys, p0, np, a->score + p0, it->stride);
+        if (needs_second_view(it->kq, p0, np)) mixed_block_scores(it, p0, np);
     }
-    attention_weights(c, &a, t0, kvh, rows, pos, n_max, stride, pairs, scale);
+    attention_weights(it, n_max);
     for (int p0 = 0; p0 < n_max; p0 += ATT_POSITIONS) {
         int np = n_max - p0 < ATT_POSITIONS ? n_max - p0 : ATT_POSITIONS;
-        const void *shared_values = shared ? shared[2 * (p0 / ATT_POSITIONS) + 1] : NULL;
-        const float *vb = shared_values ? shared_values : kv_cache_rows(cache, values_st, kvh, p0, np, vq.hi, a.rows);
-        const uint32_t *value_pairs = (const uint32_t *)(shared_values ? shared_values : a.kt);
-        if (needs_second_view(vq, p0, np)) {
-            kv_cache_rows(cache, values_st, kvh, p0, np, vq.lo, a.rows_b);
-            mixed_block_values(s, c, cache, values_st, &a, vb, t0, kvh, rows, pos, p0, np, pairs, stride);
+        const void *shared_values = it->views ? it->views[2 * (p0 / ATT_POSITIONS) + 1] : NULL;
+        const float *vb = shared_values ? shared_values
+                                        : kv_cache_rows(it->cache, it->values, it->kvh, p0, np, it->vq.hi, a->rows);
+        const uint32_t *value_pairs = (const uint32_t *)(shared_values ? shared_values : a->kt);
+        if (needs_second_view(it->vq, p0, np)) {
+            kv_cache_rows(it->cache, it->values, it->kvh, p0, np, it->vq.lo, a->rows_b);
+            mixed_block_values(it, vb, p0, np);
             continue;
         }
-        if (pairs && !shared_values) bf16_pair_rows(vb, np, hd, (uint32_t *)a.kt);   /* kt is free in this pass */
-        for (int i = 0; i < rows;) {
-            int nq = rows - i >= 4 ? 4 : 1;
-            float *out[4];
-            const float *w[4];
-            const uint32_t *w2[4];
-            for (int j = 0; j < nq; j++) {
-                QueryRow r = query_row(t0, kvh, group, i + j);
-                out[j] = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
-                w[j] = a.score + (size_t)(i + j) * stride + p0;
-                w2[j] = (const uint32_t *)(a.score + (size_t)(i + j) * stride) + p0 / 2;
-            }
-            int end = causal_end(pos, query_row(t0, kvh, group, i + nq - 1).t, p0, np);   /* the last row's is the longest */
-            if (end > 0 && pairs) add_weighted_pairs(nq, out, w2, value_pairs, (end + 1) / 2, hd);
-            else if (end > 0 && nq == 4) add_weighted_rows_x4(out, w, vb, end, hd);
-            else if (end > 0) add_weighted_rows(out[0], w[0], vb, end, hd);
-            i += nq;
-        }
+        if (it->pairs && !shared_values) bf16_pair_rows(vb, np, hd, (uint32_t *)a->kt);   /* kt is free in this pass */
+        block_values(it, vb, value_pairs, p0, np);
     }
-    for (int i = 0; pairs && i < rows; i++) {   /* the weights were unnormalized */
-        QueryRow r = query_row(t0, kvh, group, i);
-        float *out = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
-        for (int d = 0; d < hd; d++) out[d] *= a.row_inv[i];
+    for (int i = 0; it->pairs && i < it->rows; i++) {   /* the weights were unnormalized */
+        float *out = output_row(it, i);
+        for (int d = 0; d < hd; d++) out[d] *= a->row_inv[i];
     }
 }
 
@@ -406,9 +457,9 @@ static int attention_on_tiles(const Model *m) {
 
 /* Tiles take 32 query rows at a time (work item rows i0..i0+31, up to the padding): the
  * positions the last real one of them attends to, which covers the others (causal). */
-static int tile_rows_end(const Config *c, int t0, int kvh, int rows, int pos, int i0) {
-    int last = i0 + 31 < rows ? i0 + 31 : rows - 1;
-    return pos + query_row(t0, kvh, c->n_heads / c->n_kv_heads, last).t + 1;
+static int tile_rows_end(const AttentionItem *it, int i0) {
+    int last = i0 + 31 < it->rows ? i0 + 31 : it->rows - 1;
+    return it->pos + query_row(it, last).t + 1;
 }
 
 /* attention_block on AMX tiles, for shared blocks (views: keys and values of every block as
@@ -417,34 +468,33 @@ static int tile_rows_end(const Config *c, int t0, int kvh, int rows, int pos, in
  * multiple of 32. Scores go 32 rows x one block at a time; the softmax writes zero weights past
  * n_max up to the next 32 positions, as the tiles read them; each 32 rows' weighted values come out
  * of the tiles once, scaled by 1 / sum into xb2. */
-static void attention_block_tiles(const Model *m, RunState *s, int kvh, int t0, int t1, int pos,
-                                  const void *const *views, float *scratch) {
-    const Config *c = &m->config;
-    int hd = c->head_dim, half = hd / 2, group = c->n_heads / c->n_kv_heads, n_max = pos + t1;
-    int rows = (t1 - t0) * group, padded_rows = round_up32(rows);
-    size_t stride = (size_t)padded_positions(n_max);
-    AttentionScratch a = attention_scratch(c, scratch);
-    uint32_t *q = (uint32_t *)a.q_tiles;
-    for (int t = t0; t < t1; t++)
-        memcpy(q + (size_t)(t - t0) * group * half, s->q2 + (size_t)t * (c->dim / 2) + (size_t)kvh * group * half,
-               (size_t)group * half * sizeof *q);
+static void attention_block_tiles(const AttentionItem *it) {
+    const Config *c = it->c;
+    const AttentionScratch *a = &it->a;
+    int hd = c->head_dim, half = hd / 2, group = it->group, rows = it->rows, padded_rows = round_up32(rows);
+    size_t stride = it->stride;
+    uint32_t *q = (uint32_t *)a->q_tiles;
+    for (int t = it->t0; t < it->t1; t++)
+        memcpy(q + (size_t)(t - it->t0) * group * half,
+               it->s->q2 + (size_t)t * (c->dim / 2) + (size_t)it->kvh * group * half, (size_t)group * half * sizeof *q);
     memset(q + (size_t)rows * half, 0, (size_t)(padded_rows - rows) * half * sizeof *q);
     for (int i0 = 0; i0 < padded_rows; i0 += 32) {
-        int end = tile_rows_end(c, t0, kvh, rows, pos, i0);
+        int end = tile_rows_end(it, i0);
         for (int p0 = 0; p0 < end; p0 += ATT_POSITIONS) {
             int n = end - p0 < ATT_POSITIONS ? end - p0 : ATT_POSITIONS;
-            tile_scores32(q + (size_t)i0 * half, hd, views[2 * (p0 / ATT_POSITIONS)], n, a.score + i0 * stride + p0, stride);
+            tile_scores32(q + (size_t)i0 * half, hd, it->views[2 * (p0 / ATT_POSITIONS)], n, a->score + i0 * stride + p0,
+                          stride);
         }
     }
     /* weights zero up to the next 32 positions past n_max: the tiles read them */
-    attention_weights(c, &a, t0, kvh, rows, pos, round_up32(n_max), stride, 1, 1.0f / sqrtf((float)hd));
+    attention_weights(it, round_up32(it->n_max));
     for (int i0 = 0; i0 < padded_rows; i0 += 32) {
-        int end = tile_rows_end(c, t0, kvh, rows, pos, i0);
-        tile_weighted_values32((const uint32_t *)(a.score + i0 * stride), stride, views + 1, 2, end, hd, a.out_tiles);
+        int end = tile_rows_end(it, i0);
+        tile_weighted_values32((const uint32_t *)(a->score + i0 * stride), stride, it->views + 1, 2, end, hd,
+                               a->out_tiles);
         for (int i = i0; i < rows && i < i0 + 32; i++) {
-            QueryRow r = query_row(t0, kvh, group, i);
-            float *out = s->xb2 + (size_t)r.t * c->dim + (size_t)r.h * hd;
-            for (int d = 0; d < hd; d++) out[d] = a.out_tiles[(size_t)(i - i0) * hd + d] * a.row_inv[i];
+            float *out = output_row(it, i);
+            for (int d = 0; d < hd; d++) out[d] = a->out_tiles[(size_t)(i - i0) * hd + d] * a->row_inv[i];
         }
     }
 }
@@ -495,7 +545,8 @@ static void share_blocks(const Model *m, RunState *s, const KvCache *cache, int 
 }
 
 /* Causal attention for T queries at positions pos..pos+T-1 against the cache of one layer.
- * Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query attention). */
+ * Query head h reads KV head h / (n_heads / n_kv_heads) (grouped-query attention). The work is
+ * split into items of one KV head x ATT_TOKENS tokens (AttentionItem). */
 static void attention(const Model *m, RunState *s, const KvCache *cache, int layer, int T, int pos) {
     const Config *c = &m->config;
     int n_blocks = (T + ATT_TOKENS - 1) / ATT_TOKENS, items = c->n_kv_heads * n_blocks;
@@ -503,6 +554,11 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     int shared = blocks_shareable(s, cache, layer, T, pos);
     int tiles = shared && attention_on_tiles(m), pairs = attention_in_pairs(m) || tiles;
     if (shared) share_blocks(m, s, cache, layer, T, pos, pairs);
+    /* what every item of this call has in common; attention_item adds each item's own */
+    const AttentionItem call = {.c = c, .s = s, .cache = cache, .keys = kv_cache_keys(cache, layer),
+                                .values = kv_cache_values(cache, layer), .pos = pos,
+                                .group = query_group(c), .pairs = pairs,
+                                .scale = 1.0f / sqrtf((float)c->head_dim), .shared = shared};
     double work = (double)T * c->n_heads * (pos + T) * c->head_dim;
     (void)work;   /* unused without OpenMP */
     #pragma omp parallel if (work >= PARALLEL_MIN_WORK)
@@ -514,10 +570,10 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
              * then ends on short items, so neither thread waits long for the other */
             int kvh = item % c->n_kv_heads, t0 = (n_blocks - 1 - item / c->n_kv_heads) * ATT_TOKENS;
             int t1 = t0 + ATT_TOKENS < T ? t0 + ATT_TOKENS : T;
-            const void *const *views = shared ? s->att_views + 2 * (size_t)kvh * context_blocks(c) : NULL;
             float *scratch = s->att + (size_t)thread_index() * per_thread;
-            if (tiles) attention_block_tiles(m, s, kvh, t0, t1, pos, views, scratch);
-            else attention_block(m, s, cache, layer, kvh, t0, t1, pos, pairs, views, scratch);
+            AttentionItem it = attention_item(&call, kvh, t0, t1, scratch);
+            if (tiles) attention_block_tiles(&it);
+            else attention_block(&it);
         }
         if (tiles) attention_tiles_end();
     }
