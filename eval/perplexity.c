@@ -9,16 +9,11 @@
 #include "eval/perplexity.h"
 #include "eval/progress.h"
 #include "model/kernels/vector.h"
+#include "model/sampler.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* One scored target's figures (token_sums_add's arguments). */
-typedef struct TargetScore {
-    double nll, base_nll, kl, dp;
-    int agree;
-} TargetScore;
 
 int ppl_window_count(const PplOptions *o, int n_tokens) {
     if (o->protocol == PPL_LLAMACPP) return n_tokens / o->ctx;
@@ -47,14 +42,14 @@ static PplWindow make_window(const PplOptions *o, const int *tokens, int n_token
     return win;
 }
 
-/* A row of logits' log-normalizer log(sum_i exp(x_i)) and its argmax (the lowest index on
- * ties). exp_out (may be NULL) receives exp(x_i - max) and *sum their sum: the distribution up
- * to that factor. Everything in double, from the float logits; the exponentials and the sum by
- * exp_sum_f64 (model/kernels/vector.h), since they are most of the scoring's time. */
+/* A row of logits' log-normalizer log(sum_i exp(x_i)) and its argmax (logits_argmax: of ties
+ * the lowest index, the sampler's rule). exp_out (may be NULL) receives exp(x_i - max) and *sum
+ * their sum: the distribution up to that factor. Everything in double, from the float logits;
+ * the exponentials and the sum by exp_sum_f64 (model/kernels/vector.h), since they are most of
+ * the scoring's time. */
 static double log_normalizer(const float *row, int n, int *argmax, double *exp_out, double *sum_out) {
-    float top = max_value(row, n);
-    int best = 0;
-    while (best < n - 1 && row[best] != top) best++;
+    int best = logits_argmax(row, n);
+    float top = row[best];
     double sum = exp_sum_f64(row, n, top, exp_out);
     *argmax = best;
     if (sum_out) *sum_out = sum;
@@ -153,35 +148,65 @@ static int first_scored_row(const PplWindow *win, int pos, int T) {
     return row < 0 ? 0 : row > T ? T : row;
 }
 
-/* The baseline's row for target row r of the window: its logits are kept, and its
- * normalizer, argmax and probabilities computed once for every scheme that follows. */
-static void hold_baseline(PplSession *ps, size_t r, const float *logits) {
-    size_t V = (size_t)ps->m->config.vocab_size;
-    memcpy(ps->base_logits + r * V, logits, V * sizeof(float));
-    double *p = ps->base_p + r * V, sum;
-    ps->base_z[r] = log_normalizer(logits, (int)V, &ps->base_top[r], p, &sum);
+/* The baseline's figures of one row of V logits, computed once for every scheme that follows:
+ * its probabilities into p[V], their sum, its log-normalizer and argmax. */
+typedef struct {
+    const float *logits;
+    double *p;
+    double z, p_sum;
+    int top;
+} BaseRow;
+
+static void baseline_row(BaseRow *b, size_t V) {
+    double sum, *p = b->p;
+    b->z = log_normalizer(b->logits, (int)V, &b->top, p, &sum);
     double lane[LANES] = {0};
     size_t i = 0;
     for (; i + LANES <= V; i += LANES)
         for (int j = 0; j < LANES; j++) lane[j] += (p[i + j] /= sum);
     for (; i < V; i++) lane[i % LANES] += (p[i] /= sum);
-    ps->base_p_sum[r] = sum_lanes(lane);
+    b->p_sum = sum_lanes(lane);
+}
+
+/* The baseline's row for target row r of the window: its logits are kept, and its figures
+ * (baseline_row) held in the session's arrays. */
+static void hold_baseline(PplSession *ps, size_t r, const float *logits) {
+    size_t V = (size_t)ps->m->config.vocab_size;
+    BaseRow b = {ps->base_logits + r * V, ps->base_p + r * V, 0, 0, 0};
+    memcpy(ps->base_logits + r * V, logits, V * sizeof(float));
+    baseline_row(&b, V);
+    ps->base_z[r] = b.z;
+    ps->base_p_sum[r] = b.p_sum;
+    ps->base_top[r] = b.top;
+}
+
+/* Scores target tok from a scheme's V logits, against the baseline's row b (NULL: no baseline). */
+static PplTargetScore score_row(const float *logits, int V, int tok, const BaseRow *b) {
+    int top;
+    PplTargetScore x = {0, 0, 0, 0, 0};
+    double z = log_normalizer(logits, V, &top, NULL, NULL);
+    x.nll = z - (double)logits[tok];
+    if (!b) return x;
+    x.base_nll = b->z - (double)b->logits[tok];
+    x.kl = kl_divergence(b->p, b->p_sum, b->logits, b->z, logits, z, V);
+    x.agree = top == b->top;
+    x.dp = exp(-x.nll) - exp(-x.base_nll);
+    return x;
 }
 
 /* Scores one target (token tok, row r of the window's targets) from the scheme's logits,
  * against the held baseline when compare is set. */
-static TargetScore score_target(const PplSession *ps, const float *logits, size_t r, int tok) {
-    int V = ps->m->config.vocab_size, top;
-    TargetScore x = {0, 0, 0, 0, 0};
-    double z = log_normalizer(logits, V, &top, NULL, NULL);
-    x.nll = z - (double)logits[tok];
-    if (!ps->compare) return x;
-    const float *base = ps->base_logits + r * (size_t)V;
-    x.base_nll = ps->base_z[r] - (double)base[tok];
-    x.kl = kl_divergence(ps->base_p + r * (size_t)V, ps->base_p_sum[r], base, ps->base_z[r], logits, z, V);
-    x.agree = top == ps->base_top[r];
-    x.dp = exp(-x.nll) - exp(-x.base_nll);
-    return x;
+static PplTargetScore score_target(const PplSession *ps, const float *logits, size_t r, int tok) {
+    size_t V = (size_t)ps->m->config.vocab_size;
+    if (!ps->compare) return score_row(logits, (int)V, tok, NULL);   /* no baseline held */
+    BaseRow b = {ps->base_logits + r * V, ps->base_p + r * V, ps->base_z[r], ps->base_p_sum[r], ps->base_top[r]};
+    return score_row(logits, (int)V, tok, &b);
+}
+
+PplTargetScore ppl_score_row(const float *base, const float *logits, int n, int tok, double *p) {
+    BaseRow b = {base, p, 0, 0, 0};
+    baseline_row(&b, (size_t)n);
+    return score_row(logits, n, tok, &b);
 }
 
 /* Rows from..T-1 of a batch at pos: the baseline's held (sums NULL), or the scheme's scored and
@@ -199,7 +224,7 @@ static void score_rows(PplSession *ps, const PplWindow *win, int pos, int from, 
         else ps->scores[t] = score_target(ps, row, r, win->tokens[pos + t + 1]);
     }
     for (int t = from; sums && t < last; t++) {
-        const TargetScore *x = &ps->scores[t];
+        const PplTargetScore *x = &ps->scores[t];
         token_sums_add(sums, x->nll, ps->compare, x->base_nll, x->kl, x->agree, x->dp);
     }
 }

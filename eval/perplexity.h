@@ -62,6 +62,13 @@ typedef struct {
     int first_target;
 } PplWindow;
 
+/* One scored target's figures (token_sums_add's arguments). */
+typedef struct {
+    double nll, base_nll;   /* the target's NLL with the scheme's cache and the baseline's */
+    double kl, dp;          /* KL(baseline || scheme), p_scheme(target) - p_baseline(target) */
+    int agree;              /* top-1: the two rows' logits_argmax (model/sampler.h) are the same */
+} PplTargetScore;
+
 typedef struct {
     const Model *m;
     PplOptions o;               /* protocol, ctx, stride, batch; its schemes are not used */
@@ -74,7 +81,7 @@ typedef struct {
     double *base_p;             /* [ctx][vocab] its probabilities */
     double *base_z, *base_p_sum;   /* [ctx] log-normalizer, sum of the probabilities */
     int *base_top;              /* [ctx] argmax */
-    struct TargetScore *scores; /* [batch]: one batch's per-target figures, before they are added */
+    PplTargetScore *scores;     /* [batch]: one batch's per-target figures, before they are added */
     int *bos_chunk;             /* [batch]: a chunk's first tokens with BOS first (llama.cpp protocol) */
     PplWindow win;              /* the window begun last */
 } PplSession;
@@ -91,6 +98,11 @@ void ppl_session_free(PplSession *ps);
 
 /* The whole evaluation with o's schemes (progress after each window). */
 int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptions *o, PplResult *r, Error *err);
+
+/* Target tok scored from a scheme's logits[0..n) against the baseline's base[0..n), by the
+ * code the evaluation scores every target with; p: room for n doubles (the baseline's
+ * probabilities). For tests of the scoring on rows made by hand (ties, extremes). */
+PplTargetScore ppl_score_row(const float *base, const float *logits, int n, int tok, double *p);
 
 /* Derived figures. */
 double ppl_value(double nll_sum, long n);                   /* exp(mean NLL) */

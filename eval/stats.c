@@ -22,15 +22,20 @@ void kl_histogram_merge(KlHistogram *into, const KlHistogram *from) {
     for (int i = 0; i < KL_BINS; i++) into->count[i] += from->count[i];
 }
 
+long long quantile_rank(double q, long long n) {
+    double r = ceil(q * (double)n);
+    if (!(r > 1)) return 1;   /* also NaN */
+    return r < (double)n ? (long long)r : n;
+}
+
 double kl_histogram_quantile(const KlHistogram *h, double q, double max) {
     long long n = 0;
     for (int i = 0; i < KL_BINS; i++) n += h->count[i];
     if (n == 0) return NAN;
-    long long rank = (long long)ceil(q * (double)n);   /* 1-based */
-    if (rank < 1) rank = 1;
-    long long below = 0;
+    long long rank = quantile_rank(q, n), below = 0;
     int bin = 0;
-    while (below + h->count[bin] < rank) below += h->count[bin++];
+    /* rank <= n: the walk ends at the bin holding it, inside the histogram */
+    while (bin < KL_BINS - 1 && below + h->count[bin] < rank) below += h->count[bin++];
     if (bin == 0) return 0.0;
     /* the bin's tokens spread evenly in log KL: the r-th of c sits at (r - 1/2) / c of the way */
     double frac = ((double)(rank - below) - 0.5) / (double)h->count[bin];

@@ -24,9 +24,12 @@ int kl_bin(double kl);                                 /* the bin of one token's
 double kl_bin_low(int bin);                            /* its lower edge (0 for bin 0) */
 void kl_histogram_add(KlHistogram *h, double kl);
 void kl_histogram_merge(KlHistogram *into, const KlHistogram *from);
+/* The 1-based rank of the q-quantile of n >= 1 values: ceil(q n), held to 1..n (q at or below
+ * 0, or NaN, gives 1; q at or above 1 gives n). */
+long long quantile_rank(double q, long long n);
 /* The q-quantile (0 < q <= 1) of n = the histogram's total: the value of the token of rank
- * ceil(q n) in increasing order, placed geometrically inside its bin by its rank there; never
- * above max (the largest KL seen). NAN when empty. */
+ * quantile_rank(q, n) in increasing order, placed geometrically inside its bin by its rank
+ * there; never above max (the largest KL seen). NAN when empty. */
 double kl_histogram_quantile(const KlHistogram *h, double q, double max);
 
 /* Sums over scored tokens (the baseline's fields when a baseline ran). Adding two gives the

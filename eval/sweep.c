@@ -347,17 +347,57 @@ void sweep_totals_free(SweepTotals *t) {
 
 /* ---- the sweep ---- */
 
+/* Which (window, configuration) results the journal holds: done[w * n_configs + c]. */
+static unsigned char *results_held(const SweepSettings *s, const Journal *j) {
+    unsigned char *done = calloc((size_t)s->windows_total * s->n_configs, 1);
+    for (int r = 0; done && r < j->n_records; r++) {
+        const RecordRef *x = &j->records[r];
+        done[(size_t)x->window * s->n_configs + x->config] = 1;
+    }
+    return done;
+}
+
+/* How many of window w's configurations are not held: the one answer to "what is missing",
+ * read both for the count of windows to run and for the skip inside the loop. */
+static int configs_missing(const unsigned char *done, int w, int n_configs) {
+    int missing = 0;
+    for (int c = 0; c < n_configs; c++) missing += !done[(size_t)w * n_configs + c];
+    return missing;
+}
+
+/* Every record names a window of s's shard and a configuration, and totals_from refuses one
+ * twice, so fewer records than (windows of the shard) x (configurations) is an unfinished
+ * shard. Counted here rather than with configs_missing, so that a fault there cannot hide
+ * itself; the first result missing is named, with what to do (advice). */
+static int journal_complete(const char *dir, const SweepSettings *s, const Journal *j, const char *advice, Error *err) {
+    int C = s->n_configs, I = s->ppl.shard_index, N = s->ppl.shard_count;
+    long want = (long)ppl_shard_windows(s->windows_total, I, N) * C;
+    if (j->n_records >= want) return 0;
+    unsigned char *done = results_held(s, j);
+    if (!done) return error_set(err, "out of memory");
+    int window = -1, config = -1;
+    for (int w = I; w < s->windows_total && window < 0; w += N)
+        for (int c = 0; c < C && window < 0; c++)
+            if (!done[(size_t)w * C + c]) {
+                window = w;
+                config = c;
+            }
+    free(done);
+    if (window < 0)   /* only with a record twice, which totals_from words better */
+        return error_set(err, "%s/%s: %d of the shard's %ld records: %s", dir, JOURNAL_FILE, j->n_records, want, advice);
+    const SweepConfig *sc = &s->configs[config];
+    return error_set(err, "%s/%s: %d of the shard's %ld records, window %d, configuration %d (%s : %s) missing: %s",
+                     dir, JOURNAL_FILE, j->n_records, want, window, config, sc->k_text, sc->v_text, advice);
+}
+
 /* Runs the windows of s's shard that the journal does not finish. */
 static int run_missing(const Model *m, const int *tokens, const SweepSettings *s, const char *dir, const Journal *j,
                        Progress *progress, double *seconds, long *tokens_run, Error *err) {
     int W = s->windows_total, C = s->n_configs, I = s->ppl.shard_index, N = s->ppl.shard_count;
-    unsigned char *done = calloc((size_t)W * C, 1);
+    unsigned char *done = results_held(s, j);
     if (!done) return error_set(err, "out of memory");
-    for (int r = 0; r < j->n_records; r++) done[(size_t)j->records[r].window * C + j->records[r].config] = 1;
     int todo = 0;
-    for (int w = I; w < W; w += N)
-        for (int c = 0; c < C; c++)
-            if (!done[(size_t)w * C + c]) { todo++; break; }
+    for (int w = I; w < W; w += N) todo += configs_missing(done, w, C) > 0;
     const KvLayered **k = malloc((size_t)C * sizeof *k), **v = malloc((size_t)C * sizeof *v);
     PplSession ps = {0};
     int rc = 0;
@@ -368,9 +408,7 @@ static int run_missing(const Model *m, const int *tokens, const SweepSettings *s
     long ran = 0;
     int finished = 0;
     for (int w = I; w < W && todo > 0 && !rc; w += N) {
-        int missing = 0;
-        for (int c = 0; c < C; c++) missing += !done[(size_t)w * C + c];
-        if (!missing) continue;
+        if (!configs_missing(done, w, C)) continue;
         ran += ppl_session_begin_window(&ps, tokens, s->n_tokens, w);
         for (int c = 0; c < C && !rc; c++) {
             if (done[(size_t)w * C + c]) continue;
@@ -407,8 +445,10 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
     long ran = 0;
     if (!rc) rc = run_missing(m, tokens, s, out_dir, &j, progress, &seconds, &ran, err);
     journal_free(&j);
-    /* the totals come from the journal as it now stands, whatever ran when */
+    /* the totals come from the journal as it now stands, whatever ran when; a journal still
+     * short of a result after the run is refused as sweep-merge refuses it, never reported */
     if (!rc) rc = journal_read(out_dir, s, &j, err);
+    if (!rc) rc = journal_complete(out_dir, s, &j, "this run did not finish the sweep", err);
     if (!rc) rc = totals_from(&j, 1, s, totals, err);
     totals->run_seconds = seconds;
     totals->run_tokens = ran;
@@ -449,13 +489,7 @@ int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals,
         if (!rc) rc = journal_read(dirs[i], &all[i], &j[i], err);
         if (!rc && j[i].good_len < j[i].len)
             rc = error_set(err, "%s/%s: its last record is torn: finish that shard first", dirs[i], JOURNAL_FILE);
-        /* Every record names a window of this shard and a configuration, so fewer records than
-         * (windows of the shard) x (configurations) is an unfinished shard; more is a record
-         * twice, which totals_from refuses. */
-        long want = (long)ppl_shard_windows(all[i].windows_total, all[i].ppl.shard_index, n) * all[i].n_configs;
-        if (!rc && j[i].n_records < want)
-            rc = error_set(err, "%s/%s: %d of the shard's %ld records: finish that shard first", dirs[i], JOURNAL_FILE,
-                           j[i].n_records, want);
+        if (!rc) rc = journal_complete(dirs[i], &all[i], &j[i], "finish that shard first", err);
     }
     if (!rc) rc = totals_from(j, n, &all[0], totals, err);
     for (int i = 0; i < n && j; i++) journal_free(&j[i]);

@@ -76,7 +76,8 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
 
 /* Runs (or resumes) the sweep into out_dir: the windows of s's shard, every configuration.
- * Fills totals from the journal when done. progress may be NULL. */
+ * Fills totals from the journal when done; a journal still short of a (window, configuration)
+ * then is an error naming the first one missing, as sweep_merge's. progress may be NULL. */
 int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const char *out_dir, Progress *progress,
               SweepTotals *totals, Error *err);
 

@@ -1,5 +1,6 @@
 /* model/sampler.c: greedy and top-p sampling. */
 #include "model/sampler.h"
+#include "model/kernels/vector.h"
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
@@ -26,21 +27,29 @@ static float random_unit(unsigned long long *state) {
     return (float)((*state * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0f;
 }
 
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
-    return best;
+/* The max first (vectorized, model/kernels/vector.h), then the first entry equal to it: the
+ * evaluation calls this for every scored row of the vocabulary, where one scalar loop of
+ * compares would cost a good part of the exponentials' time. max_value skips a NaN as the
+ * scan would, and starts from x[0], so a NaN there makes top NaN, which nothing equals: 0. */
+int logits_argmax(const float *x, int n) {
+    float top = max_value(x, n);
+    for (int i = 0; i < n; i++)
+        if (x[i] == top) return i;
+    return 0;
 }
 
+/* Decreasing probability, of equal ones the lowest id first: qsort is not stable, and which
+ * of two tied tokens falls inside the top-p set must not depend on the C library. */
 static int by_prob_desc(const void *a, const void *b) {
-    float pa = ((const ProbIndex *)a)->p, pb = ((const ProbIndex *)b)->p;
-    return (pa < pb) - (pa > pb);
+    const ProbIndex *x = a, *y = b;
+    if (x->p != y->p) return (x->p < y->p) - (x->p > y->p);
+    return (x->id > y->id) - (x->id < y->id);
 }
 
 int sampler_next(Sampler *s, float *logits) {
     int n = s->vocab;
-    if (s->temperature == 0.0f) return argmax(logits, n);
-    float max = logits[argmax(logits, n)], sum = 0.0f;
+    if (s->temperature == 0.0f) return logits_argmax(logits, n);
+    float max = logits[logits_argmax(logits, n)], sum = 0.0f;
     for (int i = 0; i < n; i++) { logits[i] = expf((logits[i] - max) / s->temperature); sum += logits[i]; }
     for (int i = 0; i < n; i++) { s->buf[i].p = logits[i] / sum; s->buf[i].id = i; }
     qsort(s->buf, (size_t)n, sizeof *s->buf, by_prob_desc);

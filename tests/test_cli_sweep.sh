@@ -1,8 +1,9 @@
 #!/bin/sh
 # tests/test_cli_sweep.sh: ./run sweep and sweep-merge end to end: the statistics equal ppl's
 # for the same configuration and agree with the reference file; a killed sweep resumes to the
-# same numbers; a torn journal line is cut off; shards merge to the single run's numbers; the
-# chart is well-formed XML and renders to a PNG; bad input gets exit 2 and one line.
+# same numbers, and so does a journal cut after any of its lines or torn inside any; shards
+# merge to the single run's numbers; the chart is well-formed XML and renders to a PNG; bad
+# input gets exit 2 and one line.
 . tests/cli_helpers.sh
 M=data/models/mini-llama-brown
 REF=tests/fixtures/reference
@@ -101,6 +102,59 @@ cmp -s "$T/full/results.csv" "$T/killed/results.csv" && cmp -s "$T/full/results.
     || fail "resumed journal" "$(wc -l <"$T/killed/journal.jsonl") lines"
 expect_exit "a finished sweep started again runs nothing and prints the same table" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/killed" --quiet
 
+# --- resumed from every cut of a finished journal: after each whole line, and torn inside each
+# line. Cuts that end inside a window (a window's last configuration missing, or its first
+# ones) are where a resume can go wrong without a kill ever landing there. A tiny sweep
+# (stories260K, a small text, 3 windows x 3 configurations, one thread) keeps the 19 resumes
+# to seconds. The resumed files must be the uninterrupted run's bytes; results.json but for its
+# "seconds" (the records' compute time), and the journal the same records but for theirs.
+S=data/models/stories260K
+head -c 4000 data/wikitext-2-raw/wiki.test.raw >"$T/small.txt"
+SW="--text-file $T/small.txt --ctx 32 --stride 16 --windows 3"
+printf 'int8-g8\nint4-g8:int2-g8\nint2-g8-asym\n' >"$T/tiny.txt"
+tiny_sweep() { OMP_NUM_THREADS=1 ./run sweep $S $SW --configs "$T/tiny.txt" --out-dir "$1" --quiet >/dev/null 2>"$T/err"; }
+no_seconds() { sed -e 's/, "seconds": [^,]*//' -e '/^  "seconds": /d' "$1"; }
+# same_results DIR: DIR's results and journal equal $T/tiny's (empty) or name what differs
+same_results() {
+    for f in results.csv results.md chart.svg; do cmp -s "$T/tiny/$f" "$1/$f" || { echo "$f differs"; return; }; done
+    no_seconds "$T/tiny/results.json" >"$T/want.json"; no_seconds "$1/results.json" >"$T/got.json"
+    cmp -s "$T/want.json" "$T/got.json" || { echo "results.json differs"; return; }
+    no_seconds "$T/tiny/journal.jsonl" >"$T/want.jsonl"; no_seconds "$1/journal.jsonl" >"$T/got.jsonl"
+    cmp -s "$T/want.jsonl" "$T/got.jsonl" || echo "journal.jsonl differs"
+}
+tiny_sweep "$T/tiny"
+R=$(wc -l <"$T/tiny/journal.jsonl")
+if [ "$R" -eq 9 ]; then
+    whole_bad="" torn_bad=""
+    k=0
+    while [ "$k" -le "$R" ]; do
+        for torn in 0 1; do
+            [ "$torn" -eq 1 ] && [ "$k" -eq "$R" ] && continue   # no line after the last to tear
+            d="$T/cut$k-$torn"
+            mkdir "$d" && cp "$T/tiny/sweep.json" "$d/" && head -n "$k" "$T/tiny/journal.jsonl" >"$d/journal.jsonl"
+            if [ "$torn" -eq 1 ]; then   # the first half of line k + 1, without its newline
+                line=$(sed -n "$((k + 1))p" "$T/tiny/journal.jsonl")
+                printf '%s' "$line" | head -c $((${#line} / 2)) >>"$d/journal.jsonl"
+            fi
+            tiny_sweep "$d"
+            rc=$?
+            why=$([ "$rc" -eq 0 ] && same_results "$d" || echo "exit $rc: $(head -c 200 "$T/err")")
+            head -n "$k" "$T/tiny/journal.jsonl" >"$T/kept"
+            [ -z "$why" ] && ! head -n "$k" "$d/journal.jsonl" | cmp -s "$T/kept" - && why="the $k lines kept were rewritten"
+            if [ -n "$why" ]; then
+                if [ "$torn" -eq 1 ]; then torn_bad="$torn_bad [$k lines + half: $why]"; else whole_bad="$whole_bad [$k lines: $why]"; fi
+            fi
+        done
+        k=$((k + 1))
+    done
+    [ -z "$whole_bad" ] && pass "sweep resumed after each of 0..9 whole lines of a finished 3x3 journal: exit 0, results.csv/md/json, chart.svg and journal = the uninterrupted run's" \
+        || fail "resume after whole lines" "$whole_bad"
+    [ -z "$torn_bad" ] && pass "sweep resumed with each of the 9 lines torn in half after the lines before it: the torn line cut off, results = the uninterrupted run's" \
+        || fail "resume after a torn line" "$torn_bad"
+else
+    fail "tiny sweep for the resume cuts" "$R journal lines, expected 9: $(cat "$T/err")"
+fi
+
 # --- other arguments on an existing journal
 expect_exit "other arguments on an existing sweep directory: exit 2" 2 ./run sweep $M --ctx 128 --stride 32 --windows 6 --configs "$CONFIGS" --out-dir "$T/full"
 grep -q 'sweep.json' "$T/err" && grep -q 'stride' "$T/err" && pass "the refusal names sweep.json and the differing setting" || fail "refusal message" "$(cat "$T/err")"
@@ -118,7 +172,9 @@ no_file "a refused merge writes no results" "$T/m3/results.csv"
 # A shard whose journal lost its last record, and one whose record holds a count no integer can.
 cp -r "$T/s1" "$T/s1cut" && sed -i '$d' "$T/s1cut/journal.jsonl"
 expect_exit "sweep-merge with a shard's journal cut short: exit 2" 2 ./run sweep-merge "$T/s0" "$T/s1cut" --out-dir "$T/m4"
-grep -q "s1cut/journal.jsonl" "$T/err" && pass "the refusal names the unfinished shard's journal" || fail "cut journal message" "$(cat "$T/err")"
+grep -q "s1cut/journal.jsonl" "$T/err" && grep -q "window 5, configuration 3 (q4_0+had" "$T/err" \
+    && pass "the refusal names the unfinished shard's journal and its first result missing (window 5, configuration 3)" \
+    || fail "cut journal message" "$(cat "$T/err")"
 cp -r "$T/s1" "$T/s1big" && sed -i '1s/"scored_tokens": [0-9]*/"scored_tokens": 1e300/' "$T/s1big/journal.jsonl"
 expect_exit "sweep-merge with a record's scored_tokens 1e300: exit 2" 2 ./run sweep-merge "$T/s0" "$T/s1big" --out-dir "$T/m5"
 no_file "a merge refused for a record with scored_tokens 1e300 writes no results" "$T/m5/results.csv"

@@ -3,6 +3,7 @@
  * the token-at-a-time path, plus greedy generation on stories260K. */
 #include "tests/test.h"
 #include "model/model.h"
+#include "model/sampler.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
 #include "tokenizer/tokenizer.h"
@@ -203,9 +204,7 @@ static void check_greedy(void) {
     memcpy(seq, prompt, (size_t)n_prompt * sizeof *seq);
     forward(&m, &s, &kv, seq, n_prompt, 0, n_prompt - 1);
     for (int pos = n_prompt; pos < n_ref; pos++) {
-        int best = 0;
-        for (int i = 1; i < m.config.vocab_size; i++) if (s.logits[i] > s.logits[best]) best = i;
-        seq[pos] = best;
+        seq[pos] = logits_argmax(s.logits, m.config.vocab_size);   /* greedy, as ./run generate */
         forward(&m, &s, &kv, &seq[pos], 1, pos, 0);
     }
     int first_diff = -1;

@@ -95,6 +95,70 @@ static void test_histogram_edges(void) {
     check(ok, "stats: bins are 1/200 decade from 1e-12, the last holds 1e3 and above", "bin(1) = %d", kl_bin(1.0));
 }
 
+/* quantile_rank against the integer ceiling of q n for the percentiles the reports print (q as
+ * thousandths: median, p90, p99, p99.9) and every n in 1..2000, and held to 1..n for q at or
+ * beyond the ends (0, negative, NaN; 1, above 1, infinite). */
+static void test_quantile_rank(void) {
+    static const int permille[] = {500, 900, 990, 999};
+    static const double low[] = {0.0, -0.5, 1e-300, NAN}, high[] = {1.0, 1.0 + 1e-12, 2.0, INFINITY};
+    int wrong = 0, out_of_range = 0;
+    long long first_wrong = 0;
+    for (long long n = 1; n <= 2000; n++) {
+        for (int i = 0; i < 4; i++) {
+            long long want = (permille[i] * n + 999) / 1000, got = quantile_rank(permille[i] / 1000.0, n);
+            if (got != want && !wrong++) first_wrong = n;
+            out_of_range += got < 1 || got > n;
+        }
+        for (int i = 0; i < 4; i++) out_of_range += quantile_rank(low[i], n) != 1 || quantile_rank(high[i], n) != n;
+    }
+    check(wrong == 0 && out_of_range == 0,
+          "stats: quantile rank = ceil(q n) for the median, p90, p99, p99.9 and every n in 1..2000, held to 1..n for "
+          "q <= 0, NaN, q >= 1",
+          "%d ranks differ (first at n = %lld), %d out of 1..n", wrong, first_wrong, out_of_range);
+}
+
+/* The percentiles token_sums_summarize reports, for every n in 1..2000 tokens, against the
+ * exact order statistics of the sorted values (rank ceil(q n) by integer arithmetic): the
+ * histogram's answer must lie in the bin of the exact value (within one bin, 1.16%). The KL
+ * values spread log-uniformly over 11 decades (about 2200 bins) with zeros and repeats among
+ * them, so the neighbouring order statistic is mostly in another bin: a rank off by one is
+ * seen. Also the extremes of every n through kl_histogram_quantile: q = 1 is the largest
+ * value's bin and a tiny q the smallest's. */
+static void test_quantiles_every_n(void) {
+    enum { MAX_N = 2000 };
+    uint64_t rng = 4470999;   /* its own seed: the other tests' draws stay as they were */
+    static const int permille[] = {500, 900, 990, 999};
+    double *kl = malloc(MAX_N * sizeof *kl), *sorted = malloc(MAX_N * sizeof *sorted);
+    TokenSums *s = calloc(1, sizeof *s);
+    if (!kl || !sorted || !s) { check(0, "stats: percentiles for every n in 1..2000", "out of memory"); return; }
+    for (int i = 0; i < MAX_N; i++)
+        kl[i] = i % 97 == 0 ? 0.0 : i % 41 == 0 ? kl[i - 1] : pow(10.0, -9.0 + 11.0 * uniform(&rng));
+    int wrong = 0, wrong_ends = 0;
+    char first[200] = "";
+    for (int n = 1; n <= MAX_N; n++) {
+        token_sums_add(s, 3.0, 1, 3.0, kl[n - 1], 1, 0.0);
+        int at = n - 1;   /* insertion keeps sorted[0..n) in order */
+        while (at > 0 && sorted[at - 1] > kl[n - 1]) { sorted[at] = sorted[at - 1]; at--; }
+        sorted[at] = kl[n - 1];
+        PplSummary y = token_sums_summarize(s);
+        const double got[] = {y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999};
+        for (int i = 0; i < 4; i++) {
+            double want = sorted[(permille[i] * n + 999) / 1000 - 1];
+            if (kl_bin(got[i]) != kl_bin(want) && !wrong++)
+                snprintf(first, sizeof first, "n = %d, q = %d/1000: %.6g, exact %.6g", n, permille[i], got[i], want);
+        }
+        wrong_ends += kl_bin(kl_histogram_quantile(&s->kl_hist, 1.0, s->kl_max)) != kl_bin(sorted[n - 1]) ||
+                      kl_bin(kl_histogram_quantile(&s->kl_hist, 1e-9, s->kl_max)) != kl_bin(sorted[0]);
+    }
+    check(wrong == 0, "stats: KL median, p90, p99, p99.9 of every n in 1..2000 tokens in the bin of the exact order "
+                      "statistic", "%d wrong, first %s", wrong, first);
+    check(wrong_ends == 0, "stats: the q = 1 and q = 1e-9 quantiles of every n in 1..2000 in the bins of the largest "
+                           "and smallest values", "%d of 2000 n wrong", wrong_ends);
+    free(kl);
+    free(sorted);
+    free(s);
+}
+
 static void test_means(const Tokens *t, const PplSummary *y) {
     double d[N];
     for (int i = 0; i < N; i++) d[i] = t->nll[i] - t->base[i];
@@ -176,6 +240,8 @@ int main(void) {
     PplSummary y = token_sums_summarize(&whole);
     test_histogram_edges();
     test_quantiles(t, &y);
+    test_quantile_rank();
+    test_quantiles_every_n();
     test_means(t, &y);
     test_delta_se(t, &y, &rng);
     test_merge(t, &whole);
