@@ -18,6 +18,7 @@
 #include "eval/validate.h"
 #include "eval/generate.h"
 #include "eval/scheme_list.h"
+#include "eval/calibrate.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
@@ -504,6 +505,33 @@ static int cmd_validate(Args *a) {
     return passed ? EXIT_OK : EXIT_QUALITY;
 }
 
+/* --- calibrate ----------------------------------------------------------------------------- */
+
+static int cmd_calibrate(Args *a) {
+    CalibrateOptions o = {.text_file = CALIB_DEFAULT_TEXT, .tokens = CALIB_DEFAULT_TOKENS, .ctx = CALIB_DEFAULT_CTX};
+    while (next_arg(a)) {
+        if (flag(a, "random", 1)) o.random = a->value;
+        else if (flag(a, "text-file", 1)) o.text_file = a->value;
+        else if (flag(a, "tokens", 1)) parse_int(a, 1, 1 << 28, &o.tokens);
+        else if (flag(a, "ctx", 1)) parse_int(a, 8, 1 << 20, &o.ctx);
+        else if (flag(a, "batch", 1)) parse_int(a, 1, 4096, &o.batch);
+        else if (flag(a, "out", 1) || flag(a, "o", 1)) o.out = a->value;
+        else if (flag(a, "fit", 1)) {
+            if (o.n_fits == CALIB_MAX_FITS) require(a, 0, "more --fit than calibrate takes (32)");
+            else o.fits[o.n_fits++] = a->value;
+        }
+        else unknown_arg(a);
+    }
+    require(a, !a->dir != !o.random, "give MODEL_DIR or --random NAME");
+    require(a, o.out != NULL, "missing --out FILE (the calibration; its heatmap goes to FILE.svg)");
+    if (a->bad[0]) return usage_error(a);
+    o.model_dir = a->dir;
+    o.quiet = a->quiet;
+    Error err;
+    if (calibrate_run(&o, stdout, &err)) return bad_input(a, err.msg);
+    return EXIT_OK;
+}
+
 /* --- bench, schemes, --help --------------------------------------------------------------- */
 
 /* Its scheme flags are its own, checked as they come: --kv-scheme is the cache of the prefill
@@ -611,6 +639,13 @@ static const Command COMMANDS[] = {
      "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"},
     {{"--quick-test", "-quick-test"}, cmd_quick_test, 0,
      "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"},
+    {{"calibrate"}, cmd_calibrate, TAKES_DIR | TAKES_QUIET,
+     "  calibrate (MODEL_DIR | --random tinyllama) --out FILE [--fit SPEC ...] [--text-file F]\n"
+     "           [--tokens 16384] [--ctx 1024] [--batch N] [--quiet]\n"
+     "                                  fit the cache to the model (SCHEMES.md 8): statistics of keys,\n"
+     "                                  values, queries and the tables of fitted bases (nuqB-gG,\n"
+     "                                  nuqB-tG, vqC-dD) from wiki.valid (the calibration split);\n"
+     "                                  an outlier table, and a heatmap in FILE.svg\n"},
     {{"schemes"}, cmd_schemes, 0,
      "  schemes                         list the KV-cache quantization schemes\n"},
     {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON | TAKES_QUIET,
