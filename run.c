@@ -334,6 +334,7 @@ static int cmd_sweep(Args *a) {
         snprintf(s.model, sizeof s.model, "%s", a->dir);
         snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
         snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
+        snprintf(s.calib_path, sizeof s.calib_path, "%s", a->calib ? a->calib : "");
         if (sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
             rc = bad_input(a, err.msg);
     }

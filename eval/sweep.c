@@ -41,6 +41,7 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
     json_out_string(f, "model", s->model, 0);
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "precision", s->precision, 0);
+    json_out_string(f, "calib_sha256", s->calib_sha256, 0);   /* the calibration by content, not by path */
     json_out_string(f, "protocol", o->protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"max_windows\": %d,\n  \"batch\": %d,\n", o->ctx, o->stride,
             o->max_windows, o->batch);
@@ -53,8 +54,10 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
         json_out_quoted(f, c->k_text, strlen(c->k_text));
         fprintf(f, ", \"v\": ");
         json_out_quoted(f, c->v_text, strlen(c->v_text));
-        fprintf(f, ", \"k_bits\": [%.17g, %.17g], \"v_bits\": [%.17g, %.17g]}%s\n", c->k_bits[0], c->k_bits[1],
-                c->v_bits[0], c->v_bits[1], i + 1 < s->n_configs ? "," : "");
+        fprintf(f, ", \"k_bits\": [%.17g, %.17g], \"v_bits\": [%.17g, %.17g]", c->k_bits[0], c->k_bits[1],
+                c->v_bits[0], c->v_bits[1]);
+        if (c->codebook_bytes > 0) fprintf(f, ", \"codebook_bytes\": %.17g", c->codebook_bytes);
+        fprintf(f, "}%s\n", i + 1 < s->n_configs ? "," : "");
     }
     fprintf(f, "  ]\n}\n");
     if (fclose(f)) { free(text); return NULL; }
@@ -140,6 +143,7 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
     snprintf(s->model, sizeof s->model, "%s", json_string(j, "model"));
     snprintf(s->text_file, sizeof s->text_file, "%s", json_string(j, "text_file"));
     snprintf(s->precision, sizeof s->precision, "%s", json_string(j, "precision"));
+    snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", json_string(j, "calib_sha256") ? json_string(j, "calib_sha256") : "");
     s->ppl.protocol = strcmp(json_string(j, "protocol"), "llamacpp") ? PPL_HF : PPL_LLAMACPP;
     s->tokens_hash = strtoull(json_string(j, "tokens_hash"), NULL, 16);
     if (int_field(j, "ctx", 2, 1 << 24, &s->ppl.ctx, path, err) ||
@@ -170,6 +174,10 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
         snprintf(sc->k_text, sizeof sc->k_text, "%s", json_string(c, "k"));
         snprintf(sc->v_text, sizeof sc->v_text, "%s", json_string(c, "v"));
         rc = bits_field(c, "k_bits", sc->k_bits, path, err) || bits_field(c, "v_bits", sc->v_bits, path, err) ? -1 : 0;
+        const JsonValue *cb = json_get(c, "codebook_bytes");   /* only configurations with fitted bases have it */
+        if (!rc && cb && (cb->type != JSON_NUMBER || !(cb->number >= 0 && cb->number < 1e15)))
+            rc = error_set(err, "%s: configuration %d's \"codebook_bytes\" is not a byte count", path, i);
+        else if (cb) sc->codebook_bytes = cb->number;
     }
 done:
     json_free(j);
@@ -459,6 +467,7 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
 /* Settings of two shards of one sweep: the same in everything but the shard index. */
 static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
     if (strcmp(a->model, b->model) || strcmp(a->text_file, b->text_file) || strcmp(a->precision, b->precision) ||
+        strcmp(a->calib_sha256, b->calib_sha256) ||
         a->ppl.protocol != b->ppl.protocol || a->ppl.ctx != b->ppl.ctx || a->ppl.stride != b->ppl.stride ||
         a->ppl.max_windows != b->ppl.max_windows || a->ppl.batch != b->ppl.batch || a->n_tokens != b->n_tokens ||
         a->tokens_hash != b->tokens_hash || a->windows_total != b->windows_total ||

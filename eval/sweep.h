@@ -22,6 +22,7 @@ typedef struct {
     char k_text[512], v_text[512];   /* the schemes as given (V = K when not given) */
     KvLayered k, v;                  /* parsed (not filled by sweep_merge) */
     double k_bits[2], v_bits[2];     /* stored and effective bits per value at ctx (SCHEMES.md 6) */
+    double codebook_bytes;           /* the fitted tables both sides read, per model (SCHEMES.md 8: apart from bits) */
 } SweepConfig;
 
 /* What identifies a sweep: equal settings, equal numbers. */
@@ -29,6 +30,9 @@ typedef struct {
     char model[1024];            /* the model directory as given */
     char text_file[1024];
     char precision[8];           /* "exact" or "bf16" */
+    char calib_path[1024];       /* --calib as given ("": the model directory's kv-calib.safetensors, if any) */
+    char calib[1024];            /* the calibration the sweep used ("" without one) and its file's sha256: */
+    char calib_sha256[65];       /* a resumed sweep must use the same */
     PplOptions ppl;              /* protocol, ctx, stride, max_windows, batch, shard; schemes unused */
     int n_tokens;
     unsigned long long tokens_hash;   /* FNV-1a of the token ids: the same text, tokenized the same */
@@ -53,8 +57,10 @@ int sweep_add_config(SweepSettings *s, const char *text, Error *err);
 /* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. */
 int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
 /* Binds each configuration to the model (a scheme it cannot hold: an error naming the
- * configuration) and computes its stored and effective bits at ctx. */
+ * configuration) and computes its stored and effective bits at ctx and its codebook bytes. */
 int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err);
+/* 1 when some configuration has a fitted base (needs a calibration). */
+int sweep_needs_calibration(const SweepSettings *s);
 
 /* The settings that come from the model and the text (s->text_file, s->ppl already set): the
  * text's tokens, at most max_tokens (0: all), into *tokens (malloc'd), their count and hash,

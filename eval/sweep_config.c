@@ -76,7 +76,15 @@ int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err) {
             return error_set(err, "configuration %d (%s : %s): %s", i + 1, sc->k_text, sc->v_text, why);
         kv_layered_bits(&sc->k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
         kv_layered_bits(&sc->v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
+        sc->codebook_bytes = kv_layered_table_bytes(&sc->k, c->n_layers, c->n_kv_heads, c->head_dim) +
+                             kv_layered_table_bytes(&sc->v, c->n_layers, c->n_kv_heads, c->head_dim);
     }
+    return 0;
+}
+
+int sweep_needs_calibration(const SweepSettings *s) {
+    for (int i = 0; i < s->n_configs; i++)
+        if (kv_layered_is_fitted(&s->configs[i].k) || kv_layered_is_fitted(&s->configs[i].v)) return 1;
     return 0;
 }
 

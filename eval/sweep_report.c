@@ -1,5 +1,6 @@
 /* eval/sweep_report.c: a sweep's results as a Markdown table, CSV, JSON and an SVG chart
  * (eval/chart.c): one row per configuration, with the statistics of eval/stats.h. */
+#include "eval/calibration.h"
 #include "eval/sweep.h"
 #include "eval/chart.h"
 #include "eval/json_out.h"
@@ -36,6 +37,7 @@ static void print_header(FILE *f, const SweepSettings *s, const SweepTotals *t, 
     else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
     fprintf(f, ", %d of %d windows, %ld scored tokens per configuration, %s matmuls. ", t->windows, s->windows_total,
             first ? first->n : 0L, s->precision);
+    if (s->calib_sha256[0]) fprintf(f, "Calibration %s%s(sha256 %.12s...). ", s->calib, s->calib[0] ? " " : "", s->calib_sha256);
     if (first) fprintf(f, "Baseline (fp32 cache) perplexity %.4f.\n\n", first->base_ppl);
     else fprintf(f, "\n\n");
 }
@@ -52,14 +54,18 @@ void sweep_print_table(FILE *f, const SweepSettings *s, const SweepTotals *t) {
     }
     summaries(s, t, y, front, points, labels);
     print_header(f, s, t, n > 0 ? &y[0] : NULL);
-    fprintf(f, "| configuration | bits stored | bits effective | x fp16 | ppl | delta ppl | delta %% | KL mean | "
-               "KL median | KL p99 | KL max | top-1 %% | front |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:-:|\n");
+    int tables = 0;
+    for (int i = 0; i < n; i++) tables |= s->configs[i].codebook_bytes > 0;
+    fprintf(f, "| configuration | bits stored | bits effective | x fp16 |%s ppl | delta ppl | delta %% | KL mean | "
+               "KL median | KL p99 | KL max | top-1 %% | front |\n", tables ? " codebooks KiB |" : "");
+    fprintf(f, "|---|---:|---:|---:|%s---:|---:|---:|---:|---:|---:|---:|---:|:-:|\n", tables ? "---:|" : "");
     for (int i = 0; i < n; i++) {
         double eff = config_bits(&s->configs[i], 1);
-        fprintf(f, "| %s | %.3g | %.3g | %.2f | %.4f | %+.4f +/- %.4f | %+.3f +/- %.3f | %.3g +/- %.2g | %.3g | %.3g | "
+        char codebooks[32] = "";
+        if (tables) snprintf(codebooks, sizeof codebooks, " %.1f |", s->configs[i].codebook_bytes / 1024);
+        fprintf(f, "| %s | %.3g | %.3g | %.2f |%s %.4f | %+.4f +/- %.4f | %+.3f +/- %.3f | %.3g +/- %.2g | %.3g | %.3g | "
                    "%.3g | %.2f +/- %.2f | %s |\n",
-                labels[i], config_bits(&s->configs[i], 0), eff, 16.0 / eff, y[i].ppl, y[i].delta, y[i].delta_se,
+                labels[i], config_bits(&s->configs[i], 0), eff, 16.0 / eff, codebooks, y[i].ppl, y[i].delta, y[i].delta_se,
                 y[i].delta_pct, y[i].delta_pct_se, y[i].kl_mean, y[i].kl_se, y[i].kl_median, y[i].kl_p99, y[i].kl_max,
                 100 * y[i].top1, 100 * y[i].top1_se, front[i] ? "*" : "");
     }
@@ -83,7 +89,7 @@ static void write_csv(FILE *f, const SweepSettings *s, const PplSummary *y, cons
     fprintf(f, "k_scheme,v_scheme,k_stored_bits,k_effective_bits,v_stored_bits,v_effective_bits,effective_bits,"
                "ratio_to_fp16,scored_tokens,ppl,ppl_stderr,baseline_ppl,delta,delta_stderr,delta_percent,"
                "delta_percent_stderr,ln_ppl_ratio,ln_ppl_ratio_stderr,kl_mean,kl_stderr,kl_median,kl_p90,kl_p99,"
-               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto\n");
+               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto,codebook_bytes\n");
     for (int i = 0; i < s->n_configs; i++) {
         const SweepConfig *c = &s->configs[i];
         double eff = config_bits(c, 1);
@@ -97,7 +103,7 @@ static void write_csv(FILE *f, const SweepSettings *s, const PplSummary *y, cons
                       y[i].kl_p90, y[i].kl_p99, y[i].kl_p999, y[i].kl_max, y[i].top1, y[i].top1_se, y[i].dp_mean,
                       y[i].dp_rms};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) fprintf(f, ",%.9g", v[k]);
-        fprintf(f, ",%d\n", front[i]);
+        fprintf(f, ",%d,%.17g\n", front[i], c->codebook_bytes);
     }
 }
 
@@ -108,6 +114,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     json_out_string(f, "precision", s->precision, 0);
+    json_out_string(f, "calib_sha256", s->calib_sha256, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", s->ppl.ctx, s->ppl.stride, s->n_tokens);
     fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", t->windows, s->windows_total);
     json_out_number(f, "tokens_processed", (double)t->tokens_processed, 0);
@@ -119,6 +126,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
         report_schemes_json(f, c->k_text, c->v_text, c->k_bits, c->v_bits);
         json_out_number(f, "effective_bits", config_bits(c, 1), 0);
         json_out_number(f, "ratio_to_fp16", 16.0 / config_bits(c, 1), 0);
+        json_out_number(f, "codebook_bytes", c->codebook_bytes, 0);
         fprintf(f, "  \"scored_tokens\": %ld,\n  \"pareto\": %s,\n", y[i].n, front[i] ? "true" : "false");
         json_out_number(f, "ppl", y[i].ppl, 0);
         json_out_number(f, "baseline_ppl", y[i].base_ppl, 0);
@@ -194,11 +202,21 @@ int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const Swe
 int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
                          FILE *log, Error *err) {
     ModelDir L;
+    Calibration calib;
+    int have_calib = 0;
     if (ppl_load_model(&L, s->model, s->precision, &s->ppl, err)) return -1;
     SweepTotals t = {0};
     Progress progress;
     progress_init(&progress, "sweep", quiet);
     int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
+    if (rc == 0)
+        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &L.model, sweep_needs_calibration(s),
+                                 &calib, &have_calib, err);
+    if (rc == 0 && have_calib) {
+        s->ppl.calib = &calib;
+        snprintf(s->calib, sizeof s->calib, "%s", calib.path);
+        snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", calib.file_sha256);
+    }
     if (rc == 0) {
         rc = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, err);
         progress_finish(&progress);
@@ -212,6 +230,8 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
                 s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
     sweep_totals_free(&t);
     free(tokens);
+    s->ppl.calib = NULL;
+    if (have_calib) calibration_free(&calib);
     modeldir_free(&L);
     return rc;
 }

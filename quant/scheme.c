@@ -314,6 +314,18 @@ void kv_layered_bits(const KvLayered *l, int n_layers, int head_dim, int ctx, do
     *effective = n_layers > 0 ? e / n_layers : 0;
 }
 
+double kv_layered_table_bytes(const KvLayered *l, int n_layers, int n_kv_heads, int head_dim) {
+    double bytes = 0;
+    for (int layer = 0; layer < n_layers; layer++) {
+        const KvSpec *spec = kv_layered_at(l, layer);
+        if (!kv_spec_is_fitted(spec)) continue;
+        KvTableShape shape;
+        spec->base.codec->fit->shape(&spec->base, head_dim, &shape);
+        bytes += 4.0 * shape.books * shape.entries * shape.dim * (shape.per_head ? n_kv_heads : 1);
+    }
+    return bytes;
+}
+
 double kv_spec_effective_bits(const KvSpec *spec, int n, int ctx) {
     if (ctx <= 0) return kv_spec_stored_bits(spec, n);
     int end = kv_spec_quantized_end(spec, ctx), quantized = end - spec->sinks;

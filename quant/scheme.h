@@ -107,6 +107,9 @@ double kv_spec_effective_bits(const KvSpec *spec, int n, int ctx);
 /* Over every layer of l (bound): the mean stored bits per value, and the mean effective bits
  * over a cache of ctx positions. */
 void kv_layered_bits(const KvLayered *l, int n_layers, int head_dim, int ctx, double *stored, double *effective);
+/* Bytes of the fitted tables l reads over every layer (float32 entries; a codebook is per
+ * model, not per position: SCHEMES.md §8), 0 without fitted bases. */
+double kv_layered_table_bytes(const KvLayered *l, int n_layers, int n_kv_heads, int head_dim);
 /* With n positions written, positions [sinks, end) hold quantized values, the rest full
  * precision (SCHEMES.md §4, +res): end = max(S, n - R), or for a token-axis base
  * S + G * floor(max(0, n - S - R) / G). */
