@@ -1,7 +1,7 @@
 /* quant/lloyd.c: Lloyd's algorithm and its initialisations (SCHEMES.md §8; the rules are in
  * lloyd.h). The assignment is the hot loop: ~4 million 1-D points against 8 centroids for an nuq
  * table, 16,384 points of 4 floats against 256 centroids for each of thousands of vq codebooks,
- * up to 100 passes each. It is written so that the compiler vectorizes it (see assign_blocks). */
+ * up to 100 passes each. It is written in explicit vectors (see assign_blocks). */
 #include "quant/lloyd.h"
 #include <math.h>
 #include <stdlib.h>

@@ -18,10 +18,12 @@
  *
  * Pure arithmetic: no allocation, no I/O, no global state; the caller passes the scratch. Single-
  * threaded and re-entrant: run independent fits in parallel (one scratch each).
- * Speed: the assignment runs over blocks of points with the coordinates transposed into a small
- * local array, so the loop over a block's points (the inner loop) is what the compiler vectorizes,
- * and the first lower distance wins lane by lane exactly as in the scalar scan; dim 1, 2, 4, 8
- * and 16 are compiled as constants. */
+ * Speed: the assignment runs over blocks of 32 points, their coordinates transposed, in vectors of
+ * the target's width (gcc/clang vector extensions; one lane per point), each lane keeping the first
+ * strictly lower distance exactly as the scalar scan does; dim 1, 2, 4, 8 and 16 are compiled as
+ * constants. On a Zen 5 core (AVX-512): a pass over 4.2M 1-D points and 8 centroids ~10 ms (the
+ * float64 sums of the move are most of it), over 16,384 4-D points and 256 centroids ~0.4 ms
+ * (tests/bench_lloyd.c). */
 #ifndef KVQ_LLOYD_H
 #define KVQ_LLOYD_H
 
