@@ -131,6 +131,16 @@ static int buffers_alloc(FitBuffers *b, const CalibRows *r, const KvSpec *spec, 
     return b->units && b->points && b->scratch && b->codes && b->lloyd ? 0 : -1;
 }
 
+/* Lloyd keeps 1-D centroids in order, except after equal starts ({0, 0, 10} can end {1, 0, 9}). */
+static void sort_ascending(float *x, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            float t = x[j];
+            x[j] = x[j - 1];
+            x[j - 1] = t;
+        }
+}
+
 /* The table of one task into `table` (the layer's, or the head's part of it). */
 static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, float *table, char *why, size_t why_len) {
     KvTableShape shape;
@@ -152,6 +162,7 @@ static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, fl
         float *entries = table + (size_t)book * book_floats;
         spec->base.codec->fit->start(&spec->base, b.points, n, entries, b.scratch);
         lloyd_fit(b.points, n, shape.dim, entries, shape.entries, LLOYD_MAX_ITERATIONS, b.codes, b.lloyd);
+        if (shape.dim == 1) sort_ascending(entries, shape.entries);   /* §8 stores a table of values ascending */
     }
     buffers_free(&b);
     return rc;

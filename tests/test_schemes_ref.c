@@ -2,7 +2,9 @@
  * and top-1 agreement with the KV cache quantized as it is written, keys and values with their
  * own LAYERED schemes — against the independent implementation of SCHEMES.md, on mini-llama-brown
  * and on mini-llama-brown-outliers (tests/fixtures/reference/kv-schemes-*.json: HF sliding
- * window, ctx 1024, stride 512, first 4 windows, exact f32 matmuls).
+ * window, ctx 1024, stride 512, first 4 windows, exact f32 matmuls), and the rows of the fitted
+ * bases (SCHEMES.md §8) computed with the reference's own calibration of the outliers model,
+ * given here as --calib gives it (kv-schemes-calibrated-*.json: its codebooks used exactly).
  * Tolerances (the issue's): ppl 0.01% relative; KL 2% relative or 2e-6 absolute; top-1 0.2 points.
  * Under sanitizers (10x slower) one row in four is run (memory errors on those code paths; the
  * other bases' codecs run under the sanitizers in their own tests/test_codec_*.c): the plain build,
@@ -51,8 +53,9 @@ static const char *text_of(const JsonValue *row, const char *key) {
     return v && v->type == JSON_STRING ? v->string : "";
 }
 
-/* One reference row: evaluate and compare ppl, KL and top-1. */
-static void check_row(const Model *m, const int *tokens, int n_tokens, const char *model_name, const JsonValue *row) {
+/* One reference row: evaluate and compare ppl, KL and top-1. calib: the tables of fitted bases. */
+static void check_row(const Model *m, const int *tokens, int n_tokens, const char *model_name, const Calibration *calib,
+                      const JsonValue *row) {
     const char *ks = text_of(row, "k_scheme"), *vs = text_of(row, "v_scheme");
     char name[256], why[160];
     snprintf(name, sizeof name, "schemes ref %s: K %s, V %s", model_name, ks, vs);
@@ -70,6 +73,7 @@ static void check_row(const Model *m, const int *tokens, int n_tokens, const cha
     o.batch = 256;
     o.k_scheme = &k;
     o.v_scheme = &v;
+    o.calib = calib;
     o.compare = 1;
     PplResult r;
     Error err;
@@ -88,7 +92,7 @@ static void check_row(const Model *m, const int *tokens, int n_tokens, const cha
            ppl_rel, kl, want_kl, want_kl > 0 ? kl_diff / want_kl : kl_diff, top1, want_top1);
 }
 
-static void check_file(const char *model_dir, const char *model_name, const char *ref_path) {
+static void check_file(const char *model_dir, const char *model_name, const char *ref_path, const char *calib_path) {
     Model m;
     Error err;
     char path[256], msg[256], name[160];
@@ -101,10 +105,16 @@ static void check_file(const char *model_dir, const char *model_name, const char
     if (loaded) tok = tokenizer_load(path, msg, sizeof msg);
     if (tok) tokens = load_eval_tokens("data/wikitext-2-raw/wiki.test.raw", tok, 1, &n_tokens, &err);
     const JsonValue *rows = ref ? json_get(ref, "rows") : NULL;
-    if (check(loaded && tok && tokens && rows && rows->type == JSON_ARRAY && rows->count > 0, name, "%s",
-              loaded ? ref_path : err.msg)) {
-        for (size_t i = 0; i < rows->count; i += ROW_STEP) check_row(&m, tokens, n_tokens, model_name, &rows->items[i]);
+    Calibration calib = {0};
+    /* the model's own hash is checked where --calib is (eval/calibration.c); here the geometry */
+    CalibModel geometry = {m.config.n_layers, m.config.n_heads, m.config.n_kv_heads, m.config.head_dim, NULL};
+    int calib_ok = !calib_path || (loaded && calibration_load(calib_path, &geometry, &calib, &err) == 0);
+    if (check(loaded && tok && tokens && rows && rows->type == JSON_ARRAY && rows->count > 0 && calib_ok, name, "%s",
+              loaded && calib_ok ? ref_path : err.msg)) {
+        for (size_t i = 0; i < rows->count; i += ROW_STEP)
+            check_row(&m, tokens, n_tokens, model_name, calib_path ? &calib : NULL, &rows->items[i]);
     }
+    calibration_free(&calib);
     free(tokens);
     if (tok) tokenizer_free(tok);
     if (loaded) model_free(&m);
@@ -112,8 +122,12 @@ static void check_file(const char *model_dir, const char *model_name, const char
 }
 
 int main(void) {
-    check_file("data/models/mini-llama-brown", "mini-llama-brown", "tests/fixtures/reference/kv-schemes-mini-llama-brown.json");
+    check_file("data/models/mini-llama-brown", "mini-llama-brown", "tests/fixtures/reference/kv-schemes-mini-llama-brown.json",
+               NULL);
     check_file("data/models/mini-llama-brown-outliers", "mini-llama-brown-outliers",
-               "tests/fixtures/reference/kv-schemes-mini-llama-brown-outliers.json");
+               "tests/fixtures/reference/kv-schemes-mini-llama-brown-outliers.json", NULL);
+    check_file("data/models/mini-llama-brown-outliers", "mini-llama-brown-outliers calibrated",
+               "tests/fixtures/reference/kv-schemes-calibrated-mini-llama-brown-outliers.json",
+               "tests/fixtures/reference/kv-calib-mini-llama-brown-outliers.safetensors");
     return test_exit_code();
 }
