@@ -945,6 +945,56 @@ static void test_vq_ties(uint64_t *rng) {
           "codec vq: the tie books with a row of +-0.3 (r = fp16(2.4), z off the ties) code as the definition", "differs");
 }
 
+/* z as written, to the last bit: tables holding both z = x / s and the other way to round it,
+ * x * (1 / s) (nuq), or z = (x * sqrt(d)) / r and x * (sqrt(d) / r), x / (r / sqrt(d)) (vq),
+ * where they differ, must give the entry of the written one. */
+static void test_z_rounding(uint64_t *rng) {
+    KvBase b = base_of("nuq3-g8");
+    int found = 0, bad = 0;
+    for (int t = 0; t < 4000 && found < 200; t++) {
+        float amax = (float)(0.5 + uniform(rng) * 40), s = round_to_f16(amax);
+        float x = (float)(2 * uniform(rng) - 1) * s;
+        volatile float inv = 1.0f / s;
+        volatile float z_div = x / s, z_mul = x * inv;
+        if (z_div == z_mul) continue;
+        found++;
+        float T[8] = {-10, z_div, z_mul, 10, 11, 12, 13, 14};
+        if (found % 2) T[1] = z_mul, T[2] = z_div;
+        b.table = T;
+        bad += nuq_code_in_group(&b, amax, x) != (found % 2 ? 2u : 1u);
+    }
+    check(found == 200 && bad == 0, "codec nuq: z = x / s to the last bit (200 values where x * (1/s) rounds "
+          "differently, both in the table: the codes of x / s)", "%d found, %d wrong", found, bad);
+
+    KvBase v = base_of("vq2-d1");
+    const int n = 128;
+    float x[128], T[128 * 4], out[128], want[128];
+    uint8_t unit[34], ref[34];
+    int differ = 0, bad_vq = 0;
+    for (int t = 0; t < 8; t++) {
+        for (int i = 0; i < n; i++) x[i] = normal(rng) * (float)(t + 1);
+        float r = f16_to_f32(vq_ref_norm(x, n)), sd = sqrtf((float)n);
+        for (int j = 0; j < n; j++) {
+            volatile float p = x[j] * sd, q = sd / r, w = r / sd;
+            volatile float z1 = p / r, z2 = x[j] * q, z3 = x[j] / w;
+            differ += z1 != z2 || z1 != z3;
+            float *bk = T + 4 * j;
+            bk[0] = z1, bk[1] = z2, bk[2] = z3, bk[3] = 1000.0f;
+            if (j % 2 && z1 != z2) bk[0] = z2, bk[1] = z1;
+        }
+        v.table = T;
+        int ties = 0;
+        v.codec->encode(&v, x, n, unit);
+        v.codec->decode(&v, unit, n, 0, 1, out);
+        vq_ref_row(T, 2, 1, x, n, ref, want, &ties);
+        bad_vq += memcmp(unit, ref, sizeof unit) != 0;
+        for (int i = 0; i < n; i++) bad_vq += !same_float(out[i], want[i]);
+    }
+    check(differ > 20 && bad_vq == 0, "codec vq: z = (x * sqrt(d)) / r to the last bit at d 128 (codebooks holding it "
+          "and x * (sqrt(d) / r), x / (r / sqrt(d)) where those round differently)", "%d values differ, %d wrong",
+          differ, bad_vq);
+}
+
 static void test_vq_special(uint64_t *rng) {
     KvBase b = base_of("vq8-d4");
     const int n = 64, C = 8, D = 4;
@@ -1464,6 +1514,7 @@ int main(void) {
         for (int d = 0; d < 5; d++)
             for (int c = 0; c < 4; c++) test_vq_random(dims[a], Ds[d], Cs[c], &rng);
     test_vq_ties(&rng);
+    test_z_rounding(&rng);
     test_vq_special(&rng);
     test_vq_layout(&rng);
 
