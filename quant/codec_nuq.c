@@ -8,14 +8,17 @@
  *   s = fp16(max|x|)               over the group's finite values
  *   z = x / s                      division by the stored (fp16-rounded) scale
  *   code = the nearest entry of T  squared distance in float32, ties -> the lower index
- *                                  (lloyd_nearest: the rule the fit assumed)
+ *                                  (lloyd_nearest: the rule the fit assumed), z first clamped
+ *                                  to [min T, max T], which keeps the nearest entry
  *   x^ = T[code] * s               one float32 multiply
  * T is one layer's and side's table, shared by its KV heads (KvBase.table, bound by the cache
  * from the calibration; §8 fits it on the z of every group the base forms on the calibration
  * rows). Edge cases (defined, never a crash): s = 0 or a NaN value -> the code of the entry
  * nearest 0 (x^ = 0 when s = 0); a group whose max|x| passes fp16 stores the largest half,
- * 65504, as nf4 does; with no table bound (a scheme not yet given its calibration) codes are 0
- * and rows decode to 0.
+ * 65504, as nf4 does; +-inf, and values so far past 65504 that (z - T[k])^2 overflows, take the
+ * largest / smallest entry (the clamp: without it every distance is inf, and the tie rule gave
+ * index 0, the most negative entry, to +inf and +1e30 alike); with no table bound (a scheme not
+ * yet given its calibration) codes are 0 and rows decode to 0.
  *
  * Layout, as intB's (codes unsigned, code i in bits [i*B, i*B+B) of the stream, every 8 codes
  * exactly B bytes; scales fp16 little-endian):
@@ -89,9 +92,27 @@ static uint16_t group_scale(const float *x, size_t stride, int count) {
     return h == 0x7c00u ? F16_MAX : h;
 }
 
-/* The code of z against the table (or 0 without one); NaN and s = 0 take zero_code. */
-static unsigned code_of(const float *table, int k, float z, unsigned zero_code) {
+/* The table's smallest and largest entries. */
+typedef struct {
+    float lo, hi;
+} Range;
+
+static Range table_range(const float *table, int k) {
+    Range r = {table[0], table[0]};
+    for (int i = 1; i < k; i++) {
+        if (table[i] < r.lo) r.lo = table[i];
+        if (table[i] > r.hi) r.hi = table[i];
+    }
+    return r;
+}
+
+/* The code of z against the table (or 0 without one); NaN and s = 0 take zero_code. z past an
+ * end of the table is moved onto it: the nearest entry is the same, and a z whose distances
+ * would all overflow to inf (+-inf, or |z| > ~1.8e19 under the 65504 scale) finds it. */
+static unsigned code_of(const float *table, int k, Range range, float z, unsigned zero_code) {
     if (!table || z != z) return zero_code;
+    if (z < range.lo) z = range.lo;
+    if (z > range.hi) z = range.hi;
     return (unsigned)lloyd_nearest(&z, 1, table, k);
 }
 
@@ -120,10 +141,11 @@ static void encode_group(const KvBase *b, const float *x, size_t stride, int cou
     kv_put_u16(scale_at, h);
     float s = f16_to_f32(h);
     unsigned zero = zero_code_of(b);
+    Range range = b->table ? table_range(b->table, entries(b)) : (Range){0.0f, 0.0f};
     for (int j = 0; j < count; j += 8) {
         unsigned c[8];
         for (int k = 0; k < 8; k++)
-            c[k] = s != 0.0f ? code_of(b->table, entries(b), x[(size_t)(j + k) * stride] / s, zero) : zero;
+            c[k] = s != 0.0f ? code_of(b->table, entries(b), range, x[(size_t)(j + k) * stride] / s, zero) : zero;
         pack8(c, b->bits, codes + (size_t)j / 8 * (size_t)b->bits);
     }
 }

@@ -49,6 +49,10 @@ static int vq_parse(const char *name, KvBase *b, char *why, size_t why_len) {
 }
 
 static int vq_check(const KvBase *b, int n, char *why, size_t why_len) {
+    if (n > KV_MAX_HEAD_DIM) {   /* encode's z is a buffer of that many floats */
+        snprintf(why, why_len, "%s: rows of %d values: vq takes at most %d", b->name, n, KV_MAX_HEAD_DIM);
+        return 0;
+    }
     if (n % sub_dim(b) != 0) {
         snprintf(why, why_len, "%s: sub-vectors of %d do not divide rows of %d", b->name, sub_dim(b), n);
         return 0;

@@ -6,13 +6,18 @@
  *      layer's spec has a unit size, stored bits and a positions rule that make sense, and
  *      one unit of it encodes and decodes.
  *   1  floats: byte 1 picks a spec (every codec's examples, alone and with +had, +out2,
- *      +had+out1), byte 2 the row width, byte 3 raw float bits (NaN, inf, subnormals, huge)
- *      or small values (int8 / 16, where real keys and values live); the rest fills one
- *      unit's rows. kv_spec_encode, kv_spec_decode, kv_spec_decode_t64 and the domain moves.
- *      With finite moderate inputs: decoded values are finite, decode_t64 (when it has a
- *      fast path) equals decode transposed, and one row at a time equals the whole run.
+ *      +had+out1; the fitted bases' (SCHEMES.md §8) once more each, given a synthetic table),
+ *      byte 2 the row width, byte 3 raw float bits (NaN, inf, subnormals, huge) or small
+ *      values (int8 / 16, where real keys and values live); the rest fills one unit's rows.
+ *      kv_spec_encode, kv_spec_decode, kv_spec_decode_t64 and the domain moves. With finite
+ *      moderate inputs: decoded values are finite, decode_t64 (when it has a fast path)
+ *      equals decode transposed, and one row at a time equals the whole run. A fitted base
+ *      without a table (and without +out, whose outliers come back) decodes to zeros.
  *   2  bytes: the same specs decode arbitrary units (any codes, NaN/inf fp16 parameters,
  *      outlier indices past the row): two units, any run of rows, no crash.
+ * A fitted base's synthetic table has the shape its KvFit gives for the row width (nuq: 2^B
+ * values, ascending, in [-1, 1]; vq: d/D codebooks of 2^C entries of D values in [-2, 2]),
+ * seeded by the base and width, in an exact-size allocation, so ASan sees a read past it.
  * Every buffer is malloc'd at exactly the size the API promises (units, scratch, output
  * rows, the 64-row transposed block), so ASan sees any overrun. */
 #include <math.h>
@@ -25,37 +30,74 @@
 #define MODERATE 1000.0f
 
 static char specs[MAX_SPECS][64];
+static int spec_table[MAX_SPECS];   /* 1: a fitted base, given a synthetic table */
 static int n_specs;
 
-static void add_spec(const char *base, const char *mods) {
-    if (n_specs < MAX_SPECS) snprintf(specs[n_specs++], sizeof specs[0], "%s%s", base, mods);
+static void add_spec(const char *base, const char *mods, int table) {
+    fuzz_assert(n_specs < MAX_SPECS, "more specs than MAX_SPECS");
+    spec_table[n_specs] = table;
+    snprintf(specs[n_specs++], sizeof specs[0], "%s%s", base, mods);
 }
 
-/* Every codec's listed examples, alone and with the row modifiers (+out only where the base
- * quantizes along the row). Built once. */
+/* A base alone and with the row modifiers (+out only where the base quantizes along the row). */
+static void add_variants(const char *e, const KvBase *b, int table) {
+    add_spec(e, "", table);
+    add_spec(e, "+had", table);
+    if (b->axis == KV_AXIS_CHANNELS) {
+        add_spec(e, "+out2", table);
+        add_spec(e, "+had+out1", table);
+    }
+}
+
+/* Every codec's listed examples with their variants, then the fitted bases' again, each given a
+ * table (appended, so the seeds' selectors keep their specs). Built once. */
 static void build_specs(void) {
     if (n_specs) return;
-    for (int i = 0; i < kv_codec_count(); i++) {
-        char list[512];
-        snprintf(list, sizeof list, "%s", kv_codec_at(i)->examples);
-        for (char *e = strtok(list, " "); e; e = strtok(NULL, " ")) {
-            KvBase b;
-            char why[160];
-            fuzz_assert(kv_base_parse(e, &b, why, sizeof why) == 0, "a listed example does not parse");
-            add_spec(e, "");
-            add_spec(e, "+had");
-            if (b.axis == KV_AXIS_CHANNELS) {
-                add_spec(e, "+out2");
-                add_spec(e, "+had+out1");
+    for (int table = 0; table <= 1; table++)
+        for (int i = 0; i < kv_codec_count(); i++) {
+            if (table && !kv_codec_at(i)->fit) continue;
+            char list[512];
+            snprintf(list, sizeof list, "%s", kv_codec_at(i)->examples);
+            for (char *e = strtok(list, " "); e; e = strtok(NULL, " ")) {
+                KvBase b;
+                char why[160];
+                fuzz_assert(kv_base_parse(e, &b, why, sizeof why) == 0, "a listed example does not parse");
+                add_variants(e, &b, table);
             }
         }
-    }
 }
 
 static void *alloc_exact(size_t n) {
     void *p = malloc(n ? n : 1);
     fuzz_assert(p != NULL, "out of memory");
     return p;
+}
+
+/* A fitted base's synthetic table for rows of hd values (see the header), or NULL for a base
+ * without a fit. Freed by the caller. */
+static float *synthetic_table(const KvBase *b, int hd) {
+    if (!b->codec->fit) return NULL;
+    KvTableShape shape;
+    b->codec->fit->shape(b, hd, &shape);
+    fuzz_assert(shape.books >= 1 && shape.entries >= 2 && shape.dim >= 1, "a table shape that makes no sense");
+    size_t count = (size_t)shape.books * (size_t)shape.entries * (size_t)shape.dim;
+    float *t = alloc_exact(count * sizeof(float));
+    uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)hd ^ (uint64_t)b->bits << 16 ^ (uint64_t)b->variant << 24;
+    float range = shape.per_head ? 2.0f : 1.0f;
+    for (size_t i = 0; i < count; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = range * (float)((int64_t)(state >> 40) - (1 << 23)) / (float)(1 << 23);
+    }
+    if (!shape.per_head)   /* a shared 1-D table (nuq) is stored ascending: sort each book */
+        for (int k = 0; k < shape.books; k++) {
+            float *book = t + (size_t)k * shape.entries;
+            for (int i = 1; i < shape.entries; i++)
+                for (int j = i; j > 0 && book[j - 1] > book[j]; j--) {
+                    float swap = book[j];
+                    book[j] = book[j - 1], book[j - 1] = swap;
+                }
+        }
+    return t;
 }
 
 /* A bound spec for rows of hd values, or -1 when the spec cannot take that width. */
@@ -133,13 +175,19 @@ static void fuzz_text(const uint8_t *p, size_t len) {
 
 static const int WIDTHS[] = {8, 16, 24, 32, 64, 128, 256};
 
-/* The spec picked by sel, bound at the width picked by w (or the first width it takes). */
-static int pick(uint8_t sel, uint8_t w, KvLayered *l, int *hd) {
+/* The spec picked by sel, bound at the width picked by w (or the first width it takes); *table
+ * receives its synthetic table when the spec has one, else NULL (the caller frees it). */
+static int pick(uint8_t sel, uint8_t w, KvLayered *l, int *hd, float **table) {
     const char *text = specs[sel % n_specs];
+    *table = NULL;
     int nw = (int)(sizeof WIDTHS / sizeof WIDTHS[0]);
     for (int k = 0; k < nw; k++) {
         *hd = WIDTHS[(w + k) % nw];
-        if (bind_one(text, *hd, l) == 0) return 0;
+        if (bind_one(text, *hd, l) == 0) {
+            if (spec_table[sel % n_specs]) *table = synthetic_table(&l->all.base, *hd);
+            l->all.base.table = *table;
+            return 0;
+        }
     }
     return -1;
 }
@@ -154,11 +202,15 @@ static void fuzz_values(const uint8_t *p, size_t len) {
     if (len < 3) return;
     KvLayered l;
     int hd;
-    if (pick(p[0], p[1], &l, &hd)) return;
+    float *table;
+    if (pick(p[0], p[1], &l, &hd, &table)) return;
     int small = p[2] & 1;
     p += 3, len -= 3;
     size_t have = small ? len : len / 4;
-    if (have == 0) return;
+    if (have == 0) {
+        free(table);
+        return;
+    }
     const KvSpec *s = &l.all;
     int rows = s->base.rows;
     size_t values = (size_t)rows * hd, ub = kv_spec_unit_bytes(s, hd);
@@ -190,22 +242,28 @@ static void fuzz_values(const uint8_t *p, size_t len) {
                         "a single row differs from the whole unit's decode");
         }
     }
+    if (kv_spec_is_fitted(s) && !s->base.table && !s->outliers)
+        for (size_t i = 0; i < values; i++) fuzz_assert(out[i] == 0.0f, "a fitted base with no table decoded to nonzero");
     for (int r = 0; r < rows; r++) {   /* the domain moves on whatever came out */
         memcpy(row, out + (size_t)r * hd, (size_t)hd * sizeof(float));
         kv_spec_from_domain(s, row, hd);
         kv_spec_to_domain(s, row, hd);
     }
-    free(x); free(scratch); free(out); free(one); free(kt); free(row); free(unit);
+    free(x); free(scratch); free(out); free(one); free(kt); free(row); free(unit); free(table);
 }
 
 static void fuzz_units(const uint8_t *p, size_t len) {
     if (len < 4) return;
     KvLayered l;
     int hd;
-    if (pick(p[0], p[1], &l, &hd)) return;
+    float *table;
+    if (pick(p[0], p[1], &l, &hd, &table)) return;
     uint8_t start = p[2], span = p[3];
     p += 4, len -= 4;
-    if (len == 0) return;
+    if (len == 0) {
+        free(table);
+        return;
+    }
     const KvSpec *s = &l.all;
     int rows = 2 * s->base.rows;   /* two units back to back */
     size_t ub = kv_spec_unit_bytes(s, hd);
@@ -217,7 +275,7 @@ static void fuzz_units(const uint8_t *p, size_t len) {
     kv_spec_decode(s, units, hd, r0, count, out);
     for (int r = 0; r < count; r++) kv_spec_from_domain(s, out + (size_t)r * hd, hd);
     if (kv_spec_has_decode_t64(s)) kv_spec_decode_t64(s, units, hd, r0, count < 64 ? count : 64, kt);
-    free(units); free(out); free(kt);
+    free(units); free(out); free(kt); free(table);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -193,6 +193,12 @@ def main():
     # unit bytes: selector, width, first row, row count, then the bytes
     put("fuzz_scheme", "units", b"\x02\x05\x04\x00\x01" + kv_data[4096:4096 + 600])
     put("fuzz_scheme", "units-nan-scales", b"\x02\x09\x04\x01\x07" + b"\x9a" * 32 + b"\x00\x7e\x00\xfc\xc8")
+    # fitted bases given a synthetic table (selectors 122-147 at this writing, after the plain specs):
+    # 126 nuq3-g64, 144 vq12-d8, 134 nuq2-t64, 136 vq8-d4
+    put("fuzz_scheme", "floats-fitted-nuq", b"\x01\x7e\x04\x00" + kv_data[:1024])
+    put("fuzz_scheme", "small-values-fitted-vq", b"\x01\x90\x04\x01" + bytes(range(256)))
+    put("fuzz_scheme", "small-values-fitted-tokens", b"\x01\x86\x04\x01" + bytes(range(255, -1, -3)))
+    put("fuzz_scheme", "units-fitted", b"\x02\x88\x04\x00\x01" + kv_data[4096:4096 + 600])
     calibration_seeds()
     run_seeds()
 
