@@ -72,6 +72,7 @@ typedef struct {
     int prerope;       /* keys quantized before RoPE, read in the natural order with RoPE */
     int sinks, residual, group;
     int token_axis;    /* G > 1 rows per unit: quantized along positions */
+    const float *tables[RB_HEADS];   /* a fitted base's table for each KV head (from the test's calibration) */
 } RefSpec;
 
 /* The rows written in one pass: per position, layer and KV head. */
@@ -193,6 +194,8 @@ static void expect_decoded(const ReadBack *rb, const RefSpec *r, int p, const fl
 
 static void expect(const ReadBack *rb, const Rows *w, const RefSpec *r, int layer, int side, int head, int written_roped,
                    Expected *e) {
+    KvSpec spec = r->spec;   /* with the head's table, for a fitted base */
+    spec.base.table = r->tables[head];
     float in[RB_POSITIONS][RB_DIM];
     unsigned char unit[RB_MAX_UNIT];
     float scratch[RB_POSITIONS * RB_DIM], dom[RB_DIM];
@@ -207,9 +210,9 @@ static void expect(const ReadBack *rb, const Rows *w, const RefSpec *r, int laye
     }
     /* the units: one per position from S, or one per complete group of G positions from S */
     for (int p0 = s; p0 + g <= RB_POSITIONS; p0 += g) {
-        kv_spec_encode(&r->spec, in[p0], RB_DIM, unit, scratch);
+        kv_spec_encode(&spec, in[p0], RB_DIM, unit, scratch);
         for (int i = 0; i < g; i++) {
-            kv_spec_decode(&r->spec, unit, RB_DIM, i, 1, dom);
+            kv_spec_decode(&spec, unit, RB_DIM, i, 1, dom);
             expect_decoded(rb, r, p0 + i, dom, e);
         }
     }
@@ -354,6 +357,36 @@ static void run_pass(ReadBack *rb, KvCache *c, const RefSpec *refs, int pass) {
     }
 }
 
+/* A calibration holding seeded tables for every fitted spec of refs (a table of single values
+ * ascending, as §8 stores it), and each ref's tables per KV head pointed into it. */
+static int synthetic_calibration(RefSpec *refs, Calibration *cal, Error *err) {
+    if (calibration_init(cal, RB_LAYERS, RB_HEADS, RB_HEADS, RB_DIM, err)) return -1;
+    uint64_t rng = 0x7ab1e5eedULL;
+    for (int i = 0; i < RB_LAYERS * 2; i++) {
+        RefSpec *r = &refs[i];
+        char key[96];
+        kv_spec_fit_key(&r->spec, key, sizeof key);
+        if (!key[0]) continue;
+        CalibFit *fit = (CalibFit *)calibration_find_fit(cal, key);
+        if (!fit && !(fit = calibration_add_fit(cal, key, err))) return -1;
+        KvTableShape shape;
+        r->spec.base.codec->fit->shape(&r->spec.base, RB_DIM, &shape);
+        size_t n = (size_t)RB_LAYERS * fit->sides * fit->codebook_floats, head = fit->codebook_floats / (shape.per_head ? RB_HEADS : 1);
+        if (fit->codebooks[0] == 0.0f)   /* a fresh fit: fill it once */
+            for (size_t j = 0; j < n; j++) fit->codebooks[j] = 0.7f * normal(&rng) + (shape.dim == 1 ? 0.0f : 0.1f);
+        for (size_t t0 = 0; shape.dim == 1 && t0 < n; t0 += (size_t)shape.entries)   /* each table ascending */
+            for (int a = 1; a < shape.entries; a++)
+                for (int b = a; b > 0 && fit->codebooks[t0 + b - 1] > fit->codebooks[t0 + b]; b--) {
+                    float x = fit->codebooks[t0 + b];
+                    fit->codebooks[t0 + b] = fit->codebooks[t0 + b - 1];
+                    fit->codebooks[t0 + b - 1] = x;
+                }
+        const float *layer = calibration_codebook(cal, key, r->spec.side == KV_SIDE_KEYS ? 'k' : 'v', i / 2);
+        for (int h = 0; h < RB_HEADS; h++) r->tables[h] = layer + (shape.per_head ? (size_t)h * head : 0);
+    }
+    return 0;
+}
+
 /* A cache whose layer 0 keys and layer 1 values are `text` where the side allows it. */
 static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok) {
     char k_text[160], v_text[160], name[400], why[200];
@@ -372,6 +405,11 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
     KvLayered k, v;
     KvCache c;
     Error err;
+    Calibration cal = {0};
+    if (!bad && synthetic_calibration(refs, &cal, &err)) {
+        snprintf(why, sizeof why, "%.190s", err.msg);
+        bad = 1;
+    }
     for (int i = 0; i < RB_LAYERS * 2 && !bad; i++)
         if (kv_spec_unit_bytes(&refs[i].spec, RB_DIM) > RB_MAX_UNIT) {
             snprintf(why, sizeof why, "%s: units larger than the test's %d bytes", refs[i].spec.text, RB_MAX_UNIT);
@@ -379,16 +417,18 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
         }
     if (!bad)
         bad = kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why);
-    if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &k, &v, NULL, rb->inv_freq, &err)) {
+    if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &k, &v, &cal, rb->inv_freq, &err)) {
         snprintf(why, sizeof why, "%.190s", err.msg);
         bad = 1;
     }
     tally(&rb->t[T_BIND], !bad, "%s: the cache refuses it: %s", name, why);
-    if (bad) return;
-    check_quantized_end(rb, &c, refs);
-    run_pass(rb, &c, refs, 0);
-    run_pass(rb, &c, refs, 1);   /* a new window over the same cache */
-    kv_cache_free(&c);
+    if (!bad) {
+        check_quantized_end(rb, &c, refs);
+        run_pass(rb, &c, refs, 0);
+        run_pass(rb, &c, refs, 1);   /* a new window over the same cache */
+        kv_cache_free(&c);
+    }
+    calibration_free(&cal);
 }
 
 /* One base of the table, alone and with every subset of the modifiers. */
