@@ -559,6 +559,7 @@ static int cmd_bench(Args *a) {
         else if (flag(a, "dtype", 1)) dtype = a->value;
         else if (flag(a, "precision", 1)) precision = a->value;
         else if (flag(a, "no-probe", 0)) o.probe_machine = 0;
+        else if (flag(a, "calib", 1)) o.calib_path = a->value;
         else if (flag(a, "ppl", 0)) o.ppl_windows = 4;
         else if (flag(a, "ppl-windows", 1)) parse_int(a, 2, 1 << 16, &o.ppl_windows);
         else if (flag(a, "ppl-batch", 1)) parse_int(a, 1, 4096, &o.ppl_batch);
@@ -652,7 +653,7 @@ static const Command COMMANDS[] = {
     {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON | TAKES_QUIET,
      "  bench (MODEL_DIR | --random tinyllama|CONFIG) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
      "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
-     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--no-probe] [--quiet] [--json]\n"
+     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--calib FILE] [--no-probe] [--quiet] [--json]\n"
      "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
      "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
      "                                  --random: seeded random weights of TinyLlama's shape, or of\n"

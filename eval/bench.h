@@ -15,7 +15,8 @@ typedef struct {
     int gen;                     /* decode steps measured (-n, 64) */
     int long_ctx;                /* decode measured ending at this context (0: skip) */
     KvLayered scheme_k, scheme_v;   /* cache of the prefill/decode runs: one scheme, for keys and values (fp32) */
-    const Calibration *calib;    /* the tables of fitted bases in these schemes (NULL: none) */
+    const char *calib_path;      /* --calib (see bench_report) */
+    const Calibration *calib;    /* the tables of fitted bases in these schemes (NULL: none), from calib_path */
     KvLayered long_k, long_v;    /* keys' and values' schemes compared with fp32 at long_ctx
                                     (int4-g64 for both by default) */
     int repeats;                 /* each figure is the median of this many runs */

@@ -16,10 +16,13 @@ int calibration_for_run(const char *path, const char *model_dir, const Model *m,
         path = default_path;
     }
     char model_sha256[65];
-    if (modeldir_sha256(model_dir, model_sha256, err)) return -1;
-    const Config *cfg = &m->config;
-    CalibModel model = {cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, model_sha256};
-    if (calibration_load(path, &model, c, err)) return -1;
+    if (modeldir_sha256(model_dir, model_sha256, err) || calibration_open(path, m, model_sha256, c, err)) return -1;
     *have = 1;
     return 0;
+}
+
+int calibration_open(const char *path, const Model *m, const char *model_sha256, Calibration *c, Error *err) {
+    const Config *cfg = &m->config;
+    CalibModel model = {cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, model_sha256};
+    return calibration_load(path, &model, c, err);
 }

@@ -17,5 +17,8 @@
  * anything calibration_load refuses. *have = 1 when c holds one (free it with calibration_free). */
 int calibration_for_run(const char *path, const char *model_dir, const Model *m, int needed, Calibration *c, int *have,
                         Error *err);
+/* path loaded for model m whose identity (model.safetensors' sha256, or random weights' recipe)
+ * is model_sha256: refused when it is another model's or another geometry. */
+int calibration_open(const char *path, const Model *m, const char *model_sha256, Calibration *c, Error *err);
 
 #endif
