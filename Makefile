@@ -57,7 +57,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: sweep-demo all test test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -100,6 +100,20 @@ sweep-demo: run
 	rm -rf data/sweeps/mini-llama-brown data/sweeps/mini-llama-brown-outliers
 	./run sweep data/models/mini-llama-brown $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown
 	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown-outliers
+
+# `make calibrations`: the bundled models' kv-calib.safetensors (data/README.md), fitted on the
+# calibration split (wiki.valid, ./run calibrate's default text). `make sweep-calibrated`: the
+# README's calibrated-against-uncalibrated sweep (data/sweeps/calibrated.txt) on both, on wiki.test.
+CALIB_FITS := --fit nuq2-g64 --fit nuq3-g64 --fit nuq4-g64 --fit nuq2-t64 --fit nuq2-g64+had --fit nuq3-g64+had \
+              --fit vq8-d4 --fit vq8-d8 --fit vq8-d4+had
+calibrations: run
+	./run calibrate data/models/mini-llama-brown $(CALIB_FITS) --quiet --out data/models/mini-llama-brown/kv-calib.safetensors
+	./run calibrate data/models/mini-llama-brown-outliers $(CALIB_FITS) --quiet --out data/models/mini-llama-brown-outliers/kv-calib.safetensors
+SWEEP_CALIBRATED_ARGS := --ctx 1024 --stride 512 --windows 16 --configs data/sweeps/calibrated.txt --quiet
+sweep-calibrated: run
+	rm -rf data/sweeps/calibrated-mini-llama-brown data/sweeps/calibrated-mini-llama-brown-outliers
+	./run sweep data/models/mini-llama-brown $(SWEEP_CALIBRATED_ARGS) --out-dir data/sweeps/calibrated-mini-llama-brown
+	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_CALIBRATED_ARGS) --out-dir data/sweeps/calibrated-mini-llama-brown-outliers
 
 # `make test-aarch64`: the C tests cross-built for 64-bit Arm, so the NEON path
 # (model/kernels/gemm_neon.c) is the one they check against the scalar path, run under

@@ -94,8 +94,8 @@ static void panel(FILE *f, const Calibration *c, int kind, int y0) {
     int channels = c->n_kv_heads * c->head_dim;
     double lo, hi, w = (double)PANEL_W / channels;
     kind_range(c, kind, &lo, &hi);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"13\">%s: max |x| per channel (log colour, 10^%.2f to 10^%.2f)</text>\n",
-            LEFT, y0 - 6, KIND_NAMES[kind], lo, hi);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"13\">%s: max |x| per channel, log colour from %.3g (dark) to %.3g "
+               "(yellow)</text>\n", LEFT, y0 - 6, KIND_NAMES[kind], pow(10, lo), pow(10, hi));
     for (int l = 0; l < c->n_layers; l++) {
         const float *s = kind_stats(c, kind, l);
         for (int i = 0; i < channels; i++) {
@@ -119,7 +119,7 @@ int calib_write_heatmap_svg(FILE *f, const Calibration *c, const char *title) {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\">\n", width, height, width, height);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, height);
-    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"15\">", LEFT);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\">", LEFT);
     for (const char *p = title; *p; p++) {   /* XML-escaped; control bytes as '?' */
         unsigned char ch = (unsigned char)*p;
         if (ch == '<') fputs("&lt;", f);

@@ -91,8 +91,8 @@ static int make_calibration(CalibrateRun *r, const char *model_sha256, const cha
 static int write_heatmap(const CalibrateRun *r, const CalibrateOptions *o, Error *err) {
     char path[4096], title[512];
     snprintf(path, sizeof path, "%s.svg", o->out);
-    snprintf(title, sizeof title, "%s: keys' and values' channels, %ld calibration tokens of %s",
-             o->random ? o->random : o->model_dir, r->rows.rows, o->text_file);
+    snprintf(title, sizeof title, "%s: %ld calibration tokens of %s", o->random ? o->random : o->model_dir,
+             r->rows.rows, o->text_file);
     AtomicFile af;
     if (atomic_open(&af, path, err)) return -1;
     if (calib_write_heatmap_svg(af.f, &r->c, title)) {

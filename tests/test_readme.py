@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tests/test_readme.py: the numbers README.md shows are the ones ./run prints today.
 
-Three places in the README quote program output: the sample `./run --validate` report, the table
-"What int4 does to the bundled model" and the sweep demo's table (data/sweeps/, `make sweep-demo`).
+Four places in the README quote program output: the sample `./run --validate` report, the table
+"What int4 does to the bundled model", the sweep demo's table (data/sweeps/, `make sweep-demo`) and the
+calibrated sweep's (data/sweeps/calibrated-*, `make sweep-calibrated`, with the bundled calibrations).
 They are re-run here and compared digit for digit (the run time is the one field left out), so a
 change that moves a number makes this test fail until the README is regenerated from the program.
 Run from the repo root after `make`.
@@ -123,23 +124,31 @@ def check_scheme_table():
                    f"README {fp32[0]}, ./run {base:.3f}")
 
 
-def check_sweep_demo():
-    """The README's demo table is the committed results.md's, and a fresh run of the demo's
-    outlier-model sweep (Makefile SWEEP_DEMO_ARGS) writes the same results.md."""
-    demo = "data/sweeps/mini-llama-brown-outliers"
+def check_sweep(name, demo, make_target, args_variable, readme_rows):
+    """The README's table (readme_rows of it: all, or the ones the README quotes) is the committed
+    results.md's, and a fresh run of the outlier model's sweep (the Makefile's arguments) writes the
+    same results.md."""
     committed = open(f"{demo}/results.md", encoding="utf-8").read()
     table = committed.split("\n\n", 1)[1].strip("\n")
-    report("README: the sweep demo table is data/sweeps/mini-llama-brown-outliers/results.md's", table in README,
-           "regenerate the README's table from results.md (make sweep-demo)")
-    args = re.search(r"^SWEEP_DEMO_ARGS := (.*)$", open("Makefile", encoding="utf-8").read(), re.M).group(1).split()
+    lines = table.splitlines()
+    quoted = all(line in README for line in lines[:2] + [l for l in lines[2:] if readme_rows(l)])
+    report(f"README: the {name} table is {demo}/results.md's", quoted,
+           f"regenerate the README's table from results.md (make {make_target})")
+    args = re.search(rf"^{args_variable} := (.*)$", open("Makefile", encoding="utf-8").read(), re.M).group(1).split()
     with tempfile.TemporaryDirectory() as out:
         got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out])
         fresh = open(os.path.join(out, "results.md"), encoding="utf-8").read() if got.returncode == 0 else got.stderr
     ok, worst = agree(committed, fresh)
-    report("README: a fresh run of the demo sweep writes the committed results.md" + PATH_NOTE, ok,
+    report(f"README: a fresh run of the {name} writes the committed results.md" + PATH_NOTE, ok,
            f"worst number at {worst:.3g}x its tolerance; first lines {fresh[:300]!r}")
     if not SAME_PATH:
-        print(f"     sweep demo: worst number at {worst:.3g}x its tolerance")
+        print(f"     {name}: worst number at {worst:.3g}x its tolerance")
+
+
+def check_sweep_demo():
+    check_sweep("sweep demo", "data/sweeps/mini-llama-brown-outliers", "sweep-demo", "SWEEP_DEMO_ARGS", lambda l: True)
+    check_sweep("calibrated sweep", "data/sweeps/calibrated-mini-llama-brown-outliers", "sweep-calibrated",
+                "SWEEP_CALIBRATED_ARGS", lambda l: True)
 
 
 PATH_NOTE = "" if SAME_PATH else f" (on {current_kernel()}, not {readme_kernel()}: within the stated tolerances)"
