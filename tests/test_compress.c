@@ -103,7 +103,7 @@ static void check_metrics(const char *cache, const char *metrics) {
         char why[160];
         int parsed = kv_layered_parse(scheme, KV_SIDE_KEYS, &k, why, sizeof why) == 0 &&
                      kv_layered_parse(scheme, KV_SIDE_VALUES, &v, why, sizeof why) == 0;
-        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99};
+        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, NULL};
         CompressReport r;
         KvSnapshot recon, back;
         snprintf(name, sizeof name, "%s %s compress", cache, scheme);
@@ -134,7 +134,7 @@ static void check_metrics(const char *cache, const char *metrics) {
             check(d <= METRIC_REL_TOL, name, "%.10g vs reference %.10g (rel %.2g > %.0e)", got[k], want, d, METRIC_REL_TOL);
         }
         snprintf(name, sizeof name, "%s %s decompress reads the file", cache, scheme);
-        if (check(kv_decompress_file("build/test-compressed.safetensors", &back, &err) == 0, name, "%s", err.msg)) {
+        if (check(kv_decompress_file("build/test-compressed.safetensors", NULL, &back, &err) == 0, name, "%s", err.msg)) {
             snprintf(name, sizeof name, "%s %s decompress == in-memory reconstruction", cache, scheme);
             check(same_values(&back, &recon), name, "values differ");
             kv_snapshot_free(&back);
@@ -200,13 +200,13 @@ static void check_round_trips(void) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99};
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL};
     CompressReport r1, r2;
     ok = kv_compress(&s, &o, "build/plain.safetensors", &r1, NULL, &err) == 0;
     o.lz4 = 1;
     ok = ok && kv_compress(&s, &o, "build/lz4.safetensors", &r2, NULL, &err) == 0;
-    ok = ok && kv_decompress_file("build/plain.safetensors", &plain, &err) == 0 &&
-         kv_decompress_file("build/lz4.safetensors", &packed, &err) == 0;
+    ok = ok && kv_decompress_file("build/plain.safetensors", NULL, &plain, &err) == 0 &&
+         kv_decompress_file("build/lz4.safetensors", NULL, &packed, &err) == 0;
     if (check(ok, "--lz4 and plain files written and read back", "%s", err.msg)) {
         check(same_values(&plain, &packed), "--lz4 round trip is lossless", "values differ");
         printf("     lz4 over int4 codes: %zu -> %zu bytes\n", r2.lz4_codes_in, r2.lz4_codes_out);

@@ -88,7 +88,7 @@ static int load(const Spec *spec, int compressed, KvSnapshot *out, Error *err) {
     err->msg[0] = '\0';
     int rc = st_open_memory(&st, buf, len, FILE_NAME, err);
     if (rc == 0) {
-        rc = compressed ? kv_decompress_safetensors(&st, out, err) : kv_snapshot_from_safetensors(&st, out, err);
+        rc = compressed ? kv_decompress_safetensors(&st, NULL, out, err) : kv_snapshot_from_safetensors(&st, out, err);
         st_close(&st);
     }
     free(buf);
