@@ -19,6 +19,7 @@
 #include "eval/generate.h"
 #include "eval/scheme_list.h"
 #include "eval/calibrate.h"
+#include "eval/calibration.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
@@ -399,8 +400,12 @@ static int cmd_kv_info(Args *a) {
     require(a, a->dir != NULL, "missing FILE");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    int n_mismatches;
-    if (kv_info(stdout, a->dir, model, a->json, &n_mismatches, &err)) return bad_input(a, err.msg);
+    Calibration calib;
+    int n_mismatches, have_calib;
+    if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
+    int rc = kv_info(stdout, a->dir, model, have_calib ? &calib : NULL, a->json, &n_mismatches, &err);
+    calibration_free(&calib);
+    if (rc) return bad_input(a, err.msg);
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
 }
 
@@ -441,13 +446,19 @@ static int cmd_compress(Args *a) {
     compose_scheme(scheme, group, composed, sizeof composed);
     if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &k);
     if (check_args(a, composed, &k, &v)) return usage_error(a);
-    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine};
     Error err;
+    Calibration calib;
     KvSnapshot snap;
-    int passed;
-    if (kv_snapshot_load(input, &snap, &err)) return bad_input(a, err.msg);
+    int passed, have_calib;
+    if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
+    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine, have_calib ? &calib : NULL};
+    if (kv_snapshot_load(input, &snap, &err)) {
+        calibration_free(&calib);
+        return bad_input(a, err.msg);
+    }
     int rc = kv_compress_print(&snap, &o, metrics_only ? NULL : output, stdout, verbose ? stderr : NULL, &passed, &err);
     kv_snapshot_free(&snap);
+    calibration_free(&calib);
     if (rc) fprintf(stderr, "compress: %s: %s\n", input, err.msg);
     return rc ? EXIT_BAD_INPUT : passed ? EXIT_OK : EXIT_QUALITY;
 }
@@ -463,7 +474,12 @@ static int cmd_decompress(Args *a) {
     if (in && out) require(a, strcmp(in, out) != 0, "-output must differ from -input");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    return kv_decompress_to(in, out, &err) ? bad_input(a, err.msg) : EXIT_OK;
+    Calibration calib;
+    int have_calib;
+    if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
+    int rc = kv_decompress_to(in, have_calib ? &calib : NULL, out, &err);
+    calibration_free(&calib);
+    return rc ? bad_input(a, err.msg) : EXIT_OK;
 }
 
 /* No flags: what follows is ignored, as it always was (schemes too). */
@@ -499,6 +515,7 @@ static int cmd_validate(Args *a) {
     o.ctx = a->e.ctx;
     o.stride = a->e.stride;
     o.quiet = a->quiet;
+    o.calib_path = a->calib;
     Error err;
     int passed;
     FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
@@ -628,17 +645,19 @@ static const Command COMMANDS[] = {
     {{"kv-extract"}, cmd_kv_extract, TAKES_DIR,
      "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
      "                                  run a prompt and save its KV cache (+ .metadata.json)\n"},
-    {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON,
-     "  kv-info FILE [--model MODEL_DIR] [--json]\n"
+    {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON | TAKES_CALIB,
+     "  kv-info FILE [--model MODEL_DIR] [--calib FILE] [--json]\n"
      "                                  shape, size and statistics of a KV cache file\n"},
-    {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES,
+    {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
      "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--lz4] [--metrics-only] [-verbose]\n"
-     "           [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
+     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--calib FILE] [--lz4] [--metrics-only]\n"
+     "           [-verbose] [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
      "                                  quantize a KV cache file; JSON metrics on stdout;\n"
-     "                                  exit 1 when a quality threshold fails\n"},
-    {{"decompress"}, cmd_decompress, 0,
-     "  decompress -input IN -output OUT  a compressed file back to F32 tensors\n"},
+     "                                  exit 1 when a quality threshold fails; a fitted scheme\n"
+     "                                  needs --calib (the file records its sha256)\n"},
+    {{"decompress"}, cmd_decompress, TAKES_CALIB,
+     "  decompress -input IN -output OUT [--calib FILE]  a compressed file back to F32 tensors\n"
+     "                                  (--calib: the calibration a fitted file was packed with)\n"},
     {{"--quick-test", "-quick-test"}, cmd_quick_test, 0,
      "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n"},
     {{"calibrate"}, cmd_calibrate, TAKES_DIR | TAKES_QUIET,
@@ -664,10 +683,10 @@ static const Command COMMANDS[] = {
     {{"--help", "-help", "help"}, cmd_help, 0,
      "  --help                          this text (also after any command: ./run ppl --help)\n"},
     {{"--validate", "-validate", "validate"}, cmd_validate,
-     TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_WINDOW,
+     TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_WINDOW | TAKES_CALIB,
      "\n"
      "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%] [--kv-scheme int4-g64]\n"
-     "           [--windows 8] [--ctx N] [--text-file F] [--quiet] [--json]\n"
+     "           [--windows 8] [--ctx N] [--text-file F] [--calib FILE] [--quiet] [--json]\n"
      "                                  six-step check that the quantized KV cache keeps perplexity\n"
      "                                  within the threshold (exit 1 when it does not); default:\n"
      "                                  delta < the larger of 0.5 and 1% of the baseline perplexity\n"},

@@ -11,7 +11,7 @@ int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitS
     KvLayered keys, values;
     memset(f, 0, sizeof *f);
     if (strchr(text, ';')) {
-        snprintf(why, why_len, "--fit '%.60s': one spec, not per-layer items (a fit covers every layer)", text);
+        snprintf(why, why_len, "one spec, not per-layer items (a fit covers every layer)");
         return -1;
     }
     if (kv_layered_parse(text, KV_SIDE_KEYS, &keys, why, why_len) ||
@@ -19,7 +19,7 @@ int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitS
         return -1;
     f->keys = keys.all;
     if (!kv_spec_is_fitted(&f->keys)) {
-        snprintf(why, why_len, "--fit '%.60s': %s is not a fitted base (nuqB-gG, nuqB-tG, vqC-dD)", text, f->keys.base.name);
+        snprintf(why, why_len, "%s is not a fitted base (nuqB-gG, nuqB-tG, vqC-dD)", f->keys.base.name);
         return -1;
     }
     kv_spec_fit_key(&f->keys, f->key, sizeof f->key);

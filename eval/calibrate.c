@@ -69,6 +69,8 @@ static int load_tokens(CalibrateRun *r, const CalibrateOptions *o, int *windows,
     if (!r->tokens) return -1;
     int used = n < o->tokens ? n : o->tokens;
     *windows = used / o->ctx;
+    if (*windows < 1 && n >= o->ctx)
+        return error_set(err, "--tokens %d is fewer than one window of --ctx %d", o->tokens, o->ctx);
     if (*windows < 1)
         return error_set(err, "%s: %d tokens, fewer than one window of --ctx %d", o->text_file, n, o->ctx);
     return 0;
@@ -102,10 +104,21 @@ static int write_heatmap(const CalibrateRun *r, const CalibrateOptions *o, Error
     return atomic_commit(&af, err);
 }
 
+/* --out's directory must exist: checked before the work, which takes minutes, not after it. */
+static int check_out_dir(const char *out, Error *err) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return 0;
+    slash[slash == dir] = 0;   /* "/x" -> "/" */
+    if (!path_exists(dir)) return error_set(err, "%s: cannot write: directory %s does not exist", out, dir);
+    return 0;
+}
+
 static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, Error *err) {
     char model_sha256[65], text_sha256[65];
     int windows;
-    if (load_model(r, o, model_sha256, err) || parse_fits(r, o, err) || sha256_file_hex(o->text_file, text_sha256, err) ||
+    if (check_out_dir(o->out, err) || load_model(r, o, model_sha256, err) || parse_fits(r, o, err) || sha256_file_hex(o->text_file, text_sha256, err) ||
         load_tokens(r, o, &windows, err))
         return -1;
     if (o->ctx > r->m.config.max_seq_len)

@@ -26,3 +26,12 @@ int calibration_open(const char *path, const Model *m, const char *model_sha256,
     CalibModel model = {cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, model_sha256};
     return calibration_load(path, &model, c, err);
 }
+
+int calibration_for_kv_file(const char *path, Calibration *c, int *have, Error *err) {
+    memset(c, 0, sizeof *c);
+    *have = 0;
+    if (!path) return 0;
+    if (calibration_load(path, NULL, c, err)) return -1;
+    *have = 1;
+    return 0;
+}

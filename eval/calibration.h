@@ -20,5 +20,11 @@ int calibration_for_run(const char *path, const char *model_dir, const Model *m,
 /* path loaded for model m whose identity (model.safetensors' sha256, or random weights' recipe)
  * is model_sha256: refused when it is another model's or another geometry. */
 int calibration_open(const char *path, const Model *m, const char *model_sha256, Calibration *c, Error *err);
+/* --calib FILE of a command on KV cache files (compress, decompress, kv-info): path (NULL:
+ * none, *have = 0) loaded with every check calibration_load makes of a file. Such a command has
+ * no model directory: no default file, and no model sha256 to compare; compress checks the
+ * calibration's geometry against the cache, decompress and kv-info the sha256 a compressed file
+ * records. */
+int calibration_for_kv_file(const char *path, Calibration *c, int *have, Error *err);
 
 #endif

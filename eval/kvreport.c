@@ -147,10 +147,11 @@ double kv_snapshot_rms(const KvSnapshot *s) {
     return n ? sqrt(sum / (2.0 * n)) : 0;
 }
 
-int kv_info(FILE *f, const char *path, const char *model_dir, int json, int *n_mismatches, Error *err) {
+int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration *calib, int json, int *n_mismatches,
+            Error *err) {
     KvSnapshot snap;
     char k_scheme[512], v_scheme[512];
-    if (kv_load_any(path, &snap, k_scheme, v_scheme, sizeof k_scheme, err)) return -1;
+    if (kv_load_any(path, calib, &snap, k_scheme, v_scheme, sizeof k_scheme, err)) return -1;
     KvStats stats;
     kv_snapshot_stats(&snap, &stats);
     char mismatches[1024] = "";
@@ -177,7 +178,7 @@ int quick_test_run(FILE *f, int *passed, Error *err) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99};   /* the seed's thresholds */
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL};   /* the seed's thresholds */
     if (quick_test_cache(&snap, 42, err)) return -1;
     if (kv_compress(&snap, &o, NULL, &r, NULL, err)) {
         kv_snapshot_free(&snap);
@@ -245,9 +246,9 @@ int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *i
     return rc;
 }
 
-int kv_decompress_to(const char *in, const char *out, Error *err) {
+int kv_decompress_to(const char *in, const Calibration *calib, const char *out, Error *err) {
     KvSnapshot snap;
-    if (kv_decompress_file(in, &snap, err)) return -1;
+    if (kv_decompress_file(in, calib, &snap, err)) return -1;
     int rc = kv_snapshot_save(out, &snap, DT_F32, err);
     kv_snapshot_free(&snap);
     return rc;

@@ -24,8 +24,9 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
 int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
                         DType dtype, int *n_tokens, int *n_layers, Error *err);
 
-/* ./run decompress: a compressed KV file back to an F32 cache file. */
-int kv_decompress_to(const char *in, const char *out, Error *err);
+/* ./run decompress: a compressed KV file back to an F32 cache file; calib (NULL: none) is the
+ * calibration a file packed with fitted bases records (model/formats/compress.h). */
+int kv_decompress_to(const char *in, const Calibration *calib, const char *out, Error *err);
 
 /* ./run compress: the cache quantized with o (into the file output unless NULL); its JSON
  * report on json, a few human lines on verbose (NULL: none). *passed: the thresholds held. */
@@ -34,8 +35,10 @@ int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const ch
 
 /* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
  * with model_dir, checked against that model's config.json (*n_mismatches: how many fields
- * differ, -1 without a model). Nothing is printed when loading fails. */
-int kv_info(FILE *f, const char *path, const char *model_dir, int json, int *n_mismatches, Error *err);
+ * differ, -1 without a model); calib as for kv_decompress_to. Nothing is printed when loading
+ * fails. */
+int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration *calib, int json, int *n_mismatches,
+            Error *err);
 
 /* ./run --quick-test: the synthetic cache below (seed 42) compressed with int4-g64 and held to
  * the seed's thresholds (rmse < 0.10, snr > 18 dB, cosine > 0.99); the report printed to f. */

@@ -1,5 +1,6 @@
 /* eval/validate.c: the six-step validation, its report, and ./run --validate's defaults. */
 #include "eval/validate.h"
+#include "eval/calibration.h"
 #include "eval/json_out.h"
 #include "eval/perplexity.h"
 #include "eval/progress.h"
@@ -48,7 +49,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     char path[512];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/kvq-validate-%ld.safetensors", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    CompressOptions co = {o->k_scheme, o->v_scheme, 0.0, 0, 0.10, 18.0, 0.99};
+    CompressOptions co = {o->k_scheme, o->v_scheme, 0.0, 0, 0.10, 18.0, 0.99, o->calib};
     CompressReport cr;
     KvSnapshot recon, loaded;
     step(out, 4, "Compressing that KV cache...");
@@ -66,7 +67,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
                 cr.quality.rmse, cr.quality.snr_db);
     compress_report_free(&cr);
     step(out, 5, "Loading the compressed file back...");
-    int rc = kv_decompress_file(path, &loaded, err);
+    int rc = kv_decompress_file(path, o->calib, &loaded, err);
     unlink(path);
     if (rc) { kv_snapshot_free(&recon); return -1; }
     r->roundtrip_ok = same_snapshot(&loaded, &recon);
@@ -100,6 +101,7 @@ static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOpti
     po.batch = o->ctx < 256 ? o->ctx : 256;
     po.k_scheme = o->k_scheme;
     po.v_scheme = o->v_scheme;
+    po.calib = o->calib;
     po.compare = 1;
     Progress progress;
     progress_init(&progress, "      ppl", o->quiet || !out);
@@ -134,6 +136,7 @@ int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o,
     if (out)
         fprintf(out, "      %s (%s): dim %d, %d layers, %d heads / %d KV heads, head_dim %d, vocab %d\n",
                 o->model_dir, o->model_note, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size);
+    if (out && o->calib) fprintf(out, "      calibration %s (sha256 %s)\n", o->calib->path, o->calib->file_sha256);
     step(out, 2, "Building a KV cache from a prompt...");
     KvSnapshot snap;
     if (build_cache(m, tok, &snap, &r->cache_tokens, err)) return -1;
@@ -185,6 +188,7 @@ void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateR
             r->cosine_similarity, r->key_rmse, r->value_rmse);
     fprintf(out, "KL / top-1 agreement:    %.6f nats/token / %.2f%%\n", r->kl_mean, 100.0 * r->top1_agreement);
     fprintf(out, "Scored tokens:           %ld in %d windows (%.1f s)\n", r->scored_tokens, r->windows, r->seconds);
+    if (o->calib) fprintf(out, "Calibration:             %s (sha256 %.12s...)\n", o->calib->path, o->calib->file_sha256);
     print_kvquant_bars(out, r);
     char rule[96];
     threshold_rule(o, rule, sizeof rule);
@@ -213,6 +217,8 @@ void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResu
     json_out_string(out, "model", o->model_dir, 0);
     json_out_string(out, "k_scheme", o->k_scheme->text, 0);
     json_out_string(out, "v_scheme", o->v_scheme->text, 0);
+    json_out_string(out, "calib", o->calib ? o->calib->path : "", 0);   /* "" without one, as ppl's report */
+    json_out_string(out, "calib_sha256", o->calib ? o->calib->file_sha256 : "", 0);
     fprintf(out, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"windows\": %d,\n  \"scored_tokens\": %ld,\n", o->ctx, o->stride,
             r->windows, r->scored_tokens);
     json_out_number(out, "max_error", r->max_error, 0);
@@ -249,13 +255,19 @@ int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed,
                      "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
     ModelDir L;
     ValidateResult r;
+    Calibration calib;
+    int have_calib = 0, needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
     if (modeldir_load(&L, o->model_dir, 1, err)) return -1;
     if (!o->ctx) o->ctx = L.model.config.max_seq_len;
-    int rc = validate_run(&L.model, L.tok, o, out, &r, err);
+    int rc = calibration_for_run(o->calib_path, o->model_dir, &L.model, needed, &calib, &have_calib, err);
+    o->calib = have_calib ? &calib : NULL;
+    if (rc == 0) rc = validate_run(&L.model, L.tok, o, out, &r, err);
     modeldir_free(&L);
+    if (rc == 0 && out) validate_print_results(out, o, &r);
+    if (rc == 0 && json) validate_print_json(json, o, &r);
+    calibration_free(&calib);
+    o->calib = NULL;
     if (rc) return -1;
-    if (out) validate_print_results(out, o, &r);
-    if (json) validate_print_json(json, o, &r);
     *passed = r.passed;
     return 0;
 }

@@ -2,12 +2,14 @@
  * threshold? Six steps: load the model; build a KV cache from a prompt; baseline perplexity;
  * compress that cache (ratio, RMSE, SNR); load the compressed file back and check it equals
  * the in-memory dequantization; perplexity with every key and value quantized as it is
- * written. Steps 3 and 6 are evaluated side by side over the same windows. */
+ * written. Steps 3 and 6 are evaluated side by side over the same windows. A fitted scheme
+ * (SCHEMES.md §8) takes its tables from a calibration (--calib) in steps 4 to 6 alike. */
 #ifndef KVQ_VALIDATE_H
 #define KVQ_VALIDATE_H
 
 #include <stdio.h>
 #include "model/model.h"
+#include "model/formats/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
@@ -15,6 +17,11 @@ typedef struct {
     const char *model_note;        /* why this model: "--model", "models/tinyllama", "bundled" */
     const char *text_file;
     const KvLayered *k_scheme, *v_scheme;
+    /* --calib FILE: the tables of fitted bases (NULL: model_dir/kv-calib.safetensors when a
+     * scheme is fitted and the file exists). validate_default_run loads it into calib, which
+     * validate_run uses for steps 4-6 (NULL: none) and the report names. */
+    const char *calib_path;
+    const Calibration *calib;
     /* Pass when delta < the larger of threshold_ppl and threshold_percent % of the baseline
      * (0 turns a bar off). The default, 0.5 and 1%, is the seed's Δppl < 0.5 on TinyLlama
      * (ppl ~7-8, where 1% is only ~0.08) and stays meaningful on models whose ppl is ~300. */

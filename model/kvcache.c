@@ -5,6 +5,7 @@
 #include "model/kvcache.h"
 #include "model/kernels/hugepages.h"
 #include "model/kernels/kernels.h"
+#include "model/formats/calib_bind.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,40 +19,14 @@ static int out_of_memory(const KvCache *c, Error *err) {
     return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
 }
 
-/* A fitted base's table for each KV head of one layer and side, from the calibration: one per
- * head (vq) or one the heads share (nuq). Other bases: every head's spec is the layer's. */
-static int bind_tables(KvStore *st, const KvSpec *spec, const KvCache *c, const Calibration *calib, int layer,
-                       Error *err) {
-    const char *side = spec->side == KV_SIDE_KEYS ? "key" : "value";
-    for (int h = 0; h < c->n_kv_heads; h++) st->head_specs[h] = *spec;
-    if (!kv_spec_is_fitted(spec)) return 0;
-    char key[96];
-    kv_spec_fit_key(spec, key, sizeof key);
-    if (!calib)
-        return error_set(err, "%s scheme %s: its base is fitted to the model and needs a calibration (--calib FILE; "
-                         "./run calibrate MODEL_DIR --fit %s --out FILE makes one)", side, spec->text, key);
-    const CalibFit *fit = calibration_find_fit(calib, key);
-    const float *table = calibration_codebook(calib, key, spec->side == KV_SIDE_KEYS ? 'k' : 'v', layer);
-    if (!fit || !table)
-        return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate MODEL_DIR --fit %s --out FILE makes it)",
-                         side, spec->text, calib->path, key, key);
-    KvTableShape shape;
-    spec->base.codec->fit->shape(&spec->base, c->head_dim, &shape);
-    size_t head_floats = (size_t)shape.books * shape.entries * shape.dim;
-    if (fit->codebook_floats != head_floats * (shape.per_head ? (size_t)c->n_kv_heads : 1))
-        return error_set(err, "%s scheme %s: the fit %s in %s has %zu floats a layer, not the %zu this model needs", side,
-                         spec->text, key, calib->path, fit->codebook_floats, head_floats * (shape.per_head ? (size_t)c->n_kv_heads : 1));
-    for (int h = 0; h < c->n_kv_heads; h++) st->head_specs[h].base.table = table + (shape.per_head ? (size_t)h * head_floats : 0);
-    return 0;
-}
-
 static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, const Calibration *calib, int layer,
                       Error *err) {
     int d = c->head_dim, is_key = spec->side == KV_SIDE_KEYS;
     memset(st, 0, sizeof *st);
     st->head_specs = malloc((size_t)c->n_kv_heads * sizeof *st->head_specs);
     if (!st->head_specs) return out_of_memory(c, err);
-    if (bind_tables(st, spec, c, calib, layer, err)) return -1;
+    /* a fitted base's table per KV head (nuq: one the heads share; vq: one each) */
+    if (calib_bind_heads(spec, calib, layer, c->n_kv_heads, d, st->head_specs, err)) return -1;
     st->spec = st->head_specs;
     st->plain = kv_spec_is_fp32(spec);
     st->natural_reads = is_key && spec->prerope;

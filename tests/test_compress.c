@@ -4,8 +4,9 @@
  * cosine_similarity / max_error to 1e-4 relative (the tolerance the reference README states),
  * and a variant that divides by the unrounded scale must land measurably further off: that
  * shows the fp16-rounded divisor is the reference's. Also file round trips, the sparsity
- * stage (kv_sparsify against a sort), and kv-extract against the reference cache of
- * mini-llama-brown. */
+ * stage (kv_sparsify against a sort), kv-extract against the reference cache of
+ * mini-llama-brown, and fitted bases packed with a calibration's tables (each layer, side and
+ * KV head its own, restated here from the calibration's lookups) and read back with it. */
 #include "tests/test.h"
 #include "tests/test_random.h"
 #include "model/formats/compress.h"
@@ -103,7 +104,7 @@ static void check_metrics(const char *cache, const char *metrics) {
         char why[160];
         int parsed = kv_layered_parse(scheme, KV_SIDE_KEYS, &k, why, sizeof why) == 0 &&
                      kv_layered_parse(scheme, KV_SIDE_VALUES, &v, why, sizeof why) == 0;
-        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99};
+        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, NULL};
         CompressReport r;
         KvSnapshot recon, back;
         snprintf(name, sizeof name, "%s %s compress", cache, scheme);
@@ -134,7 +135,7 @@ static void check_metrics(const char *cache, const char *metrics) {
             check(d <= METRIC_REL_TOL, name, "%.10g vs reference %.10g (rel %.2g > %.0e)", got[k], want, d, METRIC_REL_TOL);
         }
         snprintf(name, sizeof name, "%s %s decompress reads the file", cache, scheme);
-        if (check(kv_decompress_file("build/test-compressed.safetensors", &back, &err) == 0, name, "%s", err.msg)) {
+        if (check(kv_decompress_file("build/test-compressed.safetensors", NULL, &back, &err) == 0, name, "%s", err.msg)) {
             snprintf(name, sizeof name, "%s %s decompress == in-memory reconstruction", cache, scheme);
             check(same_values(&back, &recon), name, "values differ");
             kv_snapshot_free(&back);
@@ -200,13 +201,13 @@ static void check_round_trips(void) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99};
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL};
     CompressReport r1, r2;
     ok = kv_compress(&s, &o, "build/plain.safetensors", &r1, NULL, &err) == 0;
     o.lz4 = 1;
     ok = ok && kv_compress(&s, &o, "build/lz4.safetensors", &r2, NULL, &err) == 0;
-    ok = ok && kv_decompress_file("build/plain.safetensors", &plain, &err) == 0 &&
-         kv_decompress_file("build/lz4.safetensors", &packed, &err) == 0;
+    ok = ok && kv_decompress_file("build/plain.safetensors", NULL, &plain, &err) == 0 &&
+         kv_decompress_file("build/lz4.safetensors", NULL, &packed, &err) == 0;
     if (check(ok, "--lz4 and plain files written and read back", "%s", err.msg)) {
         check(same_values(&plain, &packed), "--lz4 round trip is lossless", "values differ");
         printf("     lz4 over int4 codes: %zu -> %zu bytes\n", r2.lz4_codes_in, r2.lz4_codes_out);
@@ -291,10 +292,141 @@ static void check_sparsify(void) {
     check(all_ok, "kv_sparsify zeroes floor(S*n) smallest |x|, ties earliest first (vs sort)", "mismatch");
 }
 
+/* ---- fitted bases: the tables of a calibration ---- */
+
+#define FIT_SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* A calibration of kv-mini-llama's geometry (4 layers, 2 KV heads, head_dim 64) with seeded
+ * tables for nuq3-g64 and nuq3-g128 (ascending) and vq4-d8 (every layer, side, head and
+ * sub-vector its own). */
+static int fitted_calibration(Calibration *c, int n_kv_heads, Error *err) {
+    if (calibration_init(c, 4, 4, n_kv_heads, 64, err)) return -1;
+    uint64_t rng = 77;
+    const char *keys[3] = {"nuq3-g64", "vq4-d8", "nuq3-g128"};
+    for (int k = 0; k < 3; k++) {
+        CalibFit *f = calibration_add_fit(c, keys[k], err);
+        if (!f) return -1;
+        for (size_t i = 0; i < (size_t)c->n_layers * 2 * f->codebook_floats; i++) f->codebooks[i] = normal(&rng);
+        for (size_t b = 0; k != 1 && b < (size_t)c->n_layers * 2; b++) {   /* nuq: each table ascending */
+            float *t = f->codebooks + b * 8;
+            for (int i = 1; i < 8; i++)
+                for (int j = i; j > 0 && t[j - 1] > t[j]; j--) { float x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+        }
+    }
+    snprintf(c->path, sizeof c->path, "fitted-test-calibration");
+    snprintf(c->file_sha256, sizeof c->file_sha256, "%s", FIT_SHA);
+    return 0;
+}
+
+/* x^ of every row of s under `text` with head h's table looked up directly in the calibration
+ * (not through the binding compress uses), compared bit for bit with recon. */
+static int rows_match(const KvSnapshot *s, const KvSnapshot *recon, const Calibration *c, const KvLayered *l, KvSide side) {
+    int n = s->head_dim;
+    unsigned char unit[256];
+    float scratch[64], row[64];
+    for (int layer = 0; layer < s->n_layers; layer++)
+        for (int h = 0; h < s->n_kv_heads; h++) {
+            KvSpec spec = *kv_layered_at(l, layer);
+            char key[96];
+            kv_spec_fit_key(&spec, key, sizeof key);
+            char sd = side == KV_SIDE_KEYS ? 'k' : 'v';
+            spec.base.table = strncmp(key, "vq", 2) == 0 ? calibration_vq_codebook(c, key, sd, layer, h, 0)
+                                                         : calibration_codebook(c, key, sd, layer);
+            size_t at = kv_snapshot_layer_size(s) * layer + (size_t)h * s->seq_len * n;
+            const float *x = (side == KV_SIDE_KEYS ? s->k : s->v) + at, *got = (side == KV_SIDE_KEYS ? recon->k : recon->v) + at;
+            for (int p = 0; p < s->seq_len; p++) {
+                kv_spec_encode(&spec, x + (size_t)p * n, n, unit, scratch);
+                kv_spec_decode(&spec, unit, n, 0, 1, row);
+                kv_spec_from_domain(&spec, row, n);
+                if (memcmp(row, got + (size_t)p * n, sizeof row)) return 0;
+            }
+        }
+    return 1;
+}
+
+static void check_fitted(void) {
+    Error err;
+    KvSnapshot s, recon, back;
+    Calibration c, one_head;
+    if (!check(kv_snapshot_load("tests/fixtures/reference/kv-mini-llama.safetensors", &s, &err) == 0 &&
+               fitted_calibration(&c, 2, &err) == 0 && fitted_calibration(&one_head, 1, &err) == 0,
+               "fitted: cache and calibrations", "%s", err.msg))
+        return;
+    KvLayered k, v, plain_k, plain_v;
+    char why[160];
+    kv_layered_parse("vq4-d8;2:nuq3-g64", KV_SIDE_KEYS, &k, why, sizeof why);
+    kv_layered_parse("nuq3-g64;1:vq4-d8", KV_SIDE_VALUES, &v, why, sizeof why);
+    kv_layered_parse("int4-g64", KV_SIDE_KEYS, &plain_k, why, sizeof why);
+    kv_layered_parse("int4-g64", KV_SIDE_VALUES, &plain_v, why, sizeof why);
+    CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, &c};
+    CompressReport r;
+    const char *path = "build/fitted.safetensors";
+    int ok = kv_compress(&s, &o, path, &r, &recon, &err) == 0;
+    if (check(ok, "fitted: keys vq4-d8;2:nuq3-g64, values nuq3-g64;1:vq4-d8 compressed with the calibration", "%s", err.msg)) {
+        compress_report_free(&r);
+        check(rows_match(&s, &recon, &c, &k, KV_SIDE_KEYS) && rows_match(&s, &recon, &c, &v, KV_SIDE_VALUES),
+              "fitted: every row coded with its layer's, side's and KV head's table (restated per row)", "rows differ");
+        SafeTensors st;
+        const char *sha = NULL;
+        if (st_open(&st, path, &err) == 0) {
+            sha = st_meta(&st, "calib_sha256");
+            check(sha && !strcmp(sha, FIT_SHA), "fitted: the file records the calibration's sha256", "calib_sha256 %s", sha ? sha : "(none)");
+            st_close(&st);
+        }
+        ok = kv_decompress_file(path, &c, &back, &err) == 0;
+        if (check(ok, "fitted: read back with the same calibration", "%s", err.msg)) {
+            check(same_values(&back, &recon), "fitted: read back equals compress's reconstruction", "values differ");
+            kv_snapshot_free(&back);
+        }
+        kv_snapshot_free(&recon);
+    }
+    o.calib = NULL;
+    ok = kv_compress(&s, &o, path, &r, NULL, &err) == 0;
+    check(!ok && strstr(err.msg, "key scheme vq4-d8: its base is fitted to the model and needs a calibration"),
+          "fitted: refused without a calibration", "%s", ok ? "accepted" : err.msg);
+    /* groups longer than a row: a plain integer base packs them as one flat run, a fitted one
+     * (bound per KV head) is refused as the KV cache refuses it */
+    KvLayered wide_k, wide_v;
+    kv_layered_parse("nuq3-g128", KV_SIDE_KEYS, &wide_k, why, sizeof why);
+    kv_layered_parse("nuq3-g128", KV_SIDE_VALUES, &wide_v, why, sizeof why);
+    CompressOptions wide = {&wide_k, &wide_v, 0.0, 0, 0.10, 18.0, 0.99, &c};
+    ok = kv_compress(&s, &wide, NULL, &r, NULL, &err) == 0;
+    check(!ok && strstr(err.msg, "group 128 does not divide rows of 64"), "fitted: nuq3-g128 at head_dim 64 is not a flat run",
+          "%s", ok ? "accepted" : err.msg);
+    if (ok) compress_report_free(&r);
+    o.calib = &one_head;
+    ok = kv_compress(&s, &o, path, &r, NULL, &err) == 0;
+    check(!ok && strstr(err.msg, "calibration fitted-test-calibration is for 4 layers, 1 KV heads, head_dim 64; the cache has 4, 2, 64"),
+          "fitted: a calibration of another geometry refused", "%s", ok ? "accepted" : err.msg);
+    o.calib = &c;
+    c.file_sha256[0] = 0;
+    ok = kv_compress(&s, &o, "build/fitted-nosha.safetensors", &r, NULL, &err) == 0;
+    check(!ok && strstr(err.msg, "has no file sha256 for the compressed file to record") && !path_exists("build/fitted-nosha.safetensors"),
+          "fitted: a calibration without a file sha256 writes nothing", "%s", ok ? "accepted" : err.msg);
+    snprintf(c.file_sha256, sizeof c.file_sha256, "%s", FIT_SHA);
+    /* a scheme without fitted bases: the calibration changes nothing, not even a byte */
+    CompressOptions plain = {&plain_k, &plain_v, 0.0, 0, 0.10, 18.0, 0.99, NULL};
+    CompressReport r1, r2;
+    ok = kv_compress(&s, &plain, "build/plain-nocalib.safetensors", &r1, NULL, &err) == 0;
+    plain.calib = &c;
+    ok = ok && kv_compress(&s, &plain, "build/plain-calib.safetensors", &r2, NULL, &err) == 0;
+    size_t n1 = 0, n2 = 0;
+    char *b1 = ok ? slurp("build/plain-nocalib.safetensors", &n1) : NULL, *b2 = ok ? slurp("build/plain-calib.safetensors", &n2) : NULL;
+    check(ok && b1 && b2 && n1 == n2 && !memcmp(b1, b2, n1) && !strstr(b1 + 8, "calib_sha256"),
+          "fitted: int4-g64 with a calibration given is byte-identical to without (no calib_sha256)", "%s", ok ? "bytes differ" : err.msg);
+    if (ok) { compress_report_free(&r1); compress_report_free(&r2); }
+    free(b1); free(b2);
+    unlink(path); unlink("build/plain-nocalib.safetensors"); unlink("build/plain-calib.safetensors");
+    calibration_free(&c);
+    calibration_free(&one_head);
+    kv_snapshot_free(&s);
+}
+
 int main(void) {
     check_metrics("tests/fixtures/reference/kv-synthetic.safetensors", "tests/fixtures/reference/kv-synthetic.metrics.json");
     check_metrics("tests/fixtures/reference/kv-mini-llama.safetensors", "tests/fixtures/reference/kv-mini-llama.metrics.json");
     check_round_trips();
+    check_fitted();
     check_sparsify();
     check_extract();
     return test_exit_code();

@@ -3,7 +3,10 @@
  * below, independent of st_write; packed units written byte by byte from the layout of
  * quant/codec_int.c), opened with st_open_memory, and read with kv_snapshot_from_safetensors
  * or kv_decompress_safetensors. Each broken file must be refused (rc -1) with one line that
- * names the file and the problem; the intact ones must load with the right values. */
+ * names the file and the problem; the intact ones must load with the right values. Files of
+ * fitted bases (nuq) are read with a calibration made in memory: the sha256 they record
+ * (calib_sha256) must be well formed, present exactly when a scheme is fitted, and that of the
+ * calibration given. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -80,28 +83,38 @@ static unsigned char *build(const Spec *s, size_t *len) {
     return buf;
 }
 
-/* Opens spec and reads it as a compressed file (compressed = 1) or a plain cache. */
-static int load(const Spec *spec, int compressed, KvSnapshot *out, Error *err) {
+/* Opens spec and reads it as a compressed file (compressed = 1, with calib: NULL for none) or a
+ * plain cache. */
+static int load_calib(const Spec *spec, int compressed, const Calibration *calib, KvSnapshot *out, Error *err) {
     size_t len;
     unsigned char *buf = build(spec, &len);
     SafeTensors st;
     err->msg[0] = '\0';
     int rc = st_open_memory(&st, buf, len, FILE_NAME, err);
     if (rc == 0) {
-        rc = compressed ? kv_decompress_safetensors(&st, out, err) : kv_snapshot_from_safetensors(&st, out, err);
+        rc = compressed ? kv_decompress_safetensors(&st, calib, out, err) : kv_snapshot_from_safetensors(&st, out, err);
         st_close(&st);
     }
     free(buf);
     return rc;
 }
 
-static void expect_refused(const char *name, const Spec *spec, int compressed, const char *want) {
+static int load(const Spec *spec, int compressed, KvSnapshot *out, Error *err) {
+    return load_calib(spec, compressed, NULL, out, err);
+}
+
+static void expect_refused_calib(const char *name, const Spec *spec, int compressed, const Calibration *calib,
+                                 const char *want) {
     KvSnapshot s;
     Error err;
-    int rc = load(spec, compressed, &s, &err);
+    int rc = load_calib(spec, compressed, calib, &s, &err);
     if (rc == 0) kv_snapshot_free(&s);
     check(rc == -1 && strncmp(err.msg, FILE_NAME ": ", strlen(FILE_NAME) + 2) == 0 && !strchr(err.msg, '\n') &&
           strstr(err.msg, want), name, "rc %d, message '%s' (want '%s')", rc, err.msg, want);
+}
+
+static void expect_refused(const char *name, const Spec *spec, int compressed, const char *want) {
+    expect_refused_calib(name, spec, compressed, NULL, want);
 }
 
 /* ---- compressed files (kvq-compressed-2): 1 layer, 1 head, head_dim 32 ----
@@ -369,6 +382,91 @@ static void test_compressed(void) {
     expect_refused("compressed: seq_len far beyond the file", &s, 1, "metadata geometry does not match the file's contents");
 }
 
+/* ---- compressed files of a fitted base: nuq2-g32, 1 layer, 1 head, head_dim 32, 2 positions ----
+ * A row is 8 bytes of 2-bit codes (all 0 here: entry T[0]) and an fp16 scale 2.0, so every
+ * value decodes to T[0] * 2 with the calibration's table T = {-1, -0.25, 0.25, 1}: -2. */
+
+enum { NUQ_ROW = HD * 2 / 8 + 2 };
+static unsigned char nuq_rows[2 * NUQ_ROW];
+#define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SHA_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static void fitted_spec(Spec *s, const char *k_scheme, const char *v_scheme) {
+    compressed_meta(s, k_scheme, v_scheme, "2");
+    set_m(s, "calib_sha256", SHA_A);
+    add_t(s, "layer_0_key.packed", "U8", "[20]", nuq_rows, sizeof nuq_rows);
+    add_t(s, "layer_0_value.packed", "U8", "[20]", nuq_rows, sizeof nuq_rows);
+}
+
+/* A calibration of head_dim `dim` whose file sha256 is `sha`, with the fit `key` (nuq2-g32's
+ * table {-1, -0.25, 0.25, 1} on both sides); 0 or -1. */
+static int make_calibration(Calibration *c, int dim, const char *sha, const char *key) {
+    Error err;
+    if (calibration_init(c, 1, 1, 1, dim, &err)) return -1;
+    CalibFit *f = calibration_add_fit(c, key, &err);
+    if (!f) return -1;
+    static const float table[4] = {-1.0f, -0.25f, 0.25f, 1.0f};
+    for (size_t i = 0; i < 2 * f->codebook_floats; i++) f->codebooks[i] = table[i % 4];
+    snprintf(c->path, sizeof c->path, "calib-%s.safetensors", key);
+    snprintf(c->file_sha256, sizeof c->file_sha256, "%s", sha);
+    return 0;
+}
+
+static void test_fitted(void) {
+    for (int r = 0; r < 2; r++) {
+        memset(nuq_rows + r * NUQ_ROW, 0, NUQ_ROW - 2);
+        nuq_rows[r * NUQ_ROW + NUQ_ROW - 2] = 0x00, nuq_rows[r * NUQ_ROW + NUQ_ROW - 1] = 0x40;   /* fp16 2.0 */
+    }
+    Calibration calib, other, wide, lacking;
+    int made = make_calibration(&calib, HD, SHA_A, "nuq2-g32") == 0 && make_calibration(&other, HD, SHA_B, "nuq2-g32") == 0 &&
+               make_calibration(&wide, 64, SHA_A, "nuq2-g32") == 0 && make_calibration(&lacking, HD, SHA_A, "nuq3-g32") == 0;
+    if (!check(made, "fitted: in-memory calibrations made", "calibration_init / add_fit failed")) return;
+    Spec s;
+    KvSnapshot out;
+    Error err;
+    fitted_spec(&s, "nuq2-g32", "int4-g32;0:nuq2-g32");
+    int ok = load_calib(&s, 1, &calib, &out, &err) == 0;
+    if (check(ok, "fitted: intact nuq2-g32 file loads with the calibration it records", "%s", err.msg)) {
+        int right = out.seq_len == 2 && out.head_dim == HD;
+        for (int i = 0; right && i < 2 * HD; i++) right = out.k[i] == -2.0f && out.v[i] == -2.0f;
+        check(right, "fitted: every value is the table's entry x the scale (-1 x 2)", "k[0] %g, v[0] %g", out.k[0], out.v[0]);
+        kv_snapshot_free(&out);
+    }
+    expect_refused_calib("fitted: no calibration given", &s, 1, NULL,
+                         "packed with the tables of the calibration of sha256 " SHA_A ": give that file with --calib");
+    expect_refused_calib("fitted: another calibration (sha256 differs)", &s, 1, &other,
+                         "packed with the calibration of sha256 " SHA_A ", but --calib calib-nuq2-g32.safetensors has sha256 " SHA_B);
+    expect_refused_calib("fitted: the recorded calibration of another geometry", &s, 1, &wide,
+                         "is for 1 layers, 1 KV heads, head_dim 64; the file has 1, 1, 32");
+    expect_refused_calib("fitted: the recorded calibration lacks the fit", &s, 1, &lacking,
+                         "has no fit nuq2-g32 (./run calibrate MODEL_DIR --fit nuq2-g32 --out FILE makes it)");
+    set_m(&s, "calib_sha256", "xyz");
+    expect_refused_calib("fitted: calib_sha256 not hex", &s, 1, &calib, "metadata 'calib_sha256' = 'xyz' is invalid");
+    set_m(&s, "calib_sha256", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    expect_refused_calib("fitted: calib_sha256 in upper case", &s, 1, &calib, "metadata 'calib_sha256' = 'AAAA");
+    set_m(&s, "calib_sha256", SHA_A "a");
+    expect_refused_calib("fitted: calib_sha256 of 65 digits", &s, 1, &calib, "is invalid (64 lowercase hex digits)");
+    set_m(&s, "calib_sha256", "aaaa\\naaaa");   /* a JSON escape: a newline in the file's string */
+    expect_refused_calib("fitted: calib_sha256 with a newline, in one line", &s, 1, &calib, "= 'aaaa?aaaa' is invalid");
+    set_m(&s, "calib_sha256", "");
+    expect_refused_calib("fitted: calib_sha256 empty", &s, 1, &calib, "metadata 'calib_sha256' = '' is invalid");
+    fitted_spec(&s, "int4-g32", "int4-g32;0:nuq2-g32");
+    s.n_m--;   /* calib_sha256 was set last */
+    expect_refused_calib("fitted: a fitted layer item without calib_sha256", &s, 1, &calib,
+                         "fitted schemes (keys int4-g32, values int4-g32;0:nuq2-g32) without metadata 'calib_sha256'");
+    compressed_spec(&s);
+    set_m(&s, "calib_sha256", SHA_A);
+    expect_refused_calib("fitted: calib_sha256 in a file without fitted schemes", &s, 1, &calib,
+                         "metadata 'calib_sha256' without a fitted scheme");
+    compressed_spec(&s);
+    ok = load_calib(&s, 1, &calib, &out, &err) == 0;
+    if (check(ok, "fitted: a file without fitted schemes loads with an unused calibration", "%s", err.msg)) kv_snapshot_free(&out);
+    calibration_free(&calib);
+    calibration_free(&other);
+    calibration_free(&wide);
+    calibration_free(&lacking);
+}
+
 /* ---- plain caches: 1 layer, [1, 1, 2, 4] F32 ---- */
 
 static float kv_values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -420,6 +518,7 @@ static void test_plain(void) {
 int main(void) {
     init_data();
     test_compressed();
+    test_fitted();
     test_plain();
     return test_exit_code();
 }

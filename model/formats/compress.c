@@ -1,6 +1,7 @@
 /* model/formats/compress.c: a KV cache snapshot stored under a scheme into a file, and back. See
  * model/formats/compress.h for the file. */
 #include "model/formats/compress.h"
+#include "model/formats/calib_bind.h"
 #include "quant/lz4.h"
 #include "quant/half.h"
 #include <math.h>
@@ -31,17 +32,21 @@ static double ms_now(void) {
  * with groups longer than a row) is one "head" of rows of G values. */
 typedef struct {
     KvSpec spec;
+    KvSpec *head_specs;          /* a fitted base: [heads], spec with each KV head's table (calib_bind.h); else NULL */
     int heads, positions, row;
     int sinks, quantized_end;    /* full precision: [0, sinks) and [quantized_end, positions) */
     size_t units, unit_bytes;    /* per head */
 } TensorPlan;
 
+/* The spec KV head h is coded with. */
+static const KvSpec *plan_head(const TensorPlan *p, int h) { return p->head_specs ? &p->head_specs[h] : &p->spec; }
 static size_t plan_packed_bytes(const TensorPlan *p) { return (size_t)p->heads * p->units * p->unit_bytes; }
 static int plan_full_rows(const TensorPlan *p) { return p->sinks + p->positions - p->quantized_end; }
 
+/* Not a fitted base: its tables are bound per KV head, so its groups lie within a row. */
 static int is_flat_group(const KvSpec *spec, int head_dim) {
     const KvBase *b = &spec->base;
-    return b->axis == KV_AXIS_CHANNELS && b->group > head_dim && b->group % head_dim == 0 && !spec->hadamard && !spec->outliers && !spec->residual && !spec->sinks;
+    return !kv_spec_is_fitted(spec) && b->axis == KV_AXIS_CHANNELS && b->group > head_dim && b->group % head_dim == 0 && !spec->hadamard && !spec->outliers && !spec->residual && !spec->sinks;
 }
 
 /* The plan of one tensor; -1 with why when the spec cannot store it. */
@@ -73,6 +78,15 @@ static int make_plan(const KvSpec *spec, int heads, int seq, int head_dim, Tenso
     return 0;
 }
 
+/* A fitted base's table per KV head of layer `layer`, from calib (calib_bind.h): the tables a
+ * KV cache of the same model binds. Other bases: nothing to bind (head_specs stays NULL). */
+static int plan_bind_tables(TensorPlan *p, const Calibration *calib, int layer, Error *err) {
+    if (!kv_spec_is_fitted(&p->spec)) return 0;
+    p->head_specs = malloc((size_t)p->heads * sizeof *p->head_specs);
+    if (!p->head_specs) return error_set(err, "out of memory");
+    return calib_bind_heads(&p->spec, calib, layer, p->heads, p->row, p->head_specs, err);
+}
+
 /* Binds a LAYERED scheme to the file's shape; a flat group (G > head_dim) is checked on its
  * row of G values instead. */
 static int bind_for_file(KvLayered *l, int layers, int head_dim, KvSide side, char *why, size_t len) {
@@ -97,7 +111,7 @@ static void pack_tensor(const TensorPlan *p, const float *x, unsigned char *pack
         unsigned char *units = packed + (size_t)h * p->units * p->unit_bytes;
         uint16_t *fh = full + (size_t)h * plan_full_rows(p) * n;
         for (size_t u = 0; u < p->units; u++)
-            kv_spec_encode(&p->spec, xh + ((size_t)p->sinks + u * g) * n, n, units + u * p->unit_bytes, scratch);
+            kv_spec_encode(plan_head(p, h), xh + ((size_t)p->sinks + u * g) * n, n, units + u * p->unit_bytes, scratch);
         int f = 0;
         for (int j = 0; j < p->positions; j++) {
             if (j >= p->sinks && j < p->quantized_end) continue;
@@ -116,8 +130,8 @@ static void unpack_tensor(const TensorPlan *p, const unsigned char *packed, cons
         int quantized = p->quantized_end - p->sinks;
         if (quantized > 0) {
             float *rows = xh + (size_t)p->sinks * n;
-            kv_spec_decode(&p->spec, packed + (size_t)h * p->units * p->unit_bytes, n, 0, quantized, rows);
-            for (int r = 0; r < quantized; r++) kv_spec_from_domain(&p->spec, rows + (size_t)r * n, n);
+            kv_spec_decode(plan_head(p, h), packed + (size_t)h * p->units * p->unit_bytes, n, 0, quantized, rows);
+            for (int r = 0; r < quantized; r++) kv_spec_from_domain(plan_head(p, h), rows + (size_t)r * n, n);
         }
         int f = 0;
         for (int j = 0; j < p->positions; j++) {
@@ -183,11 +197,13 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
     snprintf(num[2], 16, "%d", s->seq_len);
     snprintf(num[3], 16, "%d", s->head_dim);
     snprintf(sparsity, sizeof sparsity, "%.17g", o->sparsity);
+    /* calib_sha256 only when a table was used: files of other schemes keep their bytes */
+    int fitted = kv_layered_is_fitted(k) || kv_layered_is_fitted(v);
     const char *keys[] = {"format", "k_scheme", "v_scheme", "lz4", "sparsity", "num_layers", "num_kv_heads",
-                          "seq_len", "head_dim", "dtype", "model_name"};
+                          "seq_len", "head_dim", "dtype", "model_name", "calib_sha256"};
     const char *vals[] = {FORMAT_NAME, k->text, v->text, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2], num[3],
-                          s->dtype, s->model_name};
-    int rc = st_write(path, t, n_out, keys, vals, 11, err);
+                          s->dtype, s->model_name, fitted ? o->calib->file_sha256 : ""};
+    int rc = st_write(path, t, n_out, keys, vals, fitted ? 12 : 11, err);
     free(t);
     return rc;
 }
@@ -222,7 +238,24 @@ static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i,
     return pt->lz4_len || packed_bytes == 0 ? 0 : -1;
 }
 
-static int bind_options(const KvSnapshot *s, const CompressOptions *o, KvLayered *k, KvLayered *v, Error *err) {
+/* 64 lowercase hex digits: how a calibration's file sha256 is written. */
+static int is_sha256_hex(const char *s) {
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == CALIB_HASH_HEX && s[n] == 0;
+}
+
+/* A compressed file holds a KV cache, not a model: there is no model.safetensors to hash, so a
+ * calibration given to compress cannot be checked against its model (model_sha256) as a run on
+ * a model directory is; its geometry is checked against the cache's instead. */
+static int check_calib_geometry(const Calibration *c, int n_layers, int n_kv_heads, int head_dim, const char *what,
+                                Error *err) {
+    if (c->n_layers == n_layers && c->n_kv_heads == n_kv_heads && c->head_dim == head_dim) return 0;
+    return error_set(err, "calibration %s is for %d layers, %d KV heads, head_dim %d; %s has %d, %d, %d", c->path,
+                     c->n_layers, c->n_kv_heads, c->head_dim, what, n_layers, n_kv_heads, head_dim);
+}
+
+static int bind_options(const KvSnapshot *s, const CompressOptions *o, const char *out_path, KvLayered *k, KvLayered *v,
+                        Error *err) {
     char why[256];
     if (!(o->sparsity >= 0.0 && o->sparsity < 1.0)) return error_set(err, "sparsity %g must be in [0, 1)", o->sparsity);
     if (kv_layered_parse("fp32", KV_SIDE_KEYS, k, why, sizeof why) || kv_layered_parse("fp32", KV_SIDE_VALUES, v, why, sizeof why))
@@ -233,6 +266,9 @@ static int bind_options(const KvSnapshot *s, const CompressOptions *o, KvLayered
         return error_set(err, "key scheme %s", why);
     if (bind_for_file(v, s->n_layers, s->head_dim, KV_SIDE_VALUES, why, sizeof why))
         return error_set(err, "value scheme %s", why);
+    if (o->calib && check_calib_geometry(o->calib, s->n_layers, s->n_kv_heads, s->head_dim, "the cache", err)) return -1;
+    if (out_path && o->calib && (kv_layered_is_fitted(k) || kv_layered_is_fitted(v)) && !is_sha256_hex(o->calib->file_sha256))
+        return error_set(err, "calibration %s has no file sha256 for the compressed file to record", o->calib->path);
     return 0;
 }
 
@@ -258,7 +294,7 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
                 CompressReport *r, KvSnapshot *recon, Error *err) {
     memset(r, 0, sizeof *r);
     KvLayered k, v;
-    if (bind_options(s, o, &k, &v, err)) return -1;
+    if (bind_options(s, o, out_path, &k, &v, err)) return -1;
     double t0 = ms_now();
     size_t n = kv_snapshot_layer_size(s);
     int n_src = 2 * s->n_layers, rc = -1;
@@ -275,12 +311,14 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
         error_set(err, "out of memory");
         goto done;
     }
-    for (int i = 0; i < n_src; i++)
+    for (int i = 0; i < n_src; i++) {
         if (make_plan(kv_layered_at(i % 2 ? &v : &k, i / 2), s->n_kv_heads, s->seq_len, s->head_dim, &pts[i].plan, why,
                       sizeof why)) {
             error_set(err, "%s", why);
             goto done;
         }
+        if (plan_bind_tables(&pts[i].plan, o->calib, i / 2, err)) goto done;
+    }
     KvMetrics all, sides[2];
     kv_metrics_init(&all);
     kv_metrics_init(&sides[0]);
@@ -308,7 +346,7 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
     r->processing_ms = ms_now() - t0;
     rc = 0;
 done:
-    for (int i = 0; pts && i < n_src; i++) { free(pts[i].packed); free(pts[i].full); free(pts[i].lz4); }
+    for (int i = 0; pts && i < n_src; i++) { free(pts[i].packed); free(pts[i].full); free(pts[i].lz4); free(pts[i].plan.head_specs); }
     free(pts); free(work); free(scratch); free(x_hat);
     if (rc && recon) kv_snapshot_free(recon);
     if (rc) compress_report_free(r);
@@ -400,7 +438,38 @@ static int read_shape(const SafeTensors *st, KvSnapshot *out, long *lz4, Error *
     return 0;
 }
 
-int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err) {
+/* A file packed with fitted tables records the sha256 of the calibration that held them
+ * (calib_sha256); it decodes only with that file. A file without fitted bases has no such key. */
+static int check_calibration(const SafeTensors *st, const KvSnapshot *shape, const KvLayered *k, const KvLayered *v,
+                             const Calibration *calib, Error *err) {
+    const char *sha = st_meta(st, "calib_sha256");
+    int fitted = kv_layered_is_fitted(k) || kv_layered_is_fitted(v);
+    char shown[72];
+    if (sha && !is_sha256_hex(sha))
+        return error_set(err, "%s: metadata 'calib_sha256' = '%s' is invalid (64 lowercase hex digits)", st->path,
+                         error_shown(sha, shown));
+    if (!fitted) return sha ? error_set(err, "%s: metadata 'calib_sha256' without a fitted scheme", st->path) : 0;
+    if (!sha)
+        return error_set(err, "%s: fitted schemes (keys %.100s, values %.100s) without metadata 'calib_sha256'", st->path,
+                         k->text, v->text);
+    if (!calib)
+        return error_set(err, "%s: packed with the tables of the calibration of sha256 %s: give that file with --calib "
+                         "FILE", st->path, sha);
+    if (strcmp(calib->file_sha256, sha))
+        return error_set(err, "%s: packed with the calibration of sha256 %s, but --calib %s has sha256 %s: give the same "
+                         "file", st->path, sha, calib->path, calib->file_sha256);
+    Error why;
+    if (check_calib_geometry(calib, shape->n_layers, shape->n_kv_heads, shape->head_dim, "the file", &why))
+        return error_set(err, "%s: %s", st->path, why.msg);
+    return 0;
+}
+
+static void free_plans(TensorPlan *plans, int n) {
+    for (int i = 0; plans && i < n; i++) free(plans[i].head_specs);
+    free(plans);
+}
+
+int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, Error *err) {
     memset(out, 0, sizeof *out);
     const char *format = st_meta(st, "format");
     if (!format || strcmp(format, FORMAT_NAME) != 0)
@@ -409,7 +478,8 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
     KvLayered k, v;
     if (read_shape(st, out, &lz4, err) ||
         meta_scheme(st, "k_scheme", out->n_layers, out->head_dim, KV_SIDE_KEYS, &k, err) ||
-        meta_scheme(st, "v_scheme", out->n_layers, out->head_dim, KV_SIDE_VALUES, &v, err))
+        meta_scheme(st, "v_scheme", out->n_layers, out->head_dim, KV_SIDE_VALUES, &v, err) ||
+        check_calibration(st, out, &k, &v, calib, err))
         return -1;
     /* Every stored byte must be in the file (LZ4 expands at most 255x): this bounds allocations. */
     size_t n = kv_snapshot_layer_size(out);
@@ -417,13 +487,19 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
     TensorPlan *plans = calloc((size_t)n_src, sizeof *plans);
     if (!plans) return error_set(err, "%s: out of memory", st->path);
     char why[256];
+    Error bind_err;
     double stored = 0;
     size_t largest_packed = 0, largest_full = 0;
     for (int i = 0; i < n_src; i++) {
         if (make_plan(kv_layered_at(i % 2 ? &v : &k, i / 2), out->n_kv_heads, out->seq_len, out->head_dim, &plans[i],
                       why, sizeof why)) {
-            free(plans);
+            free_plans(plans, n_src);
             return error_set(err, "%s: %s", st->path, why);
+        }
+        /* the calibration's geometry is the file's (check_calibration): these are bounded by it */
+        if (plan_bind_tables(&plans[i], calib, i / 2, &bind_err)) {
+            free_plans(plans, n_src);
+            return error_set(err, "%s: %s", st->path, bind_err.msg);
         }
         size_t packed = plan_packed_bytes(&plans[i]), full = (size_t)plans[i].heads * plan_full_rows(&plans[i]) * plans[i].row;
         stored += (double)packed / (lz4 ? 255.0 : 1.0) + 2.0 * (double)full;
@@ -431,7 +507,7 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
         if (full > largest_full) largest_full = full;
     }
     if (stored > (double)st->size) {
-        free(plans);
+        free_plans(plans, n_src);
         return error_set(err, "%s: metadata geometry does not match the file's contents", st->path);
     }
     out->k = malloc(n * out->n_layers * sizeof(float));
@@ -455,27 +531,28 @@ int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err
     }
     free(packed);
     free(full);
-    free(plans);
+    free_plans(plans, n_src);
     if (rc) kv_snapshot_free(out);
     return rc;
 }
 
-int kv_load_any(const char *path, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len, Error *err) {
+int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len,
+                Error *err) {
     SafeTensors st;
     if (st_open(&st, path, err)) return -1;
     const char *format = st_meta(&st, "format"), *k = st_meta(&st, "k_scheme"), *v = st_meta(&st, "v_scheme");
     int compressed = format && !strcmp(format, FORMAT_NAME);
     snprintf(k_scheme, len, "%s", compressed && k ? k : "");
     snprintf(v_scheme, len, "%s", compressed && v ? v : "");
-    int rc = compressed ? kv_decompress_safetensors(&st, out, err) : kv_snapshot_from_safetensors(&st, out, err);
+    int rc = compressed ? kv_decompress_safetensors(&st, calib, out, err) : kv_snapshot_from_safetensors(&st, out, err);
     st_close(&st);
     return rc;
 }
 
-int kv_decompress_file(const char *path, KvSnapshot *out, Error *err) {
+int kv_decompress_file(const char *path, const Calibration *calib, KvSnapshot *out, Error *err) {
     SafeTensors st;
     if (st_open(&st, path, err)) return -1;
-    int rc = kv_decompress_safetensors(&st, out, err);
+    int rc = kv_decompress_safetensors(&st, calib, out, err);
     st_close(&st);
     return rc;
 }

@@ -12,12 +12,16 @@
  * where S is the sinks and Q = kv_spec_quantized_end(seq): the file is the cache as it stands
  * after seq positions were written. __metadata__: {format, k_scheme, v_scheme (LAYERED,
  * canonical), lz4, sparsity, and the cache's num_layers, num_kv_heads, seq_len, head_dim,
- * dtype, model_name}. A plain integer base whose groups are longer than a row (int4-g128 at
+ * dtype, model_name}, and calib_sha256 when a layer's scheme has a fitted base (nuqB-gG, nuqB-tG,
+ * vqC-dD: SCHEMES.md §8): the sha256 of the calibration file whose tables packed it, bound per
+ * layer, side and KV head as the KV cache binds them; reading such a file needs that same
+ * calibration (compared by sha256), and a file of other schemes has no such key. A plain integer base whose groups are longer than a row (int4-g128 at
  * head_dim 64) packs each tensor as one flat run of rows of G values, as the seed's tool did.
  * +prerope needs positions and RoPE, which a stored tensor does not have: refused. */
 #ifndef KVQ_COMPRESS_H
 #define KVQ_COMPRESS_H
 
+#include "model/formats/calibration.h"
 #include "model/formats/kvfile.h"
 #include "quant/metrics.h"
 #include "quant/scheme.h"
@@ -27,6 +31,9 @@ typedef struct {
     double sparsity;          /* fraction of smallest-magnitude values zeroed first, in [0, 1) */
     int lz4;                  /* LZ4 over the packed units in the file */
     double max_rmse, min_snr_db, min_cosine;   /* quality thresholds */
+    /* The tables of fitted bases (NULL: none; a fitted scheme is then refused). Its geometry must
+     * be the cache's; a file written with it records its file_sha256. */
+    const Calibration *calib;
 } CompressOptions;
 
 typedef struct {
@@ -62,15 +69,19 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
                 CompressReport *r, KvSnapshot *recon, Error *err);
 void compress_report_free(CompressReport *r);
 
-/* Reads a compressed file back into f32 values. Refused with one line naming the file: a
- * tensor missing or of the wrong size, a scheme the file's shape cannot take, and a tensor
- * that decodes to NaN or infinity (a non-finite scale, minimum or stored value). */
-int kv_decompress_file(const char *path, KvSnapshot *out, Error *err);
-int kv_decompress_safetensors(const SafeTensors *st, KvSnapshot *out, Error *err);
+/* Reads a compressed file back into f32 values; calib (NULL: none) gives the tables of a file
+ * packed with fitted bases. Refused with one line naming the file: a tensor missing or of the
+ * wrong size, a scheme the file's shape cannot take, a tensor that decodes to NaN or infinity
+ * (a non-finite scale, minimum or stored value), a malformed calib_sha256, a fitted scheme
+ * without one, and a fitted file read without the calibration it records or with another. */
+int kv_decompress_file(const char *path, const Calibration *calib, KvSnapshot *out, Error *err);
+int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, Error *err);
 
 /* A KV cache file of either kind: a plain cache, or a compressed file, read back (decompressed)
- * with its schemes' text in k_scheme and v_scheme (both empty for a plain file). */
-int kv_load_any(const char *path, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len, Error *err);
+ * with its schemes' text in k_scheme and v_scheme (both empty for a plain file); calib as for
+ * kv_decompress_file. */
+int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len,
+                Error *err);
 
 /* Quality level from RMSE and SNR, as the seed defines it. */
 const char *quality_level(double rmse, double snr_db);

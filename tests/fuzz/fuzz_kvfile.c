@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_assert(s.k == NULL && s.v == NULL, "failed load left arrays allocated");
     }
     err.msg[0] = '\0';
-    if (kv_decompress_safetensors(&st, &s, &err) == 0) {
+    if (kv_decompress_safetensors(&st, NULL, &s, &err) == 0) {
         use_snapshot(&s);
         kv_snapshot_free(&s);
     } else {

@@ -1,0 +1,28 @@
+/* model/formats/calib_bind.c: fitted tables bound per KV head (see model/formats/calib_bind.h). */
+#include "model/formats/calib_bind.h"
+
+int calib_bind_heads(const KvSpec *spec, const Calibration *calib, int layer, int n_kv_heads, int head_dim,
+                     KvSpec *head_specs, Error *err) {
+    const char *side = spec->side == KV_SIDE_KEYS ? "key" : "value";
+    for (int h = 0; h < n_kv_heads; h++) head_specs[h] = *spec;
+    if (!kv_spec_is_fitted(spec)) return 0;
+    char key[96];
+    kv_spec_fit_key(spec, key, sizeof key);
+    if (!calib)
+        return error_set(err, "%s scheme %s: its base is fitted to the model and needs a calibration (--calib FILE; "
+                         "./run calibrate MODEL_DIR --fit %s --out FILE makes one)", side, spec->text, key);
+    const CalibFit *fit = calibration_find_fit(calib, key);
+    const float *table = calibration_codebook(calib, key, spec->side == KV_SIDE_KEYS ? 'k' : 'v', layer);
+    if (!fit || !table)
+        return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate MODEL_DIR --fit %s --out FILE makes it)",
+                         side, spec->text, calib->path, key, key);
+    KvTableShape shape;
+    spec->base.codec->fit->shape(&spec->base, head_dim, &shape);
+    size_t head_floats = (size_t)shape.books * shape.entries * shape.dim;
+    size_t layer_floats = head_floats * (shape.per_head ? (size_t)n_kv_heads : 1);
+    if (fit->codebook_floats != layer_floats)
+        return error_set(err, "%s scheme %s: the fit %s in %s has %zu floats a layer, not the %zu these rows need", side,
+                         spec->text, key, calib->path, fit->codebook_floats, layer_floats);
+    for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.table = table + (shape.per_head ? (size_t)h * head_floats : 0);
+    return 0;
+}
