@@ -238,7 +238,7 @@ static void check_rows(ReadBack *rb, const KvCache *c, const RefSpec *refs, int 
         for (int side = 0; side < 2; side++) {
             const RefSpec *r = &refs[l * 2 + side];
             const KvStore *st = store_of(c, l, side);
-            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(c, st, n);
+            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(st, n);
             for (int h = 0; h < RB_HEADS; h++) {
                 const Expected *e = &rb->exp[l][side][h];
                 int from = all || q_end < RB_BLOCK ? 0 : q_end - RB_BLOCK;
@@ -265,7 +265,7 @@ static void check_rows_t64(ReadBack *rb, const KvCache *c, const RefSpec *refs, 
         for (int side = 0; side < 2; side++) {
             const RefSpec *r = &refs[l * 2 + side];
             const KvStore *st = store_of(c, l, side);
-            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(c, st, n);
+            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(st, n);
             for (int h = 0; h < RB_HEADS; h++)
                 for (int p0 = r->sinks; p0 < q_end; p0 += 64) {
                     int np = q_end - p0 < 64 ? q_end - p0 : 64;
@@ -312,7 +312,7 @@ static void check_quantized_end(ReadBack *rb, const KvCache *c, const RefSpec *r
             const RefSpec *r = &refs[l * 2 + side];
             if (kv_spec_is_fp32(&r->spec)) continue;   /* every position is its row: no boundary to keep */
             for (int n = 0; n <= RB_POSITIONS; n++) {
-                int got = kv_cache_quantized_end(c, store_of(c, l, side), n), want = ref_quantized_end(r, n);
+                int got = kv_cache_quantized_end(store_of(c, l, side), n), want = ref_quantized_end(r, n);
                 tally(&rb->t[T_QEND], got == want, "%s: layer %d %s %s: length %d: %d, SCHEMES.md says %d", rb->case_name,
                       l, r->spec.text, side_name(side), n, got, want);
             }
