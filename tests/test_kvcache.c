@@ -525,8 +525,7 @@ static void check_base(ReadBack *rb, const char *base) {
         "kv_cache_read_key of sinks, residual window and incomplete groups = the written key",
         "kv_cache_read_value of quantized positions = the value scheme's encode->decode",
         "kv_cache_read_value of sinks, residual window and incomplete groups = the written value",
-        "a query moved into the key read domain scores the rows read as the natural keys; a sum of value rows "
-        "moved back once = the sum of the natural values (1e-5)",
+        "a query moved into the key read domain scores the rows read as the natural keys; value rows summed and moved back = the natural sum (1e-5)",
     };
     for (int i = 0; i < N_TALLIES; i++) {
         char name[320];
