@@ -441,11 +441,12 @@ def main():
         print("\n| mutation | file:line | caught by | first failing check | seconds |")
         print("|---|---|---|---|---|")
         for m, r in results:
-            check = r["check"].replace("|", "\\|")
-            if len(check) > 140:
-                check = check[:137] + "..."
+            check = r["check"]
+            if len(check) > 110:
+                check = check[:107] + "..."
+            check, what = check.replace("|", "\\|"), m.what.replace("|", "\\|")
             status = "" if r["status"] == "caught" else " **%s**" % r["status"]
-            print("| `%s`: %s | `%s:%s` | `%s`%s | %s | %.0f |" % (m.name, m.what, m.path, r["line"] or "?",
+            print("| `%s`: %s | `%s:%s` | `%s`%s | %s | %.0f |" % (m.name, what, m.path, r["line"] or "?",
                                                                   m.test, status, check, r["seconds"]))
     bad = [m.name for m, r in results if r["status"] != "caught"]
     print("%d of %d mutations caught%s" % (len(results) - len(bad), len(results),
