@@ -220,106 +220,150 @@ static int record_append(const char *dir, int w, int c, const SweepConfig *cfg, 
     return rc;
 }
 
-/* A record's place: which window and configuration, and its line in a journal's text. */
+/* One non-empty bin of a record's KL histogram. */
+typedef struct {
+    int bin;
+    long long count;
+} BinCount;
+
+/* One record of a journal, parsed once (journal_read): which window and configuration, and
+ * what it adds to that configuration's totals. Its KL histogram is kept as its non-empty bins
+ * (one window's tokens fill a few hundred of the KL_BINS), so a journal of thousands of
+ * records holds about its text's size, not a whole histogram each. */
 typedef struct {
     int window, config;
-    const char *line;
-    size_t len;
     const char *dir;
-} RecordRef;
+    long scored, top1_agree, tokens;
+    double nll_sum, nll_sumsq, base_nll_sum, base_nll_sumsq, diff_sum, diff_sumsq;
+    double kl_sum, kl_sumsq, kl_max, dp_sum, dp_sumsq, seconds;
+    const BinCount *bins;   /* into its Journal's bins */
+    int n_bins;
+} Record;
 
-/* One journal's text, with the records it holds. */
+/* One journal's records. */
 typedef struct {
-    char *text;
-    size_t len, good_len;   /* good_len: up to the end of the last whole line */
-    RecordRef *records;
+    size_t len, good_len;   /* the file's bytes; good_len: up to the end of the last whole line */
+    Record *records;
     int n_records;
+    BinCount *bins;         /* every record's non-empty bins, record after record */
 } Journal;
 
 static void journal_free(Journal *j) {
-    free(j->text);
     free(j->records);
+    free(j->bins);
     memset(j, 0, sizeof *j);
 }
 
 static const char *nl(const char *p, const char *end) { return memchr(p, '\n', (size_t)(end - p)); }
 
-/* Reads DIR/journal.jsonl (missing: empty) and checks each whole line against s: its window
- * is one of s's shard, its configuration one of s's with the same schemes. A last line without
- * its newline is a torn append: left out, good_len says where the whole lines end. */
+/* The sums of record r (line n of the journal at path) into rec and bins (room for every
+ * non-empty bin); x is scratch, left zeroed. */
+static int record_sums(const JsonValue *r, const char *path, int n, Record *rec, BinCount *bins, TokenSums *x,
+                       Error *err) {
+    char where[4300];
+    snprintf(where, sizeof where, "%s: line %d", path, n);
+    long long scored, agree, tokens;
+    if (json_integer(r, "scored_tokens", 0, MAX_RECORD_TOKENS, &scored) ||
+        json_integer(r, "top1_agree", 0, MAX_RECORD_TOKENS, &agree) ||
+        json_integer(r, "tokens", 0, MAX_RECORD_TOKENS, &tokens))
+        return error_set(err, "%s: a record's token counts are missing or out of range", where);
+    int rc = report_sums_read(r, x, where, err);   /* kl_sumsq, kl_max, dp sums, histogram */
+    rec->scored = (long)scored;
+    rec->top1_agree = (long)agree;
+    rec->tokens = (long)tokens;
+    rec->nll_sum = json_number(r, "nll_sum"), rec->nll_sumsq = json_number(r, "nll_sumsq");
+    rec->base_nll_sum = json_number(r, "base_nll_sum"), rec->base_nll_sumsq = json_number(r, "base_nll_sumsq");
+    rec->diff_sum = json_number(r, "diff_sum"), rec->diff_sumsq = json_number(r, "diff_sumsq");
+    rec->kl_sum = json_number(r, "kl_sum");
+    rec->kl_sumsq = x->kl_sumsq, rec->kl_max = x->kl_max, rec->dp_sum = x->dp_sum, rec->dp_sumsq = x->dp_sumsq;
+    rec->seconds = json_number(r, "seconds");
+    rec->bins = bins;
+    rec->n_bins = 0;
+    for (int b = 0; b < KL_BINS; b++)
+        if (x->kl_hist.count[b]) {
+            bins[rec->n_bins++] = (BinCount){b, x->kl_hist.count[b]};
+            x->kl_hist.count[b] = 0;
+        }
+    return rc;
+}
+
+/* Reads DIR/journal.jsonl (missing: empty), each whole line parsed once: it must be a record
+ * of s, its window one of s's shard, its configuration one of s's with the same schemes, its
+ * sums readable. A last line without its newline is a torn append: left out, good_len says
+ * where the whole lines end. */
 static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Error *err) {
     memset(j, 0, sizeof *j);
     char path[4200];
     path_in(path, sizeof path, dir, JOURNAL_FILE);
     if (!path_exists(path)) return 0;
-    if (!(j->text = read_whole_file(path, MAX_JOURNAL_BYTES, &j->len, err))) return -1;
-    size_t lines = 0;
-    for (size_t i = 0; i < j->len; i++) lines += j->text[i] == '\n';
+    char *text = read_whole_file(path, MAX_JOURNAL_BYTES, &j->len, err);
+    if (!text) return -1;
+    /* each [bin, count] pair of a histogram holds a comma: at most that many bins */
+    size_t lines = 0, commas = 0;
+    for (size_t i = 0; i < j->len; i++) {
+        lines += text[i] == '\n';
+        commas += text[i] == ',';
+    }
     j->records = calloc(lines + 1, sizeof *j->records);
-    if (!j->records) return error_set(err, "out of memory");
-    const char *p = j->text, *end = j->text + j->len;
-    for (int n = 1; p < end; n++) {
+    j->bins = malloc((commas + 1) * sizeof *j->bins);
+    TokenSums *scratch = calloc(1, sizeof *scratch);
+    int rc = j->records && j->bins && scratch ? 0 : error_set(err, "out of memory");
+    const char *p = text, *end = text + j->len;
+    size_t bins_used = 0;
+    for (int n = 1; p < end && !rc; n++) {
         const char *e = nl(p, end);
         if (!e) break;   /* torn tail */
         Error jerr;
         JsonValue *r = json_parse(p, (size_t)(e - p), &jerr);
-        RecordRef ref = {-1, -1, p, (size_t)(e - p), dir};
+        Record rec = {.window = -1, .config = -1, .dir = dir};
         long long w, c;
         int ok = r && r->type == JSON_OBJECT;
         if (ok && !json_integer(r, "window", 0, s->windows_total - 1, &w) &&
             !json_integer(r, "config", 0, s->n_configs - 1, &c)) {
-            ref.window = (int)w;
-            ref.config = (int)c;
+            rec.window = (int)w;
+            rec.config = (int)c;
             const char *k = json_string(r, "k"), *v = json_string(r, "v");
-            ok = (ref.window % s->ppl.shard_count == s->ppl.shard_index) && k && v &&
-                 !strcmp(k, s->configs[ref.config].k_text) && !strcmp(v, s->configs[ref.config].v_text);
+            ok = (rec.window % s->ppl.shard_count == s->ppl.shard_index) && k && v &&
+                 !strcmp(k, s->configs[rec.config].k_text) && !strcmp(v, s->configs[rec.config].v_text);
         } else {
             ok = 0;
         }
+        if (!ok) rc = error_set(err, "%s: line %d is not a record of this sweep", path, n);
+        else rc = record_sums(r, path, n, &rec, j->bins + bins_used, scratch, err);
         json_free(r);
-        if (!ok) return error_set(err, "%s: line %d is not a record of this sweep", path, n);
-        j->records[j->n_records++] = ref;
-        p = e + 1;
+        if (!rc) {
+            bins_used += (size_t)rec.n_bins;
+            j->records[j->n_records++] = rec;
+            p = e + 1;
+        }
     }
-    j->good_len = (size_t)(p - j->text);
-    return 0;
+    j->good_len = (size_t)(p - text);
+    free(text);
+    free(scratch);
+    return rc;
 }
 
 static int by_window_then_config(const void *a, const void *b) {
-    const RecordRef *x = a, *y = b;
+    const Record *x = a, *y = b;
     if (x->window != y->window) return (x->window > y->window) - (x->window < y->window);
     return (x->config > y->config) - (x->config < y->config);
 }
 
-/* Adds one record line into totals. */
-static int record_add(const RecordRef *ref, SweepTotals *t, Error *err) {
-    Error jerr;
-    JsonValue *r = json_parse(ref->line, ref->len, &jerr);
-    if (!r) return error_set(err, "%s/%s: a record no longer parses: %s", ref->dir, JOURNAL_FILE, jerr.msg);
-    TokenSums x = {0};
-    long long scored, agree, tokens;
-    char where[4300];
-    snprintf(where, sizeof where, "%s/%s", ref->dir, JOURNAL_FILE);
-    if (json_integer(r, "scored_tokens", 0, MAX_RECORD_TOKENS, &scored) ||
-        json_integer(r, "top1_agree", 0, MAX_RECORD_TOKENS, &agree) ||
-        json_integer(r, "tokens", 0, MAX_RECORD_TOKENS, &tokens)) {
-        json_free(r);
-        return error_set(err, "%s: a record's token counts are missing or out of range", where);
-    }
-    x.scored = (long)scored;
-    x.top1_agree = (long)agree;
-    x.nll_sum = json_number(r, "nll_sum"), x.nll_sumsq = json_number(r, "nll_sumsq");
-    x.base_nll_sum = json_number(r, "base_nll_sum"), x.base_nll_sumsq = json_number(r, "base_nll_sumsq");
-    x.diff_sum = json_number(r, "diff_sum"), x.diff_sumsq = json_number(r, "diff_sumsq");
-    x.kl_sum = json_number(r, "kl_sum");
-    int rc = report_sums_read(r, &x, where, err);   /* kl_sumsq, kl_max, dp sums, histogram */
-    if (!rc) {
-        token_sums_merge(&t->sums[ref->config], &x);
-        t->tokens_processed += (long)tokens;
-        t->seconds += json_number(r, "seconds");
-    }
-    json_free(r);
-    return rc;
+/* Adds one record into totals through x (scratch with an empty histogram, left so), so that
+ * token_sums_merge stays the one rule for adding sums. */
+static void record_add(const Record *rec, SweepTotals *t, TokenSums *x) {
+    x->scored = rec->scored;
+    x->top1_agree = rec->top1_agree;
+    x->nll_sum = rec->nll_sum, x->nll_sumsq = rec->nll_sumsq;
+    x->base_nll_sum = rec->base_nll_sum, x->base_nll_sumsq = rec->base_nll_sumsq;
+    x->diff_sum = rec->diff_sum, x->diff_sumsq = rec->diff_sumsq;
+    x->kl_sum = rec->kl_sum, x->kl_sumsq = rec->kl_sumsq, x->kl_max = rec->kl_max;
+    x->dp_sum = rec->dp_sum, x->dp_sumsq = rec->dp_sumsq;
+    for (int i = 0; i < rec->n_bins; i++) x->kl_hist.count[rec->bins[i].bin] = rec->bins[i].count;
+    token_sums_merge(&t->sums[rec->config], x);
+    for (int i = 0; i < rec->n_bins; i++) x->kl_hist.count[rec->bins[i].bin] = 0;
+    t->tokens_processed += rec->tokens;
+    t->seconds += rec->seconds;
 }
 
 /* Totals from the records of journals j[0..n): each (window, configuration) once, added in
@@ -328,9 +372,15 @@ static int totals_from(const Journal *j, int n, const SweepSettings *s, SweepTot
     memset(t, 0, sizeof *t);
     int count = 0;
     for (int i = 0; i < n; i++) count += j[i].n_records;
-    RecordRef *all = malloc(((size_t)count + 1) * sizeof *all);
+    Record *all = malloc(((size_t)count + 1) * sizeof *all);
+    TokenSums *scratch = calloc(1, sizeof *scratch);
     t->sums = calloc((size_t)s->n_configs, sizeof *t->sums);
-    if (!all || !t->sums) { free(all); return error_set(err, "out of memory"); }
+    if (!all || !scratch || !t->sums) {
+        free(all);
+        free(scratch);
+        sweep_totals_free(t);
+        return error_set(err, "out of memory");
+    }
     for (int i = 0, k = 0; i < n; i++)
         for (int r = 0; r < j[i].n_records; r++) all[k++] = j[i].records[r];
     qsort(all, (size_t)count, sizeof *all, by_window_then_config);
@@ -339,11 +389,12 @@ static int totals_from(const Journal *j, int n, const SweepSettings *s, SweepTot
         if (k > 0 && !by_window_then_config(&all[k - 1], &all[k]))
             rc = error_set(err, "%s/%s: window %d, configuration %d is there twice", all[k].dir, JOURNAL_FILE,
                            all[k].window, all[k].config);
-        else rc = record_add(&all[k], t, err);
+        else record_add(&all[k], t, scratch);
         in_window = (k > 0 && all[k - 1].window == all[k].window) ? in_window + 1 : 1;
         if (in_window == s->n_configs) t->windows++;
     }
     free(all);
+    free(scratch);
     if (rc) sweep_totals_free(t);   /* a refused journal leaves no totals behind */
     return rc;
 }
@@ -359,7 +410,7 @@ void sweep_totals_free(SweepTotals *t) {
 static unsigned char *results_held(const SweepSettings *s, const Journal *j) {
     unsigned char *done = calloc((size_t)s->windows_total * s->n_configs, 1);
     for (int r = 0; done && r < j->n_records; r++) {
-        const RecordRef *x = &j->records[r];
+        const Record *x = &j->records[r];
         done[(size_t)x->window * s->n_configs + x->config] = 1;
     }
     return done;

@@ -173,9 +173,9 @@ typedef struct {
     int lagging;   /* some query reads a position of its own at full precision past its Q */
 } QuantizedSpan;
 
-static QuantizedSpan quantized_span(const KvCache *cache, const KvStore *st, int pos, int t0, int t1) {
-    QuantizedSpan q = {kv_cache_quantized_end(cache, st, pos + t0 + 1), kv_cache_quantized_end(cache, st, pos + t1), 0};
-    for (int t = t0; t < t1 && !q.lagging; t++) q.lagging = kv_cache_quantized_end(cache, st, pos + t + 1) < pos + t + 1;
+static QuantizedSpan quantized_span(const KvStore *st, int pos, int t0, int t1) {
+    QuantizedSpan q = {kv_cache_quantized_end(st, pos + t0 + 1), kv_cache_quantized_end(st, pos + t1), 0};
+    for (int t = t0; t < t1 && !q.lagging; t++) q.lagging = kv_cache_quantized_end(st, pos + t + 1) < pos + t + 1;
     return q;
 }
 
@@ -218,8 +218,8 @@ static AttentionItem attention_item(const AttentionItem *call, int kvh, int t0, 
     it.rows = (t1 - t0) * it.group;
     it.n_max = it.pos + t1;
     it.stride = (size_t)padded_positions(it.n_max);
-    it.kq = quantized_span(it.cache, it.keys, it.pos, t0, t1);
-    it.vq = quantized_span(it.cache, it.values, it.pos, t0, t1);
+    it.kq = quantized_span(it.keys, it.pos, t0, t1);
+    it.vq = quantized_span(it.values, it.pos, t0, t1);
     it.views = it.shared ? it.s->att_views + 2 * (size_t)kvh * context_blocks(it.c) : NULL;
     it.a = attention_scratch(it.c, scratch);
     return it;
@@ -295,7 +295,7 @@ static void mixed_block_scores(const AttentionItem *it, int p0, int np) {
                                    a->rows_b, a->kt_b);
     all_block_scores(it, keys_b, p0, np, a->score_b, ATT_POSITIONS);
     for (int i = 0; i < it->rows; i++) {
-        int own = kv_cache_quantized_end(it->cache, it->keys, it->pos + query_row(it, i).t + 1);
+        int own = kv_cache_quantized_end(it->keys, it->pos + query_row(it, i).t + 1);
         int end = row_end(it, i, p0, np);
         float *row = a->score + (size_t)i * it->stride + p0;
         for (int p = own - p0 < 0 ? 0 : own - p0; p < end; p++) row[p] = a->score_b[(size_t)i * ATT_POSITIONS + p];
@@ -332,7 +332,7 @@ static void mixed_block_values(const AttentionItem *it, const float *rows_a, int
         float *out[4];
         const float *w_a[4], *w_b[4];
         for (int j = 0; j < nq; j++) {
-            int own = kv_cache_quantized_end(it->cache, it->values, it->pos + query_row(it, i + j).t + 1);
+            int own = kv_cache_quantized_end(it->values, it->pos + query_row(it, i + j).t + 1);
             const float *w = block_weights(a->score + (size_t)(i + j) * it->stride, it->pairs, p0, np,
                                            a->score_b + (size_t)j * ATT_POSITIONS);
             float *wa = a->w + (size_t)2 * j * ATT_POSITIONS, *wb = wa + ATT_POSITIONS;
@@ -508,8 +508,8 @@ static int batch_may_share(const RunState *s, int T) { return s->att_blocks && T
  * so a block of rows that one query reads quantized is quantized for all that can see it. */
 static int blocks_shareable(const RunState *s, const KvCache *cache, int layer, int T, int pos) {
     return batch_may_share(s, T) &&
-           !quantized_span(cache, kv_cache_keys(cache, layer), pos, 0, T).lagging &&
-           !quantized_span(cache, kv_cache_values(cache, layer), pos, 0, T).lagging;
+           !quantized_span(kv_cache_keys(cache, layer), pos, 0, T).lagging &&
+           !quantized_span(kv_cache_values(cache, layer), pos, 0, T).lagging;
 }
 
 /* Every block of keys and values up to pos + T, decoded (or read in place) and converted to
@@ -521,7 +521,7 @@ static void share_blocks(const Model *m, RunState *s, const KvCache *cache, int 
     const Config *c = &m->config;
     const KvStore *keys_st = kv_cache_keys(cache, layer), *values_st = kv_cache_values(cache, layer);
     int hd = c->head_dim, n_max = pos + T, n_blocks = (n_max + ATT_POSITIONS - 1) / ATT_POSITIONS;
-    int k_end = kv_cache_quantized_end(cache, keys_st, n_max), v_end = kv_cache_quantized_end(cache, values_st, n_max);
+    int k_end = kv_cache_quantized_end(keys_st, n_max), v_end = kv_cache_quantized_end(values_st, n_max);
     size_t block = block_floats(c), per_thread = attention_scratch_floats(c);
     double work = (double)c->n_kv_heads * n_blocks * block;
     (void)work;   /* unused without OpenMP */

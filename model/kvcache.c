@@ -222,8 +222,7 @@ void kv_cache_commit(KvCache *c, int layer, int first, int end) {
 
 /* ---- reading ---- */
 
-int kv_cache_quantized_end(const KvCache *c, const KvStore *st, int n) {
-    (void)c;
+int kv_cache_quantized_end(const KvStore *st, int n) {
     return st->plain ? n : kv_spec_quantized_end(st->spec, n);
 }
 
@@ -285,7 +284,7 @@ void kv_cache_output_from_domain(const KvCache *c, int layer, float *out) {
 
 static void read_row(const KvCache *c, const KvStore *st, int head, int pos, float *out) {
     float buf[KV_MAX_HEAD_DIM];
-    const float *row = kv_cache_rows(c, st, head, pos, 1, kv_cache_quantized_end(c, st, c->len), buf);
+    const float *row = kv_cache_rows(c, st, head, pos, 1, kv_cache_quantized_end(st, c->len), buf);
     memcpy(out, row, (size_t)c->head_dim * sizeof(float));
     if (!st->plain && !st->natural_reads) kv_spec_from_domain(st->spec, out, c->head_dim);
 }

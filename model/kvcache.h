@@ -73,7 +73,7 @@ void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float 
 void kv_cache_commit(KvCache *c, int layer, int first, int end);
 
 /* Positions [S, end) that a query reads quantized when n positions are written. */
-int kv_cache_quantized_end(const KvCache *c, const KvStore *st, int n);
+int kv_cache_quantized_end(const KvStore *st, int n);
 /* The store of one layer's keys or values. */
 static inline const KvStore *kv_cache_keys(const KvCache *c, int layer) { return &c->keys[layer]; }
 static inline const KvStore *kv_cache_values(const KvCache *c, int layer) { return &c->values[layer]; }

@@ -21,7 +21,12 @@
  * through kv_cache_rows in the read domain at every length a query of the batch sees (bit for
  * bit), kv_cache_rows_t64 where the codec has it (bit for bit), kv_cache_read_key/_value in
  * the natural order (quantized rows bit for bit, full-precision ones to the rounding of the
- * domain's rotations), and kv_cache_quantized_end at every length.
+ * domain's rotations), and kv_cache_quantized_end at every length. Attention's shortcut too: a
+ * query moved into the key read domain scores the rows as read as it scores the natural keys,
+ * and value rows summed as read and moved back once equal the natural values' sum.
+ *
+ * Before the read-back, kv_cache_bytes and kv_cache_position_bytes against what kvcache.h says
+ * the arrays hold, so that a store too small fails a check before anything is written past it.
  *
  * Through the forward pass (mini-llama-brown): a batched prefill gives the logits of decoding
  * the same tokens one at a time, for schemes whose positions change form as the sequence grows
@@ -96,7 +101,7 @@ typedef struct {
     char first[320];
 } Tally;
 
-enum { T_BIND, T_QEND, T_ROWS, T_ROWS_T64, T_KEY_Q, T_KEY_FULL, T_VALUE_Q, T_VALUE_FULL, N_TALLIES };
+enum { T_BIND, T_QEND, T_ROWS, T_ROWS_T64, T_KEY_Q, T_KEY_FULL, T_VALUE_Q, T_VALUE_FULL, T_DOMAINS, N_TALLIES };
 
 typedef struct {
     Config cfg;
@@ -238,7 +243,7 @@ static void check_rows(ReadBack *rb, const KvCache *c, const RefSpec *refs, int 
         for (int side = 0; side < 2; side++) {
             const RefSpec *r = &refs[l * 2 + side];
             const KvStore *st = store_of(c, l, side);
-            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(c, st, n);
+            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(st, n);
             for (int h = 0; h < RB_HEADS; h++) {
                 const Expected *e = &rb->exp[l][side][h];
                 int from = all || q_end < RB_BLOCK ? 0 : q_end - RB_BLOCK;
@@ -265,7 +270,7 @@ static void check_rows_t64(ReadBack *rb, const KvCache *c, const RefSpec *refs, 
         for (int side = 0; side < 2; side++) {
             const RefSpec *r = &refs[l * 2 + side];
             const KvStore *st = store_of(c, l, side);
-            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(c, st, n);
+            int q_end = ref_quantized_end(r, n), cache_q_end = kv_cache_quantized_end(st, n);
             for (int h = 0; h < RB_HEADS; h++)
                 for (int p0 = r->sinks; p0 < q_end; p0 += 64) {
                     int np = q_end - p0 < 64 ? q_end - p0 : 64;
@@ -306,13 +311,65 @@ static void check_natural(ReadBack *rb, const KvCache *c, const RefSpec *refs, i
         }
 }
 
+/* Attention's shortcut (kvcache.h): each query moved into the key read domain once
+ * (kv_cache_query_to_domain) and dotted with the rows as kv_cache_rows reads them must score
+ * what the query scores against the keys in the natural order (kv_cache_read_key); a weighted sum
+ * of value rows as read, moved back once (kv_cache_output_from_domain), must be the same sum of
+ * the values in the natural order. Orthogonal rotations on both sides: equal to rounding,
+ * relative to |q| |k| and to sum |w| |v|. A seeded query and weights per layer and head. */
+static void check_domains(ReadBack *rb, const KvCache *c, int pass) {
+    int n = c->len;
+    float buf[RB_POSITIONS * RB_DIM], q[RB_DIM], q_dom[RB_DIM], nat[RB_DIM], out[RB_DIM];
+    double out_nat[RB_DIM];
+    uint64_t seed = 1000003u * (uint64_t)pass + (uint64_t)n;
+    for (int l = 0; l < RB_LAYERS; l++)
+        for (int h = 0; h < RB_HEADS; h++) {
+            for (int i = 0; i < RB_DIM; i++) q[i] = q_dom[i] = normal(&seed);
+            kv_cache_query_to_domain(c, l, q_dom);
+            const KvStore *keys = kv_cache_keys(c, l), *values = kv_cache_values(c, l);
+            const float *rows = kv_cache_rows(c, keys, h, 0, n, kv_cache_quantized_end(keys, n), buf);
+            double worst_score = 0;
+            for (int j = 0; j < n; j++) {
+                kv_cache_read_key(c, l, h, j, nat);
+                double s_dom = 0, s_nat = 0, qq = 0, kk = 0;
+                for (int i = 0; i < RB_DIM; i++) {
+                    s_dom += (double)q_dom[i] * rows[(size_t)j * RB_DIM + i];
+                    s_nat += (double)q[i] * nat[i];
+                    qq += (double)q[i] * q[i];
+                    kk += (double)nat[i] * nat[i];
+                }
+                worst_score = max_or_inf(worst_score, fabs(s_dom - s_nat) / (sqrt(qq * kk) + 1e-30));
+            }
+            rows = kv_cache_rows(c, values, h, 0, n, kv_cache_quantized_end(values, n), buf);
+            double scale = 0;
+            for (int i = 0; i < RB_DIM; i++) out[i] = 0.0f, out_nat[i] = 0;
+            for (int j = 0; j < n; j++) {
+                float w = normal(&seed);
+                kv_cache_read_value(c, l, h, j, nat);
+                double vv = 0;
+                for (int i = 0; i < RB_DIM; i++) {
+                    out[i] += w * rows[(size_t)j * RB_DIM + i];
+                    out_nat[i] += (double)w * nat[i];
+                    vv += (double)nat[i] * nat[i];
+                }
+                scale += fabs(w) * sqrt(vv);
+            }
+            kv_cache_output_from_domain(c, l, out);
+            double worst_out = 0;
+            for (int i = 0; i < RB_DIM; i++) worst_out = max_or_inf(worst_out, fabs(out[i] - out_nat[i]) / (scale + 1e-30));
+            tally(&rb->t[T_DOMAINS], worst_score <= RB_NATURAL_TOL && worst_out <= RB_NATURAL_TOL,
+                  "%s: pass %d, length %d: layer %d head %d: scores off by %.3g, value sum off by %.3g (relative)",
+                  rb->case_name, pass, n, l, h, worst_score, worst_out);
+        }
+}
+
 static void check_quantized_end(ReadBack *rb, const KvCache *c, const RefSpec *refs) {
     for (int l = 0; l < RB_LAYERS; l++)
         for (int side = 0; side < 2; side++) {
             const RefSpec *r = &refs[l * 2 + side];
             if (kv_spec_is_fp32(&r->spec)) continue;   /* every position is its row: no boundary to keep */
             for (int n = 0; n <= RB_POSITIONS; n++) {
-                int got = kv_cache_quantized_end(c, store_of(c, l, side), n), want = ref_quantized_end(r, n);
+                int got = kv_cache_quantized_end(store_of(c, l, side), n), want = ref_quantized_end(r, n);
                 tally(&rb->t[T_QEND], got == want, "%s: layer %d %s %s: length %d: %d, SCHEMES.md says %d", rb->case_name,
                       l, r->spec.text, side_name(side), n, got, want);
             }
@@ -353,6 +410,7 @@ static void run_pass(ReadBack *rb, KvCache *c, const RefSpec *refs, int pass) {
         for (int n = first + 1; n <= end; n++) check_rows(rb, c, refs, pass, n, n == end);   /* each query of the batch */
         check_rows_t64(rb, c, refs, pass, end);
         check_natural(rb, c, refs, pass);
+        check_domains(rb, c, pass);
         first = end;
     }
 }
@@ -467,6 +525,7 @@ static void check_base(ReadBack *rb, const char *base) {
         "kv_cache_read_key of sinks, residual window and incomplete groups = the written key",
         "kv_cache_read_value of quantized positions = the value scheme's encode->decode",
         "kv_cache_read_value of sinks, residual window and incomplete groups = the written value",
+        "a query moved into the key read domain scores the rows read as the natural keys; value rows summed and moved back = the natural sum (1e-5)",
     };
     for (int i = 0; i < N_TALLIES; i++) {
         char name[320];
@@ -516,6 +575,80 @@ static void test_read_back(void) {
     }
     check(bases > 0, "kvcache read-back: the codec table lists bases", "no examples");
     free(rb);
+}
+
+/* ---- the cache's size ---- */
+
+/* Bytes one layer's store of spec holds, from kvcache.h's description of the arrays, per KV
+ * head: the units of positions S .. max_seq-1 (G to a unit, the last one partial), S sink rows
+ * and, under +res or a token-axis base, a ring of R + G + max_batch rows (at most max_seq), all
+ * rows float32; fp32 without modifiers: max_seq rows in place. */
+static double store_bytes(const KvSpec *spec, int max_seq, int max_batch) {
+    double row = RB_DIM * sizeof(float);
+    if (kv_spec_is_fp32(spec)) return (double)max_seq * row;
+    int s = spec->sinks, g = spec->base.rows, stored = max_seq > s ? max_seq - s : 0;
+    int ring = spec->residual > 0 || g > 1 ? spec->residual + g + max_batch : 0;
+    if (ring > max_seq) ring = max_seq;
+    return (double)((stored + g - 1) / g) * kv_spec_unit_bytes(spec, RB_DIM) + (double)(s + ring) * row;
+}
+
+/* kv_cache_bytes and kv_cache_position_bytes of caches of every base with no modifier and with
+ * +sink3+res5 (keys of layer 0 and values of layer 1; the partners elsewhere), for 80 and 77
+ * positions (a last token group only partly used) and batches of 8 and 100 (a ring as long as
+ * the cache): what the arrays must hold, so a store a position short, or a count that leaves
+ * the sinks out, shows here before the read-back writes into it. */
+static void test_cache_bytes(void) {
+    Config cfg = {0};
+    cfg.n_layers = RB_LAYERS, cfg.n_heads = RB_HEADS, cfg.n_kv_heads = RB_HEADS, cfg.head_dim = RB_DIM;
+    cfg.dim = RB_HEADS * RB_DIM, cfg.max_seq_len = RB_POSITIONS;
+    float inv_freq[RB_DIM / 2];
+    for (int i = 0; i < RB_DIM / 2; i++) inv_freq[i] = 1.0f / powf(10000.0f, 2.0f * i / RB_DIM);
+    static const int seqs[2] = {RB_POSITIONS, RB_POSITIONS - 3}, batches[2] = {RB_MAX_BATCH, 100};
+    long caches = 0, bad = 0;
+    char first[400] = "";
+    for (int i = 0; i < kv_codec_count(); i++) {
+        char list[256];
+        snprintf(list, sizeof list, "%s", kv_codec_at(i)->examples);
+        for (char *save = NULL, *base = strtok_r(list, " ", &save); base; base = strtok_r(NULL, " ", &save))
+            for (int mods = 0; mods < 2; mods++) {
+                char text[96], k_text[200], v_text[200], why[200];
+                snprintf(text, sizeof text, "%s%s", base, mods ? "+res5+sink3" : "");
+                snprintf(k_text, sizeof k_text, "%s;1:%s", text, RB_PARTNER_KEYS);
+                snprintf(v_text, sizeof v_text, "%s;1:%s", RB_PARTNER_VALUES, text);
+                KvLayered k, v;
+                if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) ||
+                    kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why) ||
+                    kv_layered_bind(&k, RB_LAYERS, RB_DIM, KV_SIDE_KEYS, why, sizeof why) ||
+                    kv_layered_bind(&v, RB_LAYERS, RB_DIM, KV_SIDE_VALUES, why, sizeof why) || kv_spec_is_fitted(&k.all))
+                    continue;   /* a base that does not fit head_dim 64; fitted bases need a calibration (the read-back has one) */
+                for (int si = 0; si < 2; si++)
+                    for (int bi = 0; bi < 2; bi++) {
+                        KvCache c;
+                        Error err;
+                        if (kv_cache_init(&c, &cfg, seqs[si], batches[bi], &k, &v, NULL, inv_freq, &err)) {
+                            if (!bad++) snprintf(first, sizeof first, "K %.120s, V %.120s: %.120s", k_text, v_text, err.msg);
+                            continue;
+                        }
+                        double want = 0, want_position = 0;
+                        for (int l = 0; l < RB_LAYERS; l++) {
+                            const KvSpec *ks = kv_layered_at(&k, l), *vs = kv_layered_at(&v, l);
+                            want += RB_HEADS * (store_bytes(ks, seqs[si], batches[bi]) + store_bytes(vs, seqs[si], batches[bi]));
+                            want_position += RB_HEADS * ((double)kv_spec_unit_bytes(ks, RB_DIM) / ks->base.rows +
+                                                         (double)kv_spec_unit_bytes(vs, RB_DIM) / vs->base.rows);
+                        }
+                        double got = (double)kv_cache_bytes(&c), got_position = kv_cache_position_bytes(&c);
+                        caches++;
+                        if ((got != want || got_position != want_position) && !bad++)
+                            snprintf(first, sizeof first, "K %.120s, V %.120s, %d positions, batch %d: %.0f bytes (want %.0f), %.4g a position (want %.4g)",
+                                     k_text, v_text, seqs[si], batches[bi], got, want, got_position, want_position);
+                        kv_cache_free(&c);
+                    }
+            }
+    }
+    check(caches > 0 && bad == 0,
+          "kvcache: kv_cache_bytes and kv_cache_position_bytes = the units of S..max_seq-1, the sink rows and the ring "
+          "(R + G + max_batch rows, at most max_seq) of every store",
+          "%ld of %ld caches wrong; first: %s", bad, caches, first);
 }
 
 /* ---- through the forward pass ---- */
@@ -574,6 +707,7 @@ static void check_batched_equals_stepwise(const Model *m, const int *tokens, con
 }
 
 int main(void) {
+    test_cache_bytes();
     test_read_back();
     Model m;
     Error err;

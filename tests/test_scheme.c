@@ -8,6 +8,7 @@
 #include "quant/scheme.h"
 #include "quant/half.h"
 #include "tests/test.h"
+#include "tests/test_random.h"
 
 /* ---- parsing ---- */
 
@@ -334,6 +335,86 @@ static void test_llama_order(void) {
     check(max_abs_diff(stored, x, 64) == 0, "scheme: llama.cpp bases keep value rows in order", "");
 }
 
+/* +outK read back in the natural order (decode, then kv_spec_from_domain: what attention's
+ * output and kv_cache_read_* see), against the written rows: for every base of the codec table
+ * that takes +out at head_dim 64 (fitted bases need a table: not here), the mean squared error
+ * relative to the rows' energy with +out2 is at most the base's own (the two largest |x| come
+ * back as fp16 and no longer set the scales), with 1e-6 for the fp16 rounding of those two
+ * where the base is exact. A codec with an inner rotation (tq) returns +out rows out of it
+ * already: a domain that rotated them back again would read back other rows altogether. */
+static double natural_round_trip_error(const KvSpec *s, const float *rows, int n_rows) {
+    unsigned char unit[1024];
+    float scratch[64], back[64];
+    double err = 0, energy = 0;
+    for (int r = 0; r < n_rows; r++) {
+        const float *x = rows + (size_t)r * 64;
+        kv_spec_encode(s, x, 64, unit, scratch);
+        kv_spec_decode(s, unit, 64, 0, 1, back);
+        kv_spec_from_domain(s, back, 64);
+        for (int i = 0; i < 64; i++) {
+            err += ((double)back[i] - x[i]) * ((double)back[i] - x[i]);
+            energy += (double)x[i] * x[i];
+        }
+    }
+    return err / energy;
+}
+
+static void test_outliers_natural_order(void) {
+    enum { ROWS = 64 };
+    static float rows[ROWS * 64];
+    uint64_t seed = 7;
+    for (int i = 0; i < ROWS * 64; i++) rows[i] = normal(&seed) * (i % 64 == 9 ? 8.0f : 1.0f);   /* channel 9 an outlier channel */
+    char worst[200] = "";
+    int bases = 0, bad = 0;
+    double worst_ratio = 0;
+    for (int c = 0; c < kv_codec_count(); c++) {
+        char list[256];
+        snprintf(list, sizeof list, "%s", kv_codec_at(c)->examples);
+        for (char *save = NULL, *name = strtok_r(list, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+            char text[96], why[200];
+            snprintf(text, sizeof text, "%s+out2", name);
+            KvSpec base, out;
+            if (kv_spec_parse(name, KV_SIDE_KEYS, &base, why, sizeof why) || kv_spec_is_fitted(&base) ||
+                kv_spec_parse(text, KV_SIDE_KEYS, &out, why, sizeof why))
+                continue;
+            KvLayered l;
+            if (kv_layered_parse(text, KV_SIDE_KEYS, &l, why, sizeof why) || kv_layered_bind(&l, 1, 64, KV_SIDE_KEYS, why, sizeof why) ||
+                kv_spec_unit_bytes(&out, 64) > 1024)
+                continue;   /* a token-axis base, or one that does not fit rows of 64 */
+            double e_base = natural_round_trip_error(&base, rows, ROWS), e_out = natural_round_trip_error(&out, rows, ROWS);
+            bases++;
+            if (e_base > 1e-6 && e_out / e_base > worst_ratio) worst_ratio = e_out / e_base;
+            if (!(e_out <= (e_base > 1e-6 / 1.05 ? 1.05 * e_base : 1e-6))) {
+                if (!bad++) snprintf(worst, sizeof worst, "%s: relative error %.3g, %s alone %.3g", text, e_out, name, e_base);
+            }
+        }
+    }
+    check(bases >= 10 && !bad,
+          "scheme: every row base +out2 read back in the natural order is no worse than the base alone (1.05x, 1e-6 where exact)",
+          "%d of %d bases worse; first: %s", bad, bases, worst);
+    printf("     +out2 in the natural order: %d bases, error at most %.3f x the base's\n", bases, worst_ratio);
+}
+
+/* An outlier index in the unit's bytes equal to the row's length, or past it (only hostile bytes
+ * hold one: encode writes indices below n), is skipped: decode writes inside its row. */
+static void test_outlier_index_past_row(void) {
+    KvSpec s = spec_of("int4-g64+out2"), base = spec_of("int4-g64");
+    float x[64], scratch[64], dec[65], base_dec[64];
+    uint64_t seed = 31;
+    for (int i = 0; i < 64; i++) x[i] = normal(&seed);
+    unsigned char unit[64];
+    kv_spec_encode(&s, x, 64, unit, scratch);
+    size_t codec_bytes = kv_spec_unit_bytes(&base, 64);
+    unit[codec_bytes + 2] = 64;    /* outlier 0 at index n */
+    unit[codec_bytes + 5] = 255;   /* outlier 1 far past the row */
+    dec[64] = 12345.0f;            /* the float after the row */
+    kv_spec_decode(&s, unit, 64, 0, 1, dec);
+    kv_spec_decode(&base, unit, 64, 0, 1, base_dec);
+    check(dec[64] == 12345.0f && max_abs_diff(dec, base_dec, 64) == 0,
+          "scheme: +out indices n and 255 in a unit's bytes are skipped: nothing written past the row, the rest = the base",
+          "after the row %g, max diff to the base %.3g", dec[64], max_abs_diff(dec, base_dec, 64));
+}
+
 int main(void) {
     test_canonical();
     test_refusals();
@@ -346,5 +427,7 @@ int main(void) {
     test_had_composes();
     test_outliers();
     test_llama_order();
+    test_outliers_natural_order();
+    test_outlier_index_past_row();
     return test_exit_code();
 }

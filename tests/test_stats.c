@@ -172,12 +172,14 @@ static void test_means(const Tokens *t, const PplSummary *y) {
         fabs(y->kl_mean - mean_of(t->kl, N)) / mean_of(t->kl, N), fabs(y->kl_se - se_of(t->kl, N)) / se_of(t->kl, N),
         fabs(y->ppl_se - ppl * se_of(t->nll, N)) / (ppl * se_of(t->nll, N)),
         fabs(y->delta_pct - 100 * (ppl / base - 1)) / fabs(100 * (ppl / base - 1)),
+        /* delta % = 100 (exp(mean d) - 1): its error by the delta method, 100 exp(mean d) se(d) */
+        fabs(y->delta_pct_se - 100 * exp(mean_of(d, N)) * se_of(d, N)) / (100 * exp(mean_of(d, N)) * se_of(d, N)),
         fabs(y->top1 - agree) / agree, fabs(y->top1_se - sqrt(agree * (1 - agree) / N)) / sqrt(agree * (1 - agree) / N),
         fabs(y->dp_mean - mean_of(t->dp, N)) / fabs(mean_of(t->dp, N)), fabs(y->dp_rms - sqrt(dp2 / N)) / sqrt(dp2 / N),
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) worst = max_or_inf(worst, rel[i]);
-    check(worst <= 1e-9, "stats: ppl, ln ratio, KL, top-1, p(correct) means and errors = two-pass formulas (1e-9 rel)",
+    check(worst <= 1e-9, "stats: ppl, ln ratio, delta %, KL, top-1, p(correct) means and errors = two-pass formulas (1e-9 rel)",
           "worst relative difference %.3g", worst);
 }
 
@@ -185,7 +187,7 @@ static void test_means(const Tokens *t, const PplSummary *y) {
  * bootstrap resamples of the tokens (pairs kept together). */
 static void test_delta_se(const Tokens *t, const PplSummary *y, uint64_t *rng) {
     const int B = 400;
-    double sum = 0, sumsq = 0;
+    double sum = 0, sumsq = 0, pct_sum = 0, pct_sumsq = 0;
     for (int b = 0; b < B; b++) {
         double a = 0, c = 0;
         for (int i = 0; i < N; i++) {
@@ -193,14 +195,19 @@ static void test_delta_se(const Tokens *t, const PplSummary *y, uint64_t *rng) {
             a += t->nll[k];
             c += t->base[k];
         }
-        double delta = exp(a / N) - exp(c / N);
+        double delta = exp(a / N) - exp(c / N), pct = 100 * (exp(a / N) / exp(c / N) - 1);
         sum += delta;
         sumsq += delta * delta;
+        pct_sum += pct;
+        pct_sumsq += pct * pct;
     }
     double sd = sqrt((sumsq - sum * sum / B) / (B - 1)), rel = fabs(y->delta_se - sd) / sd;
     /* a bootstrap of 400 resamples knows its spread to ~1/sqrt(2 * 400) = 3.5%: allow 4 sigma */
     check(rel <= 0.15, "stats: delta ppl standard error (delta method) = bootstrap spread within 15%",
           "%.5g vs bootstrap %.5g (rel %.3g)", y->delta_se, sd, rel);
+    double sd_pct = sqrt((pct_sumsq - pct_sum * pct_sum / B) / (B - 1)), rel_pct = fabs(y->delta_pct_se - sd_pct) / sd_pct;
+    check(rel_pct <= 0.15, "stats: delta ppl % standard error (delta method) = bootstrap spread within 15%",
+          "%.5g vs bootstrap %.5g (rel %.3g)", y->delta_pct_se, sd_pct, rel_pct);
     printf("     delta ppl %.5f, standard error %.5f, bootstrap %.5f\n", y->delta, y->delta_se, sd);
 }
 
