@@ -124,16 +124,44 @@ def check_scheme_table():
                    f"README {fp32[0]}, ./run {base:.3f}")
 
 
-def check_sweep(name, demo, make_target, args_variable, readme_rows):
-    """The README's table (readme_rows of it: all, or the ones the README quotes) is the committed
-    results.md's, and a fresh run of the outlier model's sweep (the Makefile's arguments) writes the
-    same results.md."""
+def results_rows(demo):
+    """A committed results.md's table as {configuration: {column: cell}}."""
+    lines = open(f"{demo}/results.md", encoding="utf-8").read().split("\n\n", 1)[1].strip("\n").splitlines()
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    return {cells[0]: dict(zip(head, cells)) for cells in
+            ([c.strip() for c in l.strip("|").split("|")] for l in lines[2:])}
+
+
+def check_calibrated_table():
+    """The README's calibrated table: each row's cells are the committed results.md cells of both
+    models (bits effective, codebooks KiB, delta %, KL mean)."""
+    brown = results_rows("data/sweeps/calibrated-mini-llama-brown")
+    outliers = results_rows("data/sweeps/calibrated-mini-llama-brown-outliers")
+    m = re.search(r"<!-- calibrated table.*?-->\n(.*?)\n\n", README, re.S)
+    rows = m.group(1).splitlines()[2:] if m else []
+    bad = []
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        name = cells[0]
+        if name not in brown or name not in outliers:
+            bad.append(f"{name}: not in both sweeps")
+            continue
+        want = [name, brown[name]["bits effective"], brown[name]["codebooks KiB"], brown[name]["delta %"],
+                brown[name]["KL mean"], outliers[name]["delta %"], outliers[name]["KL mean"]]
+        if cells != want:
+            bad.append(f"README {cells} != results {want}")
+    report("README: the calibrated table's rows are the calibrated sweeps' results.md cells", rows and not bad,
+           "; ".join(bad[:3]) or "table not found")
+
+
+def check_sweep(name, demo, make_target, args_variable, quoted_whole):
+    """A fresh run of the outlier model's sweep (the Makefile's arguments) writes the committed
+    results.md; with quoted_whole, the README quotes that table whole."""
     committed = open(f"{demo}/results.md", encoding="utf-8").read()
     table = committed.split("\n\n", 1)[1].strip("\n")
-    lines = table.splitlines()
-    quoted = all(line in README for line in lines[:2] + [l for l in lines[2:] if readme_rows(l)])
-    report(f"README: the {name} table is {demo}/results.md's", quoted,
-           f"regenerate the README's table from results.md (make {make_target})")
+    if quoted_whole:
+        report(f"README: the {name} table is {demo}/results.md's", table in README,
+               f"regenerate the README's table from results.md (make {make_target})")
     args = re.search(rf"^{args_variable} := (.*)$", open("Makefile", encoding="utf-8").read(), re.M).group(1).split()
     with tempfile.TemporaryDirectory() as out:
         got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out])
@@ -146,9 +174,11 @@ def check_sweep(name, demo, make_target, args_variable, readme_rows):
 
 
 def check_sweep_demo():
-    check_sweep("sweep demo", "data/sweeps/mini-llama-brown-outliers", "sweep-demo", "SWEEP_DEMO_ARGS", lambda l: True)
+    check_sweep("sweep demo", "data/sweeps/mini-llama-brown-outliers", "sweep-demo", "SWEEP_DEMO_ARGS", True)
+    # the calibrated sweep's README table is a digest of both models' tables (check_calibrated_table)
     check_sweep("calibrated sweep", "data/sweeps/calibrated-mini-llama-brown-outliers", "sweep-calibrated",
-                "SWEEP_CALIBRATED_ARGS", lambda l: True)
+                "SWEEP_CALIBRATED_ARGS", False)
+    check_calibrated_table()
 
 
 PATH_NOTE = "" if SAME_PATH else f" (on {current_kernel()}, not {readme_kernel()}: within the stated tolerances)"
