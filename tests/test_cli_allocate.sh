@@ -136,22 +136,25 @@ PY
 
 # --- allocate --verify: on held-out windows, the allocation's and the uniform candidate's KL are
 # ppl's for the same schemes (1 window of wiki.test)
-expect_exit "allocate --verify at 2.5 bits on 1 held-out window" 0 ./run allocate $M --from "$T/full" --budget 2.5 --verify \
+expect_exit "allocate --verify at 2.25 and 2.5 bits on 1 held-out window" 0 ./run allocate $M --from "$T/full" --budget 2.25,2.5 --verify \
     --out-dir "$T/verify" --windows 1 --json --quiet
 cp "$T/out" "$T/verify.json"
 python3 - "$T/verify.json" >"$T/schemes" <<'PY'
 import json, sys
 a = json.load(open(sys.argv[1]))
-print(a["allocations"][0]["k_scheme"], a["allocations"][0]["v_scheme"])
+print(a["allocations"][1]["k_scheme"], a["allocations"][1]["v_scheme"])
 PY
 read -r KS VS <"$T/schemes"
 ./run ppl $M --ctx 256 --stride 128 --windows 1 --k-scheme "$KS" --v-scheme "$VS" --json --quiet >"$T/pa.json" 2>/dev/null
 ./run ppl $M --ctx 256 --stride 128 --windows 1 --kv-scheme int2-g64+had --json --quiet >"$T/pu.json" 2>/dev/null
-python3 - "$T/verify.json" "$T/pa.json" "$T/pu.json" <<'PY' && pass "allocate --verify: the allocation's and the uniform int2-g64+had's measured KL = ppl's for the same schemes on wiki.test (rel 1e-9), held out" || fail "allocate --verify = ppl" "see above"
+python3 - "$T/verify.json" "$T/pa.json" "$T/pu.json" <<'PY' && pass "allocate --verify: the 2.5-bit allocation's and the uniform int2-g64+had's measured KL = ppl's for the same schemes on wiki.test (rel 1e-9), held out; at 2.25 bits the allocation is int2-g64+had everywhere, the best uniform candidate exactly at the budget" || fail "allocate --verify = ppl" "see above"
 import json, sys
 v = json.load(open(sys.argv[1]))["verify"]
 pa, pu = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-rows = v["budgets"][0]["rows"]
+at = v["budgets"][0]["rows"]
+if len(at) != 2 or at[1]["k_scheme"] != "int2-g64+had" or not at[1].get("best_uniform") or at[0]["kl_mean"] != at[1]["kl_mean"]:
+    print("2.25 bits:", at); sys.exit(1)
+rows = v["budgets"][1]["rows"]
 alloc = [r for r in rows if r["kind"] == "allocation"][0]
 uni = [r for r in rows if r["kind"] == "uniform"][0]
 ok = v["held_out"] and uni["k_scheme"] == "int2-g64+had" and uni.get("best_uniform")
