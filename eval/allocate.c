@@ -38,24 +38,29 @@ BitsFraction alloc_spec_bits(const KvSpec *spec, int n, int ctx) {
     return reduced(quantized * unit_bits + (ctx - quantized) * 16 * values, (long long)ctx * values);
 }
 
+/* A refused --budget value: why says what it should be. */
+static int refuse(char *why, size_t why_len, const char *what, const char *text) {
+    snprintf(why, why_len, "%s, got '%s'", what, text);
+    return -1;
+}
+
 int alloc_parse_budget(const char *text, BitsFraction *out, char *why, size_t why_len) {
     const char *p = text;
     long long num = 0, den = 1;
     int int_digits = 0, decimals = 0;
-    if (*p == '-') return snprintf(why, why_len, "a budget is a positive number of bits, got '%s'", text), -1;
+    if (*p == '-') return refuse(why, why_len, "a budget is a positive number of bits", text);
     for (; *p >= '0' && *p <= '9'; p++) {
-        if (++int_digits > 3) return snprintf(why, why_len, "a budget is below 1000 bits, got '%s'", text), -1;
+        if (++int_digits > 3) return refuse(why, why_len, "a budget is below 1000 bits", text);
         num = num * 10 + (*p - '0');
     }
     if (*p == '.') {
         for (p++; *p >= '0' && *p <= '9'; p++) {
-            if (++decimals > 6) return snprintf(why, why_len, "at most 6 decimals, got '%s'", text), -1;
+            if (++decimals > 6) return refuse(why, why_len, "at most 6 decimals", text);
             num = num * 10 + (*p - '0');
             den *= 10;
         }
     }
-    if (*p || int_digits + decimals == 0)
-        return snprintf(why, why_len, "expected a number of bits such as 3 or 2.75, got '%s'", text), -1;
+    if (*p || int_digits + decimals == 0) return refuse(why, why_len, "expected a number of bits such as 3 or 2.75", text);
     *out = reduced(num, den);
     return 0;
 }
@@ -64,8 +69,8 @@ int alloc_parse_budgets(const char *list, BitsFraction *out, char (*texts)[32], 
     *n = 0;
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");
-        if (*n == ALLOC_MAX_BUDGETS) return snprintf(why, why_len, "at most %d budgets", ALLOC_MAX_BUDGETS), -1;
-        if (len >= 32) return snprintf(why, why_len, "'%.40s...' is not a number of bits", p), -1;
+        if (*n == ALLOC_MAX_BUDGETS) return refuse(why, why_len, "at most 8 budgets", list);
+        if (len >= 32) return refuse(why, why_len, "a budget is a number of bits such as 3 or 2.75", list);
         snprintf(texts[*n], 32, "%.*s", (int)len, p);
         if (alloc_parse_budget(texts[*n], &out[*n], why, why_len)) return -1;
         ++*n;
