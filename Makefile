@@ -57,7 +57,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: sweep-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo allocate-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -114,6 +114,22 @@ sweep-calibrated: run
 	rm -rf data/sweeps/calibrated-mini-llama-brown data/sweeps/calibrated-mini-llama-brown-outliers
 	./run sweep data/models/mini-llama-brown $(SWEEP_CALIBRATED_ARGS) --out-dir data/sweeps/calibrated-mini-llama-brown
 	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_CALIBRATED_ARGS) --out-dir data/sweeps/calibrated-mini-llama-brown-outliers
+
+# `make allocate-demo`: the README's per-layer sensitivity (wiki.valid, the calibration split) and the
+# allocations at 2.5, 3 and 3.5 bits checked on held-out windows (wiki.test), and on the sensitivity's own
+# windows (wiki.valid: how additive the damage is), on both bundled models, into data/sensitivity/.
+ALLOC_CANDIDATES := int2-g64+had,tq2,nuq2-g64,tq3,nuq3-g64,int4-g64+had,nuq4-g64,q8_0
+ALLOC_SENSITIVITY_ARGS := --candidates $(ALLOC_CANDIDATES) --ctx 1024 --stride 512 --windows 4 --quiet
+ALLOC_ARGS := --budget 2.5,3,3.5 --verify --quiet
+allocate-demo: run
+	rm -rf data/sensitivity/mini-llama-brown data/sensitivity/mini-llama-brown-outliers
+	for m in mini-llama-brown mini-llama-brown-outliers; do \
+	    ./run sensitivity data/models/$$m $(ALLOC_SENSITIVITY_ARGS) --out-dir data/sensitivity/$$m >/dev/null && \
+	    ./run allocate data/models/$$m --from data/sensitivity/$$m $(ALLOC_ARGS) --windows 16 \
+	        --out-dir data/sensitivity/$$m/verify-test >/dev/null && \
+	    ./run allocate data/models/$$m --from data/sensitivity/$$m $(ALLOC_ARGS) --windows 4 \
+	        --text-file data/wikitext-2-raw/wiki.valid.raw --out-dir data/sensitivity/$$m/verify-valid >/dev/null || exit 1; \
+	done
 
 # `make test-aarch64`: the C tests cross-built for 64-bit Arm, so the NEON path
 # (model/kernels/gemm_neon.c) is the one they check against the scalar path, run under

@@ -13,6 +13,8 @@
 
 #include "eval/report.h"
 #include "eval/sweep.h"
+#include "eval/sensitivity.h"
+#include "eval/allocate.h"
 #include "eval/bench_model.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
@@ -343,6 +345,72 @@ static int cmd_sweep(Args *a) {
     return rc;
 }
 
+/* --- sensitivity, allocate (eval/sensitivity.h, eval/allocate.h) ------------------------------ */
+
+static int cmd_sensitivity(Args *a) {
+    const char *out_dir = NULL, *candidates = NULL;
+    SensGrid g = {0};
+    SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
+    if (!s.configs) return bad_input(a, "out of memory");
+    Error err;
+    a->e.text_file = SENS_DEFAULT_TEXT;   /* the calibration split: a choice made from it is judged on test */
+    while (next_arg(a)) {
+        if (flag(a, "candidates", 1)) take_error(a, sens_parse_candidates(candidates = a->value, &g, &err), &err);
+        else if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    require(a, candidates != NULL, "missing --candidates SPEC,SPEC,... (the schemes to try in each layer)");
+    require(a, out_dir != NULL, "missing --out-dir DIR (the journal and the report go there)");
+    int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
+    if (rc == EXIT_OK) {
+        s.ppl = eval_options(&a->e);
+        snprintf(s.model, sizeof s.model, "%s", a->dir);
+        snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
+        snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
+        snprintf(s.calib_path, sizeof s.calib_path, "%s", a->calib ? a->calib : "");
+        if (sensitivity_run_and_report(&s, &g, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+            rc = bad_input(a, err.msg);
+    }
+    free(s.configs);
+    return rc;
+}
+
+static int cmd_allocate(Args *a) {
+    AllocateOptions o = {.text_file = "data/wikitext-2-raw/wiki.test.raw", .batch = 512};
+    const char *budgets = NULL;
+    char why[200];
+    while (next_arg(a)) {
+        if (flag(a, "budget", 1)) {
+            budgets = a->value;
+            if (alloc_parse_budgets(a->value, o.budgets, o.budget_texts, &o.n_budgets, why, sizeof why))
+                snprintf(a->bad, sizeof a->bad, "--budget: %s", why);
+        }
+        else if (flag(a, "candidates", 1)) o.candidates = a->value;
+        else if (flag(a, "from", 1)) o.from = a->value;
+        else if (flag(a, "verify", 0)) o.verify = 1;
+        else if (flag(a, "out-dir", 1)) o.out_dir = a->value;
+        else if (flag(a, "text-file", 1)) o.text_file = a->value;
+        else if (flag(a, "windows", 1)) parse_int(a, 1, 1 << 30, &o.windows);
+        else if (flag(a, "max-tokens", 1)) parse_int(a, 2, 1 << 30, &o.max_tokens);
+        else if (flag(a, "batch", 1)) parse_int(a, 1, 4096, &o.batch);
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    require(a, budgets != NULL, "missing --budget BITS[,BITS...] (the mean bits per cached value)");
+    require(a, o.from != NULL, "missing --from DIR, the out dir of ./run sensitivity MODEL_DIR --candidates ... "
+                               "--out-dir DIR: run that first (one sensitivity serves every budget)");
+    require(a, !o.verify || o.out_dir, "--verify needs --out-dir DIR (its sweep's journal and results go there)");
+    require(a, o.verify || !o.out_dir, "--out-dir is where --verify's sweep goes: give --verify too");
+    if (a->bad[0]) return usage_error(a);
+    o.model_dir = a->dir;
+    o.json = a->json;
+    o.quiet = a->quiet;
+    o.calib_path = a->calib;
+    Error err;
+    return allocate_run(&o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
+}
+
 static int cmd_sweep_merge(Args *a) {
     const char *out_dir = NULL;
     int n = 0, rc = EXIT_BAD_INPUT;
@@ -361,7 +429,7 @@ static int cmd_sweep_merge(Args *a) {
     if (a->bad[0]) usage_error(a);
     else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
     else {
-        rc = sweep_finish(stdout, out_dir, &s, &t, a->json, &err) ? bad_input(a, err.msg) : EXIT_OK;
+        rc = sens_or_sweep_finish(stdout, out_dir, &s, &t, a->json, &err) ? bad_input(a, err.msg) : EXIT_OK;
         free(s.configs);
     }
     sweep_totals_free(&t);
@@ -641,7 +709,22 @@ static const Command COMMANDS[] = {
      "                                  many KV-cache configurations over the same windows, each\n"
      "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},
     {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON,
-     "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"},
+     "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"
+     "                                  (of a sensitivity too: its report with them)\n"},
+    {{"sensitivity"}, cmd_sensitivity, TAKES_EVAL_RUN | TAKES_CALIB,
+     "  sensitivity MODEL_DIR --candidates SPEC,SPEC,... --out-dir DIR [ppl's window flags] [--calib FILE]\n"
+     "                                  per layer and side, the damage of each candidate there alone\n"
+     "                                  (the rest fp32): a sweep of 2 x layers x candidates configurations\n"
+     "                                  (resumable, --shard); default text: wiki.valid (calibration split);\n"
+     "                                  table, CSV, JSON, SVG heatmap\n"},
+    {{"allocate"}, cmd_allocate, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_CALIB,
+     "  allocate MODEL_DIR --from SENSITIVITY_DIR --budget BITS[,BITS...] [--candidates SPEC,...]\n"
+     "           [--verify --out-dir DIR [--text-file F] [--windows N] [--max-tokens N] [--batch N]\n"
+     "           [--calib FILE]] [--quiet] [--json]\n"
+     "                                  one candidate per layer and side, least summed single-layer KL\n"
+     "                                  within a mean of BITS effective bits per value (exact knapsack);\n"
+     "                                  prints --k-scheme / --v-scheme; --verify: measured on held-out\n"
+     "                                  windows (default wiki.test) against the best uniform candidate\n"},
     {{"kv-extract"}, cmd_kv_extract, TAKES_DIR,
      "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
      "                                  run a prompt and save its KV cache (+ .metadata.json)\n"},

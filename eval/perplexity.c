@@ -106,9 +106,15 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
     ps->kv = calloc((size_t)n_schemes, sizeof *ps->kv);
     if (!ps->kv) return error_set(err, "out of memory");
     if (runstate_init(&ps->s, c, o->batch, err)) return -1;
+    ps->one_at_a_time = n_schemes > 1;
+    ps->k_schemes = malloc((size_t)n_schemes * sizeof *ps->k_schemes);
+    ps->v_schemes = malloc((size_t)n_schemes * sizeof *ps->v_schemes);
+    if (!ps->k_schemes || !ps->v_schemes) return error_set(err, "out of memory");
     for (int i = 0; i < n_schemes; i++) {
+        ps->k_schemes[i] = k[i], ps->v_schemes[i] = v[i];
         if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], o->calib, m->rope_inv_freq, err)) return -1;
         ps->n_schemes = i + 1;
+        if (ps->one_at_a_time) kv_cache_free(&ps->kv[i]);   /* made again when it runs */
     }
     if (o->protocol == PPL_LLAMACPP && !(ps->bos_chunk = malloc((size_t)o->batch * sizeof(int))))
         return error_set(err, "out of memory");
@@ -131,6 +137,8 @@ void ppl_session_free(PplSession *ps) {
     runstate_free(&ps->s);
     for (int i = 0; i < ps->n_schemes; i++) kv_cache_free(&ps->kv[i]);
     free(ps->kv);
+    free(ps->k_schemes);
+    free(ps->v_schemes);
     kv_cache_free(&ps->base_kv);
     free(ps->base_logits);
     free(ps->base_p);
@@ -259,7 +267,14 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
 }
 
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums) {
-    return run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    if (!ps->one_at_a_time) return run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    Error ignored;   /* it was made once in ppl_session_init: only memory can fail now */
+    if (kv_cache_init(&ps->kv[i], &ps->m->config, ps->o.ctx, ps->o.batch, ps->k_schemes[i], ps->v_schemes[i], ps->o.calib,
+                      ps->m->rope_inv_freq, &ignored))
+        return -1;
+    long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    kv_cache_free(&ps->kv[i]);
+    return ran;
 }
 
 int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptions *o, PplResult *r, Error *err) {

@@ -84,15 +84,24 @@ typedef struct {
     PplTargetScore *scores;     /* [batch]: one batch's per-target figures, before they are added */
     int *bos_chunk;             /* [batch]: a chunk's first tokens with BOS first (llama.cpp protocol) */
     PplWindow win;              /* the window begun last */
+    /* With more than one scheme each scheme's cache is made when it runs and freed after it, so
+     * that one is held at a time: a sensitivity's 2 x layers x candidates configurations would
+     * otherwise hold as many (TinyLlama's fp32 cache at ctx 2048 is 92 MB). Making one is a few
+     * allocations, nothing beside a forward pass. */
+    int one_at_a_time;
+    const KvLayered **k_schemes, **v_schemes;   /* [n_schemes], for making them */
 } PplSession;
 
-/* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. */
+/* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. Every scheme's
+ * cache is made once here, so a scheme the model or the calibration cannot hold is refused
+ * before any window runs. */
 int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvLayered *const *k,
                      const KvLayered *const *v, int n_schemes, int compare, Error *err);
 /* Begins window w: runs the baseline (when compare) and holds its logits. Returns the
  * forward-pass tokens it ran. */
 long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, int w);
-/* Scheme i on the window begun last, its scored tokens added into sums. Returns the tokens run. */
+/* Scheme i on the window begun last, its scored tokens added into sums. Returns the tokens run,
+ * or -1 when its cache could not be made (out of memory; nothing added). */
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums);
 void ppl_session_free(PplSession *ps);
 

@@ -474,6 +474,10 @@ static int run_missing(const Model *m, const int *tokens, const SweepSettings *s
             TokenSums sums = {0};
             double t1 = seconds_now();
             long n = ppl_session_run_scheme(&ps, c, &sums);
+            if (n < 0) {
+                rc = error_set(err, "out of memory for configuration %d's KV cache", c);
+                break;
+            }
             ran += n;
             rc = record_append(dir, w, c, &s->configs[c], &sums, n, seconds_now() - t1, err);
         }

@@ -16,7 +16,7 @@
 #include "eval/progress.h"
 #include "tokenizer/tokenizer.h"
 
-#define SWEEP_MAX_CONFIGS 256
+#define SWEEP_MAX_CONFIGS 1024   /* a sensitivity of 22 layers x 2 sides takes 44 a candidate */
 
 typedef struct {
     char k_text[512], v_text[512];   /* the schemes as given (V = K when not given) */
@@ -61,6 +61,9 @@ int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
 int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err);
 /* 1 when some configuration has a fitted base (needs a calibration). */
 int sweep_needs_calibration(const SweepSettings *s);
+/* Every fitted base of every bound configuration finds its tables in calib (NULL: none): the
+ * refusal the caches would make, made before the sweep writes anything. */
+int sweep_check_fits(const SweepSettings *s, const Config *c, const Calibration *calib, Error *err);
 
 /* The settings that come from the model and the text (s->text_file, s->ppl already set): the
  * text's tokens, at most max_tokens (0: all), into *tokens (malloc'd), their count and hash,
@@ -78,6 +81,20 @@ int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const Swe
  * whole sweep what sweep_finish prints. */
 int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
                          FILE *log, Error *err);
+
+/* The same for a command built on a sweep (./run sensitivity, allocate --verify): label names it
+ * on the progress line and the log, plan (NULL: none) is a line printed on log once every check
+ * has passed, just before the run, and a whole sweep ends with finish(out, out_dir, s, totals,
+ * json, user, err) in place of sweep_finish. */
+typedef int (*SweepFinish)(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
+                           void *user, Error *err);
+typedef struct {
+    const char *label, *plan;
+    SweepFinish finish;
+    void *user;
+} SweepDriver;
+int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *out_dir, int max_tokens, int quiet,
+                            int json, FILE *out, FILE *log, Error *err);
 
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
 

@@ -3,6 +3,7 @@
  * settings from the model and the text (eval/sweep.h). */
 #include "eval/sweep.h"
 #include "eval/wikitext.h"
+#include "model/formats/calib_bind.h"
 #include "model/formats/fileio.h"
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,20 @@ int sweep_needs_calibration(const SweepSettings *s) {
     for (int i = 0; i < s->n_configs; i++)
         if (kv_layered_is_fitted(&s->configs[i].k) || kv_layered_is_fitted(&s->configs[i].v)) return 1;
     return 0;
+}
+
+int sweep_check_fits(const SweepSettings *s, const Config *c, const Calibration *calib, Error *err) {
+    KvSpec *heads = malloc((size_t)c->n_kv_heads * sizeof *heads);
+    if (!heads) return error_set(err, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < s->n_configs && !rc; i++)
+        for (int layer = 0; layer < c->n_layers && !rc; layer++)
+            rc = calib_bind_heads(kv_layered_at(&s->configs[i].k, layer), calib, layer, c->n_kv_heads, c->head_dim, heads,
+                                  err) ||
+                 calib_bind_heads(kv_layered_at(&s->configs[i].v, layer), calib, layer, c->n_kv_heads, c->head_dim, heads,
+                                  err);
+    free(heads);
+    return rc ? -1 : 0;
 }
 
 int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int max_tokens, int **tokens, Error *err) {

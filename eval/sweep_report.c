@@ -199,15 +199,27 @@ int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const Swe
     return 0;
 }
 
+static int plain_finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
+                        void *user, Error *err) {
+    (void)user;
+    return sweep_finish(out, out_dir, s, t, json, err);
+}
+
 int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
                          FILE *log, Error *err) {
+    SweepDriver d = {"sweep", NULL, plain_finish, NULL};
+    return sweep_run_and_report_as(&d, s, out_dir, max_tokens, quiet, json, out, log, err);
+}
+
+int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *out_dir, int max_tokens, int quiet,
+                            int json, FILE *out, FILE *log, Error *err) {
     ModelDir L;
     Calibration calib;
     int have_calib = 0;
     if (ppl_load_model(&L, s->model, s->precision, &s->ppl, err)) return -1;
     SweepTotals t = {0};
     Progress progress;
-    progress_init(&progress, "sweep", quiet);
+    progress_init(&progress, d->label, quiet);
     int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
     if (rc == 0)
         rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &L.model, sweep_needs_calibration(s),
@@ -217,14 +229,16 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
         snprintf(s->calib, sizeof s->calib, "%s", calib.path);
         snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", calib.file_sha256);
     }
+    if (rc == 0) rc = sweep_check_fits(s, &L.model.config, have_calib ? &calib : NULL, err);   /* before any file */
+    if (rc == 0 && d->plan && !quiet) fprintf(log, "%s\n", d->plan);
     if (rc == 0) {
         rc = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, err);
         progress_finish(&progress);
     }
     if (rc == 0 && !quiet)
-        fprintf(log, "sweep: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n",
+        fprintf(log, "%s: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n", d->label,
                 t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
-    if (rc == 0 && s->ppl.shard_count == 1) rc = sweep_finish(out, out_dir, s, &t, json, err);
+    if (rc == 0 && s->ppl.shard_count == 1) rc = d->finish(out, out_dir, s, &t, json, d->user, err);
     else if (rc == 0)
         fprintf(out, "shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
                 s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);

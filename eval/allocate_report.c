@@ -1,0 +1,218 @@
+/* eval/allocate_report.c: what ./run allocate prints and writes (see eval/allocate.h): the
+ * chosen LAYERED values with their bits and predicted KL, and after --verify the held-out table —
+ * each allocation against the best uniform candidate within its budget, predicted against
+ * measured KL — as Markdown and JSON. */
+#include "eval/allocate_internal.h"
+#include "eval/json_out.h"
+#include "model/formats/fileio.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double allocation_bits(const Alloc *a, int b) { return (double)a->result[b].weight / ((double)a->G * a->D); }
+
+static double uniform_bits(const Alloc *a, int c) {
+    return (double)(a->weight[c] + a->weight[(size_t)a->d.g.n_layers * a->n_cand + c]) / (2.0 * a->D);
+}
+
+/* The sum of candidate c's single-layer KLs over every layer and side, added as the knapsack adds. */
+static double uniform_predicted(const Alloc *a, int c) {
+    int *choice = malloc((size_t)a->G * sizeof *choice);
+    if (!choice) return NAN;
+    for (int g = 0; g < a->G; g++) choice[g] = c;
+    double sum = knapsack_damage(&a->k, choice);
+    free(choice);
+    return sum;
+}
+
+/* Budget b's best uniform candidate: least measured KL of those that fit; -1 if none does. */
+static int best_uniform(const Alloc *a, const Verify *v, int b) {
+    int best = -1;
+    double best_kl = INFINITY;
+    for (int i = 0; i < v->n_uniform; i++) {
+        double kl = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]).kl_mean;
+        if (alloc_uniform_fits(a, v->uniform[i], a->o->budgets[b]) && kl < best_kl) best = i, best_kl = kl;
+    }
+    return best;
+}
+
+/* ---- text ---- */
+
+static void print_header(FILE *f, const Alloc *a) {
+    const SensData *d = &a->d;
+    fprintf(f, "Allocation for `%s` from the sensitivity in `%s` (`%s`, %d windows, %ld scored tokens, ctx %d). Bits: "
+               "effective bits per value at ctx %d, keys and values alike; predicted KL: the sum of the %d single-layer "
+               "mean KLs. Candidates:", a->o->model_dir, a->o->from, d->text_file, d->windows, d->scored, d->ctx, d->ctx,
+            a->G);
+    for (int c = 0; c < a->n_cand; c++) fprintf(f, "%s %s (%.4g)", c ? "," : "", a->names[c], uniform_bits(a, c));
+    fprintf(f, ".\n\n");
+}
+
+static void print_choices(FILE *f, const Alloc *a) {
+    fprintf(f, "| budget | bits | predicted KL | --k-scheme | --v-scheme |\n|---:|---:|---:|---|---|\n");
+    for (int b = 0; b < a->o->n_budgets; b++)
+        fprintf(f, "| %s | %.4g | %.4g | `%s` | `%s` |\n", a->o->budget_texts[b], allocation_bits(a, b),
+                a->result[b].damage, a->k_scheme[b], a->v_scheme[b]);
+}
+
+static void print_row(FILE *f, const char *budget, const char *label, double bits, double predicted, const PplSummary *y) {
+    fprintf(f, "|%s%s%s %s | %.4g | %.4g | %.4g +/- %.2g | %.3f +/- %.3f | %+.3f +/- %.3f | %.2f +/- %.2f |\n",
+            budget[0] ? " " : "", budget, budget[0] ? " |" : "", label, bits, predicted, y->kl_mean, y->kl_se, y->kl_mean / predicted,
+            y->kl_se / predicted, y->delta_pct, y->delta_pct_se, 100 * y->top1, 100 * y->top1_se);
+}
+
+static void print_verify(FILE *f, const Alloc *a, const Verify *v) {
+    const SweepSettings *s = v->s;
+    PplSummary first = token_sums_summarize(&v->t->sums[0]);
+    fprintf(f, "Held-out check on `%s` (%d tokens), ", s->text_file, s->n_tokens);
+    if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
+    else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
+    fprintf(f, ", %d of %d windows, %ld scored tokens per configuration, %s matmuls; baseline (fp32 cache) perplexity "
+               "%.4f. Measured / predicted: the measured KL over the sum of single-layer KLs (its SE from the measured "
+               "KL's). Best uniform: of the candidates used alone in every layer's keys and values within the budget, "
+               "the one of least measured KL.%s\n\n", v->t->windows, s->windows_total, first.n, s->precision,
+            first.base_ppl,
+            strcmp(s->text_file, a->d.text_file) ? "" : " The sensitivity's own text: NOT held out.");
+    fprintf(f, "| budget | configuration | bits | KL predicted | KL measured | measured / predicted | delta ppl %% | "
+               "top-1 %% |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int b = 0; b < a->o->n_budgets; b++) {
+        char label[1200];
+        PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_alloc[b]]);
+        snprintf(label, sizeof label, "allocation: K `%s`, V `%s`", a->k_scheme[b], a->v_scheme[b]);
+        print_row(f, a->o->budget_texts[b], label, allocation_bits(a, b), a->result[b].damage, &y);
+        int u = best_uniform(a, v, b);
+        if (u < 0) { fprintf(f, "| %s | no uniform candidate within the budget | | | | | | |\n", a->o->budget_texts[b]); continue; }
+        int c = v->uniform[u];
+        y = token_sums_summarize(&v->t->sums[v->cfg_uniform[u]]);
+        snprintf(label, sizeof label, "best uniform: `%s`", a->names[c]);
+        print_row(f, a->o->budget_texts[b], label, uniform_bits(a, c), uniform_predicted(a, c), &y);
+    }
+    fprintf(f, "\nEvery candidate used alone that fits the largest budget:\n\n| candidate | bits | KL predicted | KL measured "
+               "| measured / predicted | delta ppl %% | top-1 %% |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < v->n_uniform; i++) {
+        char label[SENS_SPEC_LEN + 4];
+        int c = v->uniform[i];
+        PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]);
+        snprintf(label, sizeof label, "`%s`", a->names[c]);
+        print_row(f, "", label, uniform_bits(a, c), uniform_predicted(a, c), &y);
+    }
+}
+
+static void write_markdown(FILE *f, const Alloc *a, const Verify *v) {
+    print_header(f, a);
+    print_choices(f, a);
+    if (v) {
+        fprintf(f, "\n");
+        print_verify(f, a, v);
+    }
+}
+
+/* ---- JSON ---- */
+
+static void json_measured(FILE *f, const char *kind, const char *k, const char *v, double bits, double predicted,
+                          const PplSummary *y, int best, int last) {
+    fprintf(f, "    {\"kind\": \"%s\", \"k_scheme\": ", kind);
+    json_out_quoted(f, k, strlen(k));
+    fprintf(f, ", \"v_scheme\": ");
+    json_out_quoted(f, v, strlen(v));
+    fprintf(f, ", \"bits\": %.17g, \"predicted_kl\": %.17g, \"kl_mean\": %.17g, \"kl_stderr\": %.17g, "
+               "\"measured_over_predicted\": %.17g, \"delta_percent\": %.17g, \"delta_percent_stderr\": %.17g, "
+               "\"top1_agreement\": %.17g, \"top1_stderr\": %.17g, \"scored_tokens\": %ld%s}%s\n",
+            bits, predicted, y->kl_mean, y->kl_se, y->kl_mean / predicted, y->delta_pct, y->delta_pct_se, y->top1,
+            y->top1_se, y->n, best ? ", \"best_uniform\": true" : "", last ? "" : ",");
+}
+
+static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
+    const SweepSettings *s = v->s;
+    PplSummary first = token_sums_summarize(&v->t->sums[0]);
+    fprintf(f, "  \"verify\": {\n");
+    json_out_string(f, "text_file", s->text_file, 0);
+    fprintf(f, "  \"held_out\": %s,\n", strcmp(s->text_file, a->d.text_file) ? "true" : "false");
+    fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"windows\": %d,\n  \"scored_tokens\": %ld,\n", s->ppl.ctx,
+            s->ppl.stride, v->t->windows, first.n);
+    json_out_number(f, "baseline_ppl", first.base_ppl, 0);
+    fprintf(f, "  \"budgets\": [\n");
+    for (int b = 0; b < a->o->n_budgets; b++) {
+        PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_alloc[b]]);
+        int u = best_uniform(a, v, b);
+        fprintf(f, "   {\"budget\": %.17g, \"rows\": [\n", (double)a->o->budgets[b].num / a->o->budgets[b].den);
+        json_measured(f, "allocation", a->k_scheme[b], a->v_scheme[b], allocation_bits(a, b), a->result[b].damage, &y, 0,
+                      u < 0);
+        if (u >= 0) {
+            int c = v->uniform[u];
+            y = token_sums_summarize(&v->t->sums[v->cfg_uniform[u]]);
+            json_measured(f, "uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c), &y, 1, 1);
+        }
+        fprintf(f, "   ]}%s\n", b + 1 < a->o->n_budgets ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"uniform\": [\n");
+    for (int i = 0; i < v->n_uniform; i++) {
+        int c = v->uniform[i];
+        PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]);
+        json_measured(f, "uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c), &y, 0,
+                      i + 1 == v->n_uniform);
+    }
+    fprintf(f, "  ]\n  }\n");
+}
+
+static void write_json(FILE *f, const Alloc *a, const Verify *v) {
+    const SensData *d = &a->d;
+    int L = d->g.n_layers;
+    fprintf(f, "{\n");
+    json_out_string(f, "model", a->o->model_dir, 0);
+    json_out_string(f, "model_sha256", d->model_sha256, 0);
+    json_out_string(f, "from", a->o->from, 0);
+    json_out_string(f, "sensitivity_text_file", d->text_file, 0);
+    fprintf(f, "  \"ctx\": %d,\n  \"n_layers\": %d,\n", d->ctx, L);
+    json_out_string(f, "bits", "effective bits per value at ctx; keys and values alike", 0);
+    json_out_string(f, "predicted_kl", "the sum of the single-layer mean KLs of the choice", 0);
+    fprintf(f, "  \"candidates\": [\n");
+    for (int c = 0; c < a->n_cand; c++) {
+        fprintf(f, "    {\"spec\": ");
+        json_out_quoted(f, a->names[c], strlen(a->names[c]));
+        fprintf(f, ", \"k_bits\": %.17g, \"v_bits\": %.17g, \"k_bits_fraction\": [%lld, %lld], "
+                   "\"v_bits_fraction\": [%lld, %lld]}%s\n", (double)a->bits[0][c].num / a->bits[0][c].den,
+                (double)a->bits[1][c].num / a->bits[1][c].den, a->bits[0][c].num, a->bits[0][c].den, a->bits[1][c].num,
+                a->bits[1][c].den, c + 1 < a->n_cand ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"allocations\": [\n");
+    for (int b = 0; b < a->o->n_budgets; b++) {
+        fprintf(f, "    {\"budget\": %.17g, \"budget_fraction\": [%lld, %lld], \"bits\": %.17g, \"predicted_kl\": %.17g, "
+                   "\"k_scheme\": ", (double)a->o->budgets[b].num / a->o->budgets[b].den, a->o->budgets[b].num,
+                a->o->budgets[b].den, allocation_bits(a, b), a->result[b].damage);
+        json_out_quoted(f, a->k_scheme[b], strlen(a->k_scheme[b]));
+        fprintf(f, ", \"v_scheme\": ");
+        json_out_quoted(f, a->v_scheme[b], strlen(a->v_scheme[b]));
+        for (int side = 0; side < 2; side++) {
+            fprintf(f, ", \"%s_choice\": [", side ? "v" : "k");
+            for (int l = 0; l < L; l++) {
+                const char *name = a->names[a->choice[b][side * L + l]];
+                if (l) fprintf(f, ", ");
+                json_out_quoted(f, name, strlen(name));
+            }
+            fprintf(f, "]");
+        }
+        fprintf(f, "}%s\n", b + 1 < a->o->n_budgets ? "," : "");
+    }
+    fprintf(f, "  ]%s\n", v ? "," : "");
+    if (v) write_json_verify(f, a, v);
+    fprintf(f, "}\n");
+}
+
+void alloc_print(FILE *f, const Alloc *a, const Verify *v, int json) {
+    if (json) write_json(f, a, v);
+    else write_markdown(f, a, v);
+}
+
+static int write_one(const char *dir, const char *name, const Alloc *a, const Verify *v, int json, Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    alloc_print(af.f, a, v, json);
+    return atomic_commit(&af, err);
+}
+
+int alloc_write_report(const char *dir, const Alloc *a, const Verify *v, Error *err) {
+    return write_one(dir, "allocation.md", a, v, 0, err) || write_one(dir, "allocation.json", a, v, 1, err) ? -1 : 0;
+}

@@ -1,0 +1,253 @@
+/* eval/sensitivity.c: the sensitivity's grid of configurations, generated into a sweep and
+ * recognised in one; the run; sensitivity.json read back for ./run allocate (see
+ * eval/sensitivity.h). The report's files are written by eval/sensitivity_report.c. */
+#include "eval/sensitivity.h"
+#include "model/config.h"
+#include "model/formats/fileio.h"
+#include "model/formats/json.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the grid ---- */
+
+/* One candidate of the list: trimmed, one SPEC valid for both sides, in its canonical spelling. */
+static int add_candidate(SensGrid *g, const char *text, size_t len, Error *err) {
+    while (len > 0 && (*text == ' ' || *text == '\t')) text++, len--;
+    while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t')) len--;
+    char spec_text[SENS_SPEC_LEN], why[160];
+    if (len == 0) return error_set(err, "--candidates: an empty candidate (give SPEC,SPEC,...)");
+    if (len >= sizeof spec_text) return error_set(err, "--candidates: '%.40s...' is too long", text);
+    memcpy(spec_text, text, len);
+    spec_text[len] = 0;
+    if (strpbrk(spec_text, ";:"))
+        return error_set(err, "--candidates: '%s' is a per-layer value; a candidate is one SPEC (the layers are the grid)",
+                         spec_text);
+    KvSpec k, v;
+    if (kv_spec_parse(spec_text, KV_SIDE_KEYS, &k, why, sizeof why) ||
+        kv_spec_parse(spec_text, KV_SIDE_VALUES, &v, why, sizeof why))
+        return error_set(err, "--candidates: '%s': %s", spec_text, why);
+    for (int c = 0; c < g->n_candidates; c++)
+        if (!strcmp(g->candidates[c], k.text))
+            return error_set(err, "--candidates: '%s' is given twice (as %s)", spec_text, k.text);
+    if (g->n_candidates == SENS_MAX_CANDIDATES) return error_set(err, "--candidates: more than %d", SENS_MAX_CANDIDATES);
+    snprintf(g->candidates[g->n_candidates++], SENS_SPEC_LEN, "%s", k.text);
+    return 0;
+}
+
+int sens_parse_candidates(const char *list, SensGrid *g, Error *err) {
+    g->n_candidates = 0;
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        if (add_candidate(g, p, len, err)) return -1;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+int sens_config_index(const SensGrid *g, int side, int layer, int candidate) {
+    return (side * g->n_layers + layer) * g->n_candidates + candidate;
+}
+
+/* The keys' and values' schemes of one cell: the candidate at one layer of one side. */
+static void cell_texts(const SensGrid *g, int side, int layer, int candidate, char *k, char *v, size_t n) {
+    char one[SENS_SPEC_LEN + 32];
+    snprintf(one, sizeof one, "fp32;%d:%s", layer, g->candidates[candidate]);
+    snprintf(k, n, "%s", side == SENS_KEYS ? one : "fp32");
+    snprintf(v, n, "%s", side == SENS_VALUES ? one : "fp32");
+}
+
+int sens_add_configs(SweepSettings *s, const SensGrid *g, Error *err) {
+    for (int side = 0; side < 2; side++)
+        for (int layer = 0; layer < g->n_layers; layer++)
+            for (int c = 0; c < g->n_candidates; c++) {
+                char k[256], v[256], text[520];
+                cell_texts(g, side, layer, c, k, v, sizeof k);
+                snprintf(text, sizeof text, "%s:%s", k, v);   /* K:V, split where V begins (sweep_add_config) */
+                if (sweep_add_config(s, text, err)) return -1;
+            }
+    return 0;
+}
+
+int sens_grid_of(const SweepSettings *s, SensGrid *g) {
+    static const char first[] = "fp32;0:";
+    memset(g, 0, sizeof *g);
+    int C = 0;
+    while (C < s->n_configs && C < SENS_MAX_CANDIDATES && !strncmp(s->configs[C].k_text, first, strlen(first)) &&
+           !strcmp(s->configs[C].v_text, "fp32") && strlen(s->configs[C].k_text + strlen(first)) < SENS_SPEC_LEN) {
+        snprintf(g->candidates[C], SENS_SPEC_LEN, "%s", s->configs[C].k_text + strlen(first));
+        C++;
+    }
+    if (C == 0 || s->n_configs % (2 * C)) return 0;
+    g->n_candidates = C;
+    g->n_layers = s->n_configs / (2 * C);
+    for (int side = 0; side < 2; side++)
+        for (int layer = 0; layer < g->n_layers; layer++)
+            for (int c = 0; c < C; c++) {
+                char k[256], v[256];
+                const SweepConfig *sc = &s->configs[sens_config_index(g, side, layer, c)];
+                cell_texts(g, side, layer, c, k, v, sizeof k);
+                if (strcmp(sc->k_text, k) || strcmp(sc->v_text, v)) return 0;
+            }
+    return 1;
+}
+
+/* ---- the run ---- */
+
+/* Each candidate against the model: a scheme its layers cannot hold is named here, as a
+ * candidate, rather than as one of the generated configurations. */
+static int check_candidates(const SensGrid *g, const Config *c, Error *err) {
+    for (int i = 0; i < g->n_candidates; i++)
+        for (int side = KV_SIDE_KEYS; side <= KV_SIDE_VALUES; side++) {
+            KvLayered l;
+            char why[200];
+            if (kv_layered_parse(g->candidates[i], (KvSide)side, &l, why, sizeof why) ||
+                kv_layered_bind(&l, c->n_layers, c->head_dim, (KvSide)side, why, sizeof why))
+                return error_set(err, "--candidates: '%s' on this model (head_dim %d): %s", g->candidates[i], c->head_dim,
+                                 why);
+        }
+    return 0;
+}
+
+static int finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json, void *user,
+                  Error *err) {
+    return sens_finish_report(out, out_dir, s, t, user, json, err);
+}
+
+int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const char *out_dir, int max_tokens, int quiet, int json,
+                               FILE *out, FILE *log, Error *err) {
+    char path[4200];
+    Config c;
+    if (!path_exists(s->model)) return error_set(err, "%s: no such model directory", s->model);
+    snprintf(path, sizeof path, "%s/config.json", s->model);
+    if (config_load(&c, path, err) || check_candidates(g, &c, err)) return -1;
+    g->n_layers = c.n_layers;
+    long n = 2L * g->n_layers * g->n_candidates;
+    if (n > SWEEP_MAX_CONFIGS)
+        return error_set(err, "%d layers x 2 sides x %d candidates = %ld configurations, more than a sweep holds (%d): "
+                              "give fewer candidates", g->n_layers, g->n_candidates, n, SWEEP_MAX_CONFIGS);
+    if (sens_add_configs(s, g, err)) return -1;
+    char plan[200];
+    snprintf(plan, sizeof plan, "sensitivity: %d layers x 2 sides x %d candidates = %ld configurations: %ld forward "
+             "passes a window (the fp32 baseline once)", g->n_layers, g->n_candidates, n, n + 1);
+    SweepDriver d = {"sensitivity", plan, finish, g};
+    return sweep_run_and_report_as(&d, s, out_dir, max_tokens, quiet, json, out, log, err);
+}
+
+int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
+                         Error *err) {
+    SensGrid g;
+    if (sens_grid_of(s, &g)) return sens_finish_report(out, out_dir, s, t, &g, json, err);
+    return sweep_finish(out, out_dir, s, t, json, err);
+}
+
+/* ---- sensitivity.json, read back ---- */
+
+static int copy_string(const JsonValue *j, const char *key, char *out, size_t n, const char *path, Error *err) {
+    const char *s = json_string(j, key);
+    if (!s || strlen(s) >= n) return error_set(err, "%s: \"%s\" missing or too long", path, key);
+    snprintf(out, n, "%s", s);
+    return 0;
+}
+
+static int int_member(const JsonValue *j, const char *key, long long lo, long long hi, long long *out, const char *path,
+                      Error *err) {
+    if (json_integer(j, key, lo, hi, out)) return error_set(err, "%s: \"%s\" missing or out of range", path, key);
+    return 0;
+}
+
+static int read_header(const JsonValue *j, SensData *d, const char *path, Error *err) {
+    long long ctx, stride, head_dim, windows, windows_total, scored, layers;
+    if (copy_string(j, "model", d->model, sizeof d->model, path, err) ||
+        copy_string(j, "model_sha256", d->model_sha256, sizeof d->model_sha256, path, err) ||
+        copy_string(j, "text_file", d->text_file, sizeof d->text_file, path, err) ||
+        copy_string(j, "calib_sha256", d->calib_sha256, sizeof d->calib_sha256, path, err) ||
+        copy_string(j, "precision", d->precision, sizeof d->precision, path, err) ||
+        copy_string(j, "protocol", d->protocol, sizeof d->protocol, path, err) ||
+        int_member(j, "ctx", 2, 1 << 24, &ctx, path, err) || int_member(j, "stride", 0, 1 << 24, &stride, path, err) ||
+        int_member(j, "head_dim", 1, 1 << 16, &head_dim, path, err) ||
+        int_member(j, "n_layers", 1, SWEEP_MAX_CONFIGS / 2, &layers, path, err) ||
+        int_member(j, "windows", 1, 1 << 30, &windows, path, err) ||
+        int_member(j, "windows_total", 1, 1 << 30, &windows_total, path, err) ||
+        int_member(j, "scored_tokens", 1, 1LL << 40, &scored, path, err))
+        return -1;
+    d->ctx = (int)ctx, d->stride = (int)stride, d->head_dim = (int)head_dim, d->g.n_layers = (int)layers;
+    d->windows = (int)windows, d->windows_total = (int)windows_total, d->scored = (long)scored;
+    d->baseline_ppl = json_number(j, "baseline_ppl");
+    return 0;
+}
+
+static int read_candidates(const JsonValue *j, SensData *d, const char *path, Error *err) {
+    const JsonValue *a = json_get(j, "candidates");
+    if (!a || a->type != JSON_ARRAY || a->count < 1 || a->count > SENS_MAX_CANDIDATES)
+        return error_set(err, "%s: \"candidates\" is not a list of 1 to %d", path, SENS_MAX_CANDIDATES);
+    for (size_t i = 0; i < a->count; i++) {
+        const char *spec = json_string(&a->items[i], "spec");
+        if (!spec) return error_set(err, "%s: candidate %zu has no \"spec\"", path, i);
+        if (add_candidate(&d->g, spec, strlen(spec), err)) return -1;
+        if (strcmp(d->g.candidates[i], spec))
+            return error_set(err, "%s: candidate '%s' is not in its canonical spelling", path, spec);
+    }
+    return 0;
+}
+
+static int read_cells(const JsonValue *j, SensData *d, const char *path, Error *err) {
+    const SensGrid *g = &d->g;
+    size_t n = 2 * (size_t)g->n_layers * g->n_candidates;
+    const JsonValue *a = json_get(j, "cells");
+    if (!a || a->type != JSON_ARRAY || a->count != n)
+        return error_set(err, "%s: \"cells\" is not a list of %zu (2 sides x %d layers x %d candidates)", path, n,
+                         g->n_layers, g->n_candidates);
+    unsigned char *seen = calloc(n, 1);
+    d->kl = malloc(n * sizeof *d->kl);
+    d->kl_se = malloc(n * sizeof *d->kl_se);
+    if (!seen || !d->kl || !d->kl_se) { free(seen); return error_set(err, "out of memory"); }
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const JsonValue *x = &a->items[i];
+        const char *side = json_string(x, "side"), *cand = json_string(x, "candidate");
+        long long layer;
+        int s = side && !strcmp(side, "K") ? 0 : side && !strcmp(side, "V") ? 1 : -1, c = -1;
+        for (int k = 0; cand && k < g->n_candidates; k++)
+            if (!strcmp(cand, g->candidates[k])) c = k;
+        if (s < 0 || c < 0 || json_integer(x, "layer", 0, g->n_layers - 1, &layer)) {
+            rc = error_set(err, "%s: cell %zu does not name a side (K, V), a layer and a candidate of the file", path, i);
+            break;
+        }
+        int at = sens_config_index(g, s, (int)layer, c);
+        double kl = json_number(x, "kl_mean"), se = json_number(x, "kl_stderr");
+        if (seen[at]) rc = error_set(err, "%s: cell %s layer %lld %s is there twice", path, side, layer, cand);
+        else if (!isfinite(kl)) rc = error_set(err, "%s: cell %s layer %lld %s: kl_mean is not a number", path, side, layer, cand);
+        seen[at] = 1;
+        d->kl[at] = kl;
+        d->kl_se[at] = se;
+    }
+    free(seen);
+    return rc;
+}
+
+int sens_read(const char *dir, SensData *d, Error *err) {
+    memset(d, 0, sizeof *d);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sensitivity.json", dir);
+    size_t len;
+    char *text = read_whole_file(path, 1 << 26, &len, err);
+    if (!text) return -1;
+    Error jerr;
+    JsonValue *j = json_parse(text, len, &jerr);
+    free(text);
+    int rc;
+    if (!j || j->type != JSON_OBJECT || json_number(j, "kvq_sensitivity") != 1)
+        rc = error_set(err, "%s: not a sensitivity's report%s%s", path, j ? "" : ": ", j ? "" : jerr.msg);
+    else
+        rc = read_header(j, d, path, err) || read_candidates(j, d, path, err) || read_cells(j, d, path, err) ? -1 : 0;
+    json_free(j);
+    if (rc) sens_data_free(d);
+    return rc;
+}
+
+void sens_data_free(SensData *d) {
+    free(d->kl);
+    free(d->kl_se);
+    d->kl = d->kl_se = NULL;
+}

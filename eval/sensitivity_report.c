@@ -1,0 +1,233 @@
+/* eval/sensitivity_report.c: a sensitivity's report (see eval/sensitivity.h): the KL table by
+ * side, layer and candidate, every cell's figures (eval/stats.h), CSV, the JSON that ./run
+ * allocate reads, and the heatmap (eval/sensitivity_chart.c); the sweep's own results.* too. */
+#include "eval/sensitivity.h"
+#include "eval/json_out.h"
+#include "eval/report.h"
+#include "model/config.h"
+#include "model/formats/fileio.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char SIDE_NAMES[2][2] = {"K", "V"};
+
+typedef struct {
+    const SweepSettings *s;
+    const SweepTotals *t;
+    const SensGrid *g;
+    int head_dim, n_cells;
+    char model_sha256[65];
+    PplSummary *y;                       /* [sens_config_index] */
+    double *kl;                          /* [sens_config_index]: y's kl_mean, for the heatmap */
+    double stored[SENS_MAX_CANDIDATES], bits[SENS_MAX_CANDIDATES];   /* stored, effective at ctx */
+} Report;
+
+static void report_free(Report *r) {
+    free(r->y);
+    free(r->kl);
+}
+
+/* The model's geometry and identity, every cell's summary and every candidate's bits. */
+static int report_init(Report *r, const SweepSettings *s, const SweepTotals *t, const SensGrid *g, Error *err) {
+    memset(r, 0, sizeof *r);
+    r->s = s, r->t = t, r->g = g;
+    r->n_cells = 2 * g->n_layers * g->n_candidates;
+    char path[4200];
+    Config c;
+    snprintf(path, sizeof path, "%s/config.json", s->model);
+    if (config_load(&c, path, err)) return -1;
+    if (c.n_layers != g->n_layers)
+        return error_set(err, "%s: %d layers, but the sensitivity's configurations are of %d", path, c.n_layers, g->n_layers);
+    if (modeldir_sha256(s->model, r->model_sha256, err)) return -1;
+    r->head_dim = c.head_dim;
+    r->y = calloc((size_t)r->n_cells, sizeof *r->y);
+    r->kl = calloc((size_t)r->n_cells, sizeof *r->kl);
+    if (!r->y || !r->kl) { report_free(r); return error_set(err, "out of memory"); }
+    for (int i = 0; i < r->n_cells; i++) {
+        r->y[i] = token_sums_summarize(&t->sums[i]);
+        r->kl[i] = r->y[i].kl_mean;
+    }
+    for (int k = 0; k < g->n_candidates; k++) {
+        KvSpec spec;
+        char why[160];
+        if (kv_spec_parse(g->candidates[k], KV_SIDE_KEYS, &spec, why, sizeof why)) {
+            report_free(r);
+            return error_set(err, "candidate '%s': %s", g->candidates[k], why);
+        }
+        r->stored[k] = kv_spec_stored_bits(&spec, c.head_dim);
+        r->bits[k] = kv_spec_effective_bits(&spec, c.head_dim, s->ppl.ctx);
+    }
+    return 0;
+}
+
+/* ---- Markdown ---- */
+
+static void print_header(FILE *f, const Report *r) {
+    const SweepSettings *s = r->s;
+    long n = r->n_cells > 0 ? r->y[0].n : 0;
+    fprintf(f, "Model `%s` (model.safetensors sha256 %.12s...), text `%s` (%d tokens), ", s->model, r->model_sha256,
+            s->text_file, s->n_tokens);
+    if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
+    else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
+    fprintf(f, ", %d of %d windows, %ld scored tokens per cell, %s matmuls. ", r->t->windows, s->windows_total, n,
+            s->precision);
+    if (s->calib_sha256[0]) fprintf(f, "Calibration %s%s(sha256 %.12s...). ", s->calib, s->calib[0] ? " " : "", s->calib_sha256);
+    if (r->n_cells > 0) fprintf(f, "Baseline (fp32 cache) perplexity %.4f. ", r->y[0].base_ppl);
+    fprintf(f, "A cell: only that layer's keys (K) or values (V) use the candidate, everything else stays fp32; "
+               "bits are effective bits per value at ctx %d.\n\n", s->ppl.ctx);
+}
+
+/* Mean KL +/- SE: rows side and layer, columns the candidates. */
+static void print_kl_table(FILE *f, const Report *r) {
+    const SensGrid *g = r->g;
+    fprintf(f, "| side | layer |");
+    for (int c = 0; c < g->n_candidates; c++) fprintf(f, " %s (%.4g b) |", g->candidates[c], r->bits[c]);
+    fprintf(f, "\n|---|---:|");
+    for (int c = 0; c < g->n_candidates; c++) fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (int side = 0; side < 2; side++)
+        for (int layer = 0; layer < g->n_layers; layer++) {
+            fprintf(f, "| %s | %d |", SIDE_NAMES[side], layer);
+            for (int c = 0; c < g->n_candidates; c++) {
+                const PplSummary *y = &r->y[sens_config_index(g, side, layer, c)];
+                fprintf(f, " %.3g +/- %.2g |", y->kl_mean, y->kl_se);
+            }
+            fprintf(f, "\n");
+        }
+}
+
+static void print_cells_table(FILE *f, const Report *r) {
+    const SensGrid *g = r->g;
+    fprintf(f, "| side | layer | candidate | bits | KL mean | KL p99 | KL max | delta ppl %% | top-1 %% |\n"
+               "|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int side = 0; side < 2; side++)
+        for (int layer = 0; layer < g->n_layers; layer++)
+            for (int c = 0; c < g->n_candidates; c++) {
+                const PplSummary *y = &r->y[sens_config_index(g, side, layer, c)];
+                fprintf(f, "| %s | %d | %s | %.4g | %.3g +/- %.2g | %.3g | %.3g | %+.3f +/- %.3f | %.2f +/- %.2f |\n",
+                        SIDE_NAMES[side], layer, g->candidates[c], r->bits[c], y->kl_mean, y->kl_se, y->kl_p99, y->kl_max,
+                        y->delta_pct, y->delta_pct_se, 100 * y->top1, 100 * y->top1_se);
+            }
+}
+
+static void write_markdown(FILE *f, const Report *r) {
+    print_header(f, r);
+    fprintf(f, "Mean KL (nats/token) +/- SE when only this layer's keys (K) or values (V) use the candidate:\n\n");
+    print_kl_table(f, r);
+    fprintf(f, "\nEvery cell:\n\n");
+    print_cells_table(f, r);
+}
+
+/* ---- CSV and JSON ---- */
+
+static void write_csv(FILE *f, const Report *r) {
+    const SensGrid *g = r->g;
+    fprintf(f, "side,layer,candidate,stored_bits,effective_bits,scored_tokens,kl_mean,kl_stderr,kl_median,kl_p99,kl_max,"
+               "ppl,baseline_ppl,delta_percent,delta_percent_stderr,ln_ppl_ratio,ln_ppl_ratio_stderr,top1,top1_stderr,"
+               "kl_sum,nll_sum,base_nll_sum\n");
+    for (int side = 0; side < 2; side++)
+        for (int layer = 0; layer < g->n_layers; layer++)
+            for (int c = 0; c < g->n_candidates; c++) {
+                int i = sens_config_index(g, side, layer, c);
+                const PplSummary *y = &r->y[i];
+                const TokenSums *t = &r->t->sums[i];
+                fprintf(f, "%s,%d,\"%s\",%.9g,%.9g,%ld", SIDE_NAMES[side], layer, g->candidates[c], r->stored[c],
+                        r->bits[c], y->n);
+                double v[] = {y->kl_mean, y->kl_se, y->kl_median, y->kl_p99, y->kl_max, y->ppl, y->base_ppl,
+                              y->delta_pct, y->delta_pct_se, y->ln_ratio, y->ln_ratio_se, y->top1, y->top1_se};
+                for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) fprintf(f, ",%.9g", v[k]);
+                fprintf(f, ",%.17g,%.17g,%.17g\n", t->kl_sum, t->nll_sum, t->base_nll_sum);
+            }
+}
+
+static void write_cell_json(FILE *f, const Report *r, int side, int layer, int c, int last) {
+    int i = sens_config_index(r->g, side, layer, c);
+    const PplSummary *y = &r->y[i];
+    const TokenSums *t = &r->t->sums[i];
+    const SweepConfig *sc = &r->s->configs[i];
+    fprintf(f, "  {\"side\": \"%s\", \"layer\": %d, \"candidate\": ", SIDE_NAMES[side], layer);
+    json_out_quoted(f, r->g->candidates[c], strlen(r->g->candidates[c]));
+    fprintf(f, ",\n");
+    json_out_string(f, "k_scheme", sc->k_text, 0);
+    json_out_string(f, "v_scheme", sc->v_text, 0);
+    fprintf(f, "  \"scored_tokens\": %ld,\n", y->n);
+    json_out_number(f, "kl_mean", y->kl_mean, 0);
+    json_out_number(f, "ppl", y->ppl, 0);
+    json_out_number(f, "delta_percent", y->delta_pct, 0);
+    json_out_number(f, "top1_agreement", y->top1, 0);
+    report_summary_json(f, *y);
+    json_out_number(f, "kl_sum", t->kl_sum, 0);
+    json_out_number(f, "nll_sum", t->nll_sum, 0);
+    json_out_number(f, "base_nll_sum", t->base_nll_sum, 1);
+    fprintf(f, "  }%s\n", last ? "" : ",");
+}
+
+static void write_json(FILE *f, const Report *r) {
+    const SweepSettings *s = r->s;
+    const SensGrid *g = r->g;
+    fprintf(f, "{\n  \"kvq_sensitivity\": 1,\n");
+    json_out_string(f, "model", s->model, 0);
+    json_out_string(f, "model_sha256", r->model_sha256, 0);
+    json_out_string(f, "text_file", s->text_file, 0);
+    json_out_string(f, "calib_sha256", s->calib_sha256, 0);
+    json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
+    json_out_string(f, "precision", s->precision, 0);
+    fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", s->ppl.ctx, s->ppl.stride, s->n_tokens);
+    fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", r->t->windows, s->windows_total);
+    fprintf(f, "  \"scored_tokens\": %ld,\n", r->n_cells > 0 ? r->y[0].n : 0L);
+    json_out_number(f, "baseline_ppl", r->n_cells > 0 ? r->y[0].base_ppl : NAN, 0);
+    fprintf(f, "  \"n_layers\": %d,\n  \"head_dim\": %d,\n", g->n_layers, r->head_dim);
+    json_out_string(f, "bits", "effective bits per value at ctx (SCHEMES.md 6)", 0);
+    fprintf(f, "  \"candidates\": [\n");
+    for (int c = 0; c < g->n_candidates; c++) {
+        fprintf(f, "    {\"spec\": ");
+        json_out_quoted(f, g->candidates[c], strlen(g->candidates[c]));
+        fprintf(f, ", \"stored_bits\": %.17g, \"effective_bits\": %.17g}%s\n", r->stored[c], r->bits[c],
+                c + 1 < g->n_candidates ? "," : "");
+    }
+    fprintf(f, "  ],\n  \"cells\": [\n");
+    for (int side = 0; side < 2; side++)
+        for (int layer = 0; layer < g->n_layers; layer++)
+            for (int c = 0; c < g->n_candidates; c++)
+                write_cell_json(f, r, side, layer, c, side == 1 && layer == g->n_layers - 1 && c == g->n_candidates - 1);
+    fprintf(f, "  ]\n}\n");
+}
+
+static void write_svg(FILE *f, const Report *r) {
+    char title[2400];
+    snprintf(title, sizeof title, "%s, %s, ctx %d, %ld scored tokens", r->s->model, r->s->text_file, r->s->ppl.ctx,
+             r->n_cells > 0 ? r->y[0].n : 0L);
+    sens_write_heatmap_svg(f, title, r->g, r->kl, r->bits);
+}
+
+/* ---- the files ---- */
+
+static int write_file(const char *dir, const char *name, void (*writer)(FILE *, const Report *), const Report *r,
+                      Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    AtomicFile af;
+    if (atomic_open(&af, path, err)) return -1;
+    writer(af.f, r);
+    return atomic_commit(&af, err);
+}
+
+int sens_finish_report(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, const SensGrid *g,
+                       int json, Error *err) {
+    Report r;
+    if (report_init(&r, s, t, g, err)) return -1;
+    int rc = sweep_write_outputs(out_dir, s, t, err) || write_file(out_dir, "sensitivity.md", write_markdown, &r, err) ||
+             write_file(out_dir, "sensitivity.csv", write_csv, &r, err) ||
+             write_file(out_dir, "sensitivity.json", write_json, &r, err) ||
+             write_file(out_dir, "sensitivity.svg", write_svg, &r, err) ? -1 : 0;
+    if (!rc && json) write_json(out, &r);
+    else if (!rc) {
+        print_header(out, &r);
+        print_kl_table(out, &r);
+        fprintf(out, "\nwrote %s/sensitivity.md, sensitivity.csv, sensitivity.json, sensitivity.svg (and the sweep's "
+                     "results.*)\n", out_dir);
+    }
+    report_free(&r);
+    return rc;
+}

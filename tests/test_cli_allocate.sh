@@ -1,0 +1,196 @@
+#!/bin/sh
+# tests/test_cli_allocate.sh: ./run sensitivity and ./run allocate end to end on mini-llama-brown
+# (ctx 256, 2 windows, 2 candidates: 17 forward passes a window). A cell of the sensitivity has the
+# sums of `./run ppl` with that LAYERED scheme (keys and values apart); the run costs 2 x layers x
+# candidates + 1 passes a window; a killed and resumed run and two shards put together by
+# sweep-merge give the uninterrupted run's report byte for byte; the heatmap is XML and renders;
+# allocate's choice is the brute-force optimum over every combination (python3, exact fractions
+# for the bits), its LAYERED strings say that choice, and --verify's measured KL is ppl's for those
+# strings; bad budgets, candidates, models and flags exit 2 with one line and write nothing.
+. tests/cli_helpers.sh
+M=data/models/mini-llama-brown
+W="--ctx 256 --stride 128 --windows 2"
+C="int2-g64+had,tq3"
+[ -x ./run ] || { fail "cli allocate" "./run not built"; exit 1; }
+
+# --- a whole sensitivity (not quiet: its plan line and the run's forward-pass tokens)
+./run sensitivity $M $W --candidates "$C" --out-dir "$T/full" >"$T/full.out" 2>"$T/full.err"
+rc=$?
+[ "$rc" -eq 0 ] && pass "sensitivity of 2 candidates on mini-llama-brown runs" || fail "sensitivity runs" "exit $rc: $(head -c 300 "$T/full.err")"
+missing=""
+for f in sensitivity.md sensitivity.csv sensitivity.json sensitivity.svg results.csv journal.jsonl sweep.json; do
+    [ -s "$T/full/$f" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && pass "sensitivity writes sensitivity.md/csv/json/svg beside the sweep's files" || fail "sensitivity files" "missing:$missing"
+# 4 layers x 2 sides x 2 candidates + the baseline = 17 passes of 256 tokens, 2 windows
+grep -q "17 forward passes a window" "$T/full.err" && grep -q "this run: .* 8704 forward-pass tokens" "$T/full.err" \
+    && pass "sensitivity costs (2 x 4 layers x 2 candidates + 1) x 256 tokens x 2 windows = 8704 forward-pass tokens, no more" \
+    || fail "sensitivity cost" "$(cat "$T/full.err")"
+grep -q "^| K | 3 |" "$T/full.out" && grep -q "^| V | 0 |" "$T/full.out" && pass "sensitivity prints the KL table by side and layer" \
+    || fail "sensitivity table" "$(head -c 400 "$T/full.out")"
+
+# --- a cell = ppl with that LAYERED scheme: the same sums (keys of layer 2, values of layer 1)
+./run ppl $M $W --text-file data/wikitext-2-raw/wiki.valid.raw --k-scheme 'fp32;2:tq3' --v-scheme fp32 --json --quiet >"$T/k2.json" 2>"$T/k2.err"
+./run ppl $M $W --text-file data/wikitext-2-raw/wiki.valid.raw --k-scheme fp32 --v-scheme 'fp32;1:int2-g64+had' --json --quiet >"$T/v1.json" 2>"$T/v1.err"
+python3 - "$T/full/sensitivity.json" "$T/k2.json" "$T/v1.json" <<'PY' && pass "sensitivity cells K 2 tq3 and V 1 int2-g64+had = ppl --k-scheme/--v-scheme 'fp32;L:c': nll, baseline nll, KL sums and tokens (rel 1e-9)" || fail "sensitivity = ppl" "see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+cells = {(c["side"], c["layer"], c["candidate"]): c for c in s["cells"]}
+for (key, path) in [(("K", 2, "tq3"), sys.argv[2]), (("V", 1, "int2-g64+had"), sys.argv[3])]:
+    p = json.load(open(path))
+    c = cells[key]
+    if c["scored_tokens"] != p["scored_tokens"]:
+        print("tokens", key, c["scored_tokens"], p["scored_tokens"]); sys.exit(1)
+    for k in ["kl_sum", "nll_sum", "base_nll_sum"]:
+        if not abs(c[k] - p[k]) <= 1e-9 * abs(p[k]):   # ppl adds all tokens in one sum, the sweep window by window
+            print("differs:", key, k, c[k], p[k]); sys.exit(1)
+    other = ("V" if key[0] == "K" else "K", key[1], key[2])
+    if abs(cells[other]["kl_sum"] - p["kl_sum"]) <= 1e-6 * abs(p["kl_sum"]):
+        print("the other side's cell has the same KL:", other); sys.exit(1)
+PY
+
+# --- the heatmap: XML with 16 titled cells, and a renderer makes a PNG of it
+python3 - "$T/full/sensitivity.svg" <<'PY' && pass "sensitivity.svg parses as XML with 16 cells titled K/V layer candidate" || fail "sensitivity.svg" "see above"
+import sys, xml.etree.ElementTree as E
+root = E.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+cells = [r for r in root.iter(ns + "rect") if r.get("class") == "cell"]
+titles = [r.find(ns + "title").text for r in cells]
+ok = len(cells) == 16 and sum(t.startswith("K layer") for t in titles) == 8 and sum(t.startswith("V layer") for t in titles) == 8
+print(len(cells), titles[:2])
+sys.exit(0 if ok else 1)
+PY
+if command -v rsvg-convert >/dev/null 2>&1; then
+    rsvg-convert "$T/full/sensitivity.svg" -o "$T/heat.png" 2>"$T/rsvg.err"
+    size=$(wc -c <"$T/heat.png" 2>/dev/null || echo 0)
+    [ "$size" -gt 1000 ] && pass "rsvg-convert renders sensitivity.svg to a PNG ($size bytes)" || fail "rsvg-convert sensitivity.svg" "$(cat "$T/rsvg.err")"
+else
+    fail "rsvg-convert renders sensitivity.svg" "rsvg-convert not installed (Debian package librsvg2-bin)"
+fi
+
+# --- killed mid-run and a torn last line, started again: the same report, byte for byte
+./run sensitivity $M $W --candidates "$C" --out-dir "$T/killed" --quiet >/dev/null 2>&1 &
+pid=$!
+i=0
+while [ "$i" -lt 1200 ] && [ "$(cat "$T/killed/journal.jsonl" 2>/dev/null | wc -l)" -lt 5 ]; do sleep 0.05; i=$((i + 1)); done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+lines=$(wc -l <"$T/killed/journal.jsonl")
+[ "$lines" -ge 5 ] && [ "$lines" -lt 32 ] && pass "a sensitivity killed mid-run leaves a journal of finished cells ($lines of 32)" \
+    || fail "sensitivity killed mid-run" "$lines journal lines"
+printf '{"window": 1, "config": 9, "k": "fp3' >>"$T/killed/journal.jsonl"
+expect_exit "the killed sensitivity started again finishes" 0 ./run sensitivity $M $W --candidates "$C" --out-dir "$T/killed" --quiet
+same=""
+for f in sensitivity.md sensitivity.csv sensitivity.json sensitivity.svg; do cmp -s "$T/full/$f" "$T/killed/$f" || same="$same $f"; done
+[ -z "$same" ] && pass "killed, torn and resumed: sensitivity.md/csv/json/svg identical to the uninterrupted run's" \
+    || fail "sensitivity resumed" "differ:$same"
+
+# --- two shards put together by sweep-merge: the same report
+expect_exit "sensitivity shard 0/2" 0 ./run sensitivity $M $W --candidates "$C" --out-dir "$T/s0" --shard 0/2 --quiet
+expect_exit "sensitivity shard 1/2" 0 ./run sensitivity $M $W --candidates "$C" --out-dir "$T/s1" --shard 1/2 --quiet
+expect_exit "sweep-merge of the sensitivity's shards" 0 ./run sweep-merge "$T/s1" "$T/s0" --out-dir "$T/merged"
+same=""
+for f in sensitivity.md sensitivity.csv sensitivity.json sensitivity.svg results.csv; do cmp -s "$T/full/$f" "$T/merged/$f" || same="$same $f"; done
+[ -z "$same" ] && pass "2 sensitivity shards merged: sensitivity.md/csv/json/svg and results.csv identical to the single run's" \
+    || fail "sensitivity shards merged" "differ:$same"
+
+# --- allocate: the brute-force optimum over all 2^8 choices, with exact bits
+./run allocate $M --from "$T/full" --budget 2.25,2.5,2.75,3,3.25 --json >"$T/alloc.json" 2>"$T/alloc.err"
+python3 - "$T/full/sensitivity.json" "$T/alloc.json" <<'PY' && pass "allocate at 2.25, 2.5, 2.75, 3, 3.25 bits = brute force over every choice (least summed KL within the mean bits, exact fractions); its LAYERED strings say that choice" || fail "allocate = brute force" "see above"
+import itertools, json, sys
+from fractions import Fraction
+s = json.load(open(sys.argv[1]))
+a = json.load(open(sys.argv[2]))
+L, cands = s["n_layers"], [c["spec"] for c in s["candidates"]]
+bits = {c["spec"]: Fraction(c["effective_bits"]).limit_denominator(1 << 20) for c in s["candidates"]}
+kl = {(c["side"], c["layer"], c["candidate"]): c["kl_mean"] for c in s["cells"]}
+groups = [("K", l) for l in range(L)] + [("V", l) for l in range(L)]
+def layered(text):   # a LAYERED value as the spec of each layer
+    items = text.split(";")
+    out = [items[0]] * L
+    for it in items[1:]:
+        rng, spec = it.split(":", 1)
+        lo, hi = (rng.split("-") + [rng])[:2] if "-" in rng else (rng, rng)
+        for l in range(int(lo), int(hi) + 1):
+            out[l] = spec
+    return out
+for alloc in a["allocations"]:
+    budget = Fraction(alloc["budget_fraction"][0], alloc["budget_fraction"][1])
+    best = None
+    for choice in itertools.product(cands, repeat=len(groups)):
+        mean = sum(bits[c] for c in choice) / len(groups)
+        if mean > budget:
+            continue
+        damage = sum(kl[(g[0], g[1], c)] for g, c in zip(groups, choice))
+        if best is None or damage < best[0] - 1e-15:
+            best = (damage, choice, mean)
+    got = alloc["k_choice"] + alloc["v_choice"]
+    got_damage = sum(kl[(g[0], g[1], c)] for g, c in zip(groups, got))
+    ok = abs(got_damage - best[0]) <= 1e-12 * best[0] and abs(alloc["predicted_kl"] - best[0]) <= 1e-12 * best[0]
+    ok = ok and sum(bits[c] for c in got) / len(groups) <= budget and list(got) == list(best[1])
+    ok = ok and layered(alloc["k_scheme"]) == alloc["k_choice"] and layered(alloc["v_scheme"]) == alloc["v_choice"]
+    print("budget", budget, "K", alloc["k_scheme"], "V", alloc["v_scheme"], alloc["predicted_kl"], "brute force", best[0])
+    if not ok:
+        sys.exit(1)
+PY
+
+# --- allocate --verify: on held-out windows, the allocation's and the uniform candidate's KL are
+# ppl's for the same schemes (1 window of wiki.test)
+expect_exit "allocate --verify at 2.25 and 2.5 bits on 1 held-out window" 0 ./run allocate $M --from "$T/full" --budget 2.25,2.5 --verify \
+    --out-dir "$T/verify" --windows 1 --json --quiet
+cp "$T/out" "$T/verify.json"
+python3 - "$T/verify.json" >"$T/schemes" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+print(a["allocations"][1]["k_scheme"], a["allocations"][1]["v_scheme"])
+PY
+read -r KS VS <"$T/schemes"
+./run ppl $M --ctx 256 --stride 128 --windows 1 --k-scheme "$KS" --v-scheme "$VS" --json --quiet >"$T/pa.json" 2>/dev/null
+./run ppl $M --ctx 256 --stride 128 --windows 1 --kv-scheme int2-g64+had --json --quiet >"$T/pu.json" 2>/dev/null
+python3 - "$T/verify.json" "$T/pa.json" "$T/pu.json" <<'PY' && pass "allocate --verify: the 2.5-bit allocation's and the uniform int2-g64+had's measured KL = ppl's for the same schemes on wiki.test (rel 1e-9), held out; at 2.25 bits the allocation is int2-g64+had everywhere, the best uniform candidate exactly at the budget" || fail "allocate --verify = ppl" "see above"
+import json, sys
+v = json.load(open(sys.argv[1]))["verify"]
+pa, pu = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+at = v["budgets"][0]["rows"]
+if len(at) != 2 or at[1]["k_scheme"] != "int2-g64+had" or not at[1].get("best_uniform") or at[0]["kl_mean"] != at[1]["kl_mean"]:
+    print("2.25 bits:", at); sys.exit(1)
+rows = v["budgets"][1]["rows"]
+alloc = [r for r in rows if r["kind"] == "allocation"][0]
+uni = [r for r in rows if r["kind"] == "uniform"][0]
+ok = v["held_out"] and uni["k_scheme"] == "int2-g64+had" and uni.get("best_uniform")
+for row, p in [(alloc, pa), (uni, pu)]:
+    ok = ok and abs(row["kl_mean"] - p["kl_mean"]) <= 1e-9 * p["kl_mean"] and row["scored_tokens"] == p["scored_tokens"]
+    ok = ok and abs(row["measured_over_predicted"] * row["predicted_kl"] - row["kl_mean"]) <= 1e-12 * row["kl_mean"]
+    print(row["kind"], row["kl_mean"], p["kl_mean"])
+sys.exit(0 if ok else 1)
+PY
+[ -s "$T/verify/allocation.md" ] && [ -s "$T/verify/allocation.json" ] && pass "allocate --verify writes allocation.md and allocation.json beside the sweep's files" \
+    || fail "allocate --verify files" "$(ls "$T/verify")"
+
+# --- bad input: exit 2, one line, nothing written
+expect_exit "allocate --budget nan: exit 2" 2 ./run allocate $M --from "$T/full" --budget nan
+expect_exit "allocate --budget -1: exit 2" 2 ./run allocate $M --from "$T/full" --budget -1
+expect_exit "allocate --budget abc: exit 2" 2 ./run allocate $M --from "$T/full" --budget abc
+expect_exit "allocate --budget '': exit 2" 2 ./run allocate $M --from "$T/full" --budget ''
+expect_exit "allocate --budget 2 (below the cheapest, 2.25) with --verify: exit 2" 2 ./run allocate $M --from "$T/full" --budget 2 --verify --out-dir "$T/bad1"
+grep -q "below the cheapest allocation, 2.25 bits" "$T/err" && pass "the refusal names the cheapest allocation's bits" || fail "below cheapest message" "$(cat "$T/err")"
+no_file "a budget below the cheapest writes no --out-dir" "$T/bad1"
+expect_exit "allocate without --from: exit 2" 2 ./run allocate $M --budget 3
+grep -q "sensitivity" "$T/err" && pass "allocate without --from says to run the sensitivity first" || fail "no --from message" "$(cat "$T/err")"
+expect_exit "allocate --candidates with one the sensitivity did not measure: exit 2" 2 ./run allocate $M --from "$T/full" --budget 3 --candidates tq3,tq2
+expect_exit "allocate --candidates '': exit 2" 2 ./run allocate $M --from "$T/full" --budget 3 --candidates ''
+expect_exit "allocate with another model than the sensitivity's: exit 2" 2 ./run allocate data/models/mini-llama-brown-outliers --from "$T/full" --budget 3 --verify --out-dir "$T/bad2"
+no_file "allocate with another model writes no --out-dir" "$T/bad2"
+expect_exit "allocate --from a directory without a sensitivity: exit 2" 2 ./run allocate $M --from "$T/nope" --budget 3
+expect_exit "allocate --verify without --out-dir: exit 2" 2 ./run allocate $M --from "$T/full" --budget 3 --verify
+expect_exit "sensitivity --candidates '': exit 2" 2 ./run sensitivity $M $W --candidates '' --out-dir "$T/bad3"
+expect_exit "sensitivity with an unknown candidate: exit 2" 2 ./run sensitivity $M $W --candidates tq3,int5-g64 --out-dir "$T/bad3"
+expect_exit "sensitivity with a candidate twice: exit 2" 2 ./run sensitivity $M $W --candidates 'tq3, tq3' --out-dir "$T/bad3"
+expect_exit "sensitivity with a per-layer candidate: exit 2" 2 ./run sensitivity $M $W --candidates 'fp32;1:tq3' --out-dir "$T/bad3"
+expect_exit "sensitivity with a candidate the model cannot hold (int4-g128, head_dim 64): exit 2" 2 ./run sensitivity $M $W --candidates int4-g128 --out-dir "$T/bad3"
+no_file "refused sensitivities write no --out-dir" "$T/bad3"
+mkdir "$T/nocal" && cp $M/config.json $M/model.safetensors $M/tokenizer.bin "$T/nocal/"
+expect_exit "sensitivity with a fitted candidate (nuq2-g64) and no calibration: exit 2" 2 ./run sensitivity "$T/nocal" $W --candidates tq3,nuq2-g64 --out-dir "$T/bad4"
+grep -q "needs a calibration" "$T/err" && pass "the refusal says the fitted candidate needs a calibration" || fail "no calibration message" "$(cat "$T/err")"
+no_file "a sensitivity refused for want of a calibration writes no --out-dir" "$T/bad4"
+expect_exit "sensitivity with other candidates on an existing out dir: exit 2" 2 ./run sensitivity $M $W --candidates tq3 --out-dir "$T/full" --quiet

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""tests/test_readme_allocate.py: the README's allocation figures ("Bits where they matter") are the
+committed files' (data/sensitivity/, `make allocate-demo`), and today's ./run allocate makes the same
+choices from the committed sensitivities. Cheap: no forward pass runs (the held-out sweeps took minutes).
+
+- each table after an `<!-- allocate-demo table: FILE -->` marker is, line for line, the first table of FILE
+  (allocate --verify's allocation.md);
+- the ratios after `<!-- allocate-demo ratios -->` are the allocations' measured / predicted KL in the
+  verify-test and verify-valid allocation.json files, to the two decimals shown, in the order named;
+- `./run allocate MODEL --from data/sensitivity/MODEL --budget 2.5,3,3.5 --json` gives the committed
+  allocation.json's schemes, bits and predicted KL exactly (the knapsack on the committed sensitivity.json);
+- the heatmap the README shows exists and is an SVG. Run from the repo root after `make`."""
+import json
+import os
+import re
+import subprocess
+
+README = open("README.md", encoding="utf-8").read()
+MODELS = ["mini-llama-brown-outliers", "mini-llama-brown"]
+
+
+def report(name, ok, why=""):
+    print(f"PASS {name}" if ok else f"FAIL {name}: {why}")
+
+
+def first_table(text):
+    lines, started = [], False
+    for line in text.splitlines():
+        if line.startswith("| budget | configuration"):
+            started = True
+        if started and not line.startswith("|"):
+            break
+        if started:
+            lines.append(line)
+    return lines
+
+
+def tables():
+    marks = list(re.finditer(r"<!-- allocate-demo table: (\S+) -->\n", README))
+    report("README: an allocate-demo table for each bundled model", len(marks) == 2, f"{len(marks)} markers")
+    for m in marks:
+        path = m.group(1)
+        shown = []
+        for line in README[m.end():].splitlines():
+            if not line.startswith("|"):
+                break
+            shown.append(line)
+        want = first_table(open(path, encoding="utf-8").read()) if os.path.exists(path) else None
+        report(f"README: the allocation table of {path} is the file's, line for line", shown == want and len(shown) == 8,
+               f"README {len(shown)} lines, file {None if want is None else len(want)}: "
+               f"{next((a for a, b in zip(shown, want or []) if a != b), '')}")
+
+
+def ratios():
+    m = re.search(r"<!-- allocate-demo ratios -->\n(.*?)\n\n", README, re.S)
+    if not m:
+        report("README: the additivity ratios are the files'", False, "no <!-- allocate-demo ratios --> paragraph")
+        return
+    text = m.group(1)
+    held, own = text.split("On the", 1)
+    bad = []
+    for part, check in [(held, "verify-test"), (own, "verify-valid")]:
+        for model in MODELS:
+            got = re.search(re.escape(model) + r" (\d+\.\d+), (\d+\.\d+), (\d+\.\d+)", part.replace("\n", " "))
+            j = json.load(open(f"data/sensitivity/{model}/{check}/allocation.json"))
+            want = ["%.2f" % r["measured_over_predicted"] for b in j["verify"]["budgets"] for r in b["rows"]
+                    if r["kind"] == "allocation"]
+            if not got or list(got.groups()) != want:
+                bad.append(f"{model} {check}: README {got.groups() if got else None}, file {want}")
+    report("README: the additivity ratios (measured / predicted KL, held out and on the sensitivity's windows) are "
+           "the verify files'", not bad, "; ".join(bad))
+
+
+def rerun():
+    for model in MODELS:
+        got = subprocess.run(["./run", "allocate", f"data/models/{model}", "--from", f"data/sensitivity/{model}",
+                              "--budget", "2.5,3,3.5", "--json"], capture_output=True, text=True)
+        want = json.load(open(f"data/sensitivity/{model}/verify-test/allocation.json"))
+        ok, why = got.returncode == 0, got.stderr.strip()
+        if ok:
+            now = json.loads(got.stdout)["allocations"]
+            keys = ["budget", "bits", "predicted_kl", "k_scheme", "v_scheme", "k_choice", "v_choice"]
+            for a, b in zip(now, want["allocations"]):
+                for k in keys:
+                    if a[k] != b[k]:
+                        ok, why = False, f"budget {a['budget']}: {k} {a[k]} now, {b[k]} in the file"
+            ok = ok and len(now) == len(want["allocations"]) == 3
+        report(f"README: ./run allocate on the committed sensitivity of {model} makes the committed choices "
+               "(schemes, bits, predicted KL exactly)", ok, why)
+
+
+def heatmap():
+    m = re.search(r"!\[per-layer sensitivity[^\]]*\]\((\S+\.svg)\)", README)
+    ok = bool(m) and os.path.exists(m.group(1)) and "<svg" in open(m.group(1), encoding="utf-8").read(400)
+    report("README: the sensitivity heatmap it shows exists and is an SVG", ok, m.group(1) if m else "no image")
+
+
+tables()
+ratios()
+rerun()
+heatmap()
