@@ -86,13 +86,23 @@ printf 'this is not a safetensors file\n' >"$T/text.st"
 cp $KV "$T/kv.st"   # a KV cache file whose name has no other use
 
 # --- a fitted base without a calibration; a missing fit (both print the calibrate command)
+# The bundled models ship a default kv-calib.safetensors: B is the outlier model without one.
+B="$T/bare"
+mkdir -p "$B"
+for f in config.json model.safetensors tokenizer.bin; do ln -s "$PWD/$O/$f" "$B/$f"; done
 refused "calib: ppl nuq3-g64 without a calibration names the calibrate command" \
     "needs a calibration (--calib FILE; ./run calibrate MODEL_DIR --fit nuq3-g64 --out FILE makes one)" \
-    ./run ppl $O $W --kv-scheme nuq3-g64
+    ./run ppl $B $W --kv-scheme nuq3-g64
 refused "calib: ppl --k-scheme vq8-d8+had without a calibration names its fit key" \
-    "--fit vq8-d8+had --out FILE makes one" ./run ppl $O $W --k-scheme vq8-d8+had+res16 --v-scheme fp16
+    "--fit vq8-d8+had --out FILE makes one" ./run ppl $B $W --k-scheme vq8-d8+had+res16 --v-scheme fp16
 refused "calib: generate a fitted layer item without a calibration" "--fit nuq2-t64 --out FILE" \
-    ./run generate $O -n 4 -s 1 --kv-scheme "int4-g64;2:nuq2-t64"
+    ./run generate $B -n 4 -s 1 --kv-scheme "int4-g64;2:nuq2-t64"
+refused "calib: ppl a fit the bundled calibration lacks names it and the calibrate command" \
+    "$O/kv-calib.safetensors has no fit vq12-d8 (./run calibrate MODEL_DIR --fit vq12-d8 --out FILE makes it)" \
+    ./run ppl $O $W --kv-scheme vq12-d8
+ok "calib: ppl nuq3-g64 on a bundled model reads its kv-calib.safetensors" ./run ppl $O $W --kv-scheme nuq3-g64
+grep -q "calib: *$O/kv-calib.safetensors" "$T/out" && pass "calib: ppl's report names the bundled calibration" ||
+    fail "calib: ppl's report names the bundled calibration" "$(head -c 400 "$T/out")"
 refused "calib: ppl a fit the file lacks prints the calibrate command" \
     "$CAL has no fit nuq4-g64 (./run calibrate MODEL_DIR --fit nuq4-g64 --out FILE makes it)" \
     ./run ppl $O $W --kv-scheme nuq4-g64 --calib $CAL
@@ -158,7 +168,7 @@ PY
 grep -q "calibration $CAL (sha256 $sha)" "$T/v.txt" && grep -q "^Calibration: *$CAL" "$T/v.txt" &&
     pass "calib: --validate's text report names the calibration" || fail "calib: --validate text report" "$(head -c 600 "$T/v.txt")"
 refused "calib: --validate nuq3-g64 without a calibration" "--fit nuq3-g64 --out FILE" \
-    env TMPDIR="$T/vtmp" ./run --validate --model $O --kv-scheme nuq3-g64 --windows 1 --ctx 64 --stride 64 --quiet
+    env TMPDIR="$T/vtmp" ./run --validate --model $B --kv-scheme nuq3-g64 --windows 1 --ctx 64 --stride 64 --quiet
 [ -z "$(ls -A "$T/vtmp")" ] && pass "calib: --validate leaves no compressed file in TMPDIR" || fail "calib: --validate TMPDIR" "$(ls "$T/vtmp")"
 
 # --- a sweep resumed with another calibration
