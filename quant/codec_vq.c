@@ -98,39 +98,48 @@ static uint16_t norm_f16(const float *x, int n) {
 }
 
 #if defined(__AVX512F__)
-/* lloyd_nearest for D = 4 and a codebook of 16k entries, 16 entries a step: 4 registers hold
- * them as loaded (entry 4r + q in 128-bit lane q of register r), each minus x (x in every lane)
- * squared, and a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate i in
- * register i, so that ((sq0 + sq1) + sq2) + sq3 is lloyd.h's distance, each step rounded as
- * there (no fma). Lane 4q + r then holds entry 4r + q. Each lane keeps the first strictly lower
- * distance of the entries it sees (in increasing order), and the lowest distance over the lanes
- * with, among equal ones, the lowest entry is the scalar scan's answer; with no distance below
- * +inf (NaN or overflow everywhere) that is entry 0, as there. */
+/* lloyd.h's distances from x (D = 4) to the 16 entries c0 .. c0+15 of a codebook: 4 registers
+ * hold them as loaded (entry 4r + q in 128-bit lane q of register r), each minus x (x in every
+ * lane) squared, and a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate
+ * i in register i, so that ((sq0 + sq1) + sq2) + sq3 is the distance, each step rounded as there
+ * (no fma). Lane 4q + r holds entry c0 + 4r + q (see keep_lower). */
+static inline __m512 distances16(const float *book, int c0, __m512 x4) {
+    __m512 sq[4];
+    for (int r = 0; r < 4; r++) {
+        __m512 t = _mm512_sub_ps(_mm512_loadu_ps(book + (size_t)(c0 + 4 * r) * 4), x4);
+        sq[r] = _mm512_mul_ps(t, t);
+    }
+    __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(sq[0], sq[1])), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(sq[0], sq[1]));
+    __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(sq[2], sq[3])), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(sq[2], sq[3]));
+    __m512 s0 = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)), s1 = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    __m512 s2 = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)), s3 = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), s3);
+}
+
+/* Each lane keeps the first strictly lower distance of the entries it sees, in increasing order. */
+static inline void keep_lower(__m512 d, int c0, __m512 *best, __m512i *best_entry) {
+    const __m512i lane_entry = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __mmask16 lower = _mm512_cmp_ps_mask(d, *best, _CMP_LT_OQ);
+    *best = _mm512_mask_mov_ps(*best, lower, d);
+    *best_entry = _mm512_mask_mov_epi32(*best_entry, lower, _mm512_add_epi32(lane_entry, _mm512_set1_epi32(c0)));
+}
+
+/* lloyd_nearest for D = 4 and a codebook of 16k entries, 32 entries a step in two independent
+ * sets of lanes. The lowest distance over the 32 lanes with, among equal ones, the lowest entry
+ * is the scalar scan's answer; with no distance below +inf (overflow everywhere) every lane
+ * still holds +inf and entry 0, and that is entry 0, as there. */
 static int nearest4_avx512(const float *x, const float *book, int k) {
     const __m512 x4 = _mm512_broadcast_f32x4(_mm_loadu_ps(x));
-    const __m512i lane_entry = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    __m512 best = _mm512_set1_ps(INFINITY);
-    __m512i best_entry = _mm512_setzero_si512();
-    for (int c0 = 0; c0 < k; c0 += 16) {
-        __m512 sq[4];
-        for (int r = 0; r < 4; r++) {
-            __m512 t = _mm512_sub_ps(_mm512_loadu_ps(book + (size_t)(c0 + 4 * r) * 4), x4);
-            sq[r] = _mm512_mul_ps(t, t);
-        }
-        __m512 t0 = _mm512_unpacklo_ps(sq[0], sq[1]), t1 = _mm512_unpackhi_ps(sq[0], sq[1]);
-        __m512 t2 = _mm512_unpacklo_ps(sq[2], sq[3]), t3 = _mm512_unpackhi_ps(sq[2], sq[3]);
-        __m512 c0sq = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
-        __m512 c1sq = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
-        __m512 c2sq = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
-        __m512 c3sq = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
-        __m512 d = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0sq, c1sq), c2sq), c3sq);
-        __mmask16 lower = _mm512_cmp_ps_mask(d, best, _CMP_LT_OQ);
-        best = _mm512_mask_mov_ps(best, lower, d);
-        best_entry = _mm512_mask_mov_epi32(best_entry, lower, _mm512_add_epi32(lane_entry, _mm512_set1_epi32(c0)));
+    __m512 best0 = _mm512_set1_ps(INFINITY), best1 = best0;
+    __m512i entry0 = _mm512_setzero_si512(), entry1 = entry0;
+    for (int c0 = 0; c0 < k; c0 += 32) {
+        keep_lower(distances16(book, c0, x4), c0, &best0, &entry0);
+        if (c0 + 16 < k) keep_lower(distances16(book, c0 + 16, x4), c0 + 16, &best1, &entry1);
     }
-    float low = _mm512_reduce_min_ps(best);
-    __mmask16 at_low = _mm512_cmp_ps_mask(best, _mm512_set1_ps(low), _CMP_EQ_OQ);   /* never empty: no NaN */
-    return _mm512_mask_reduce_min_epi32(at_low, best_entry);
+    __m512 low = _mm512_set1_ps(_mm512_reduce_min_ps(_mm512_min_ps(best0, best1)));   /* no NaN: either order */
+    int e0 = _mm512_mask_reduce_min_epi32(_mm512_cmp_ps_mask(best0, low, _CMP_EQ_OQ), entry0);   /* none: INT_MAX */
+    int e1 = _mm512_mask_reduce_min_epi32(_mm512_cmp_ps_mask(best1, low, _CMP_EQ_OQ), entry1);
+    return e0 < e1 ? e0 : e1;
 }
 #endif
 
@@ -151,8 +160,11 @@ static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     float r = f16_to_f32(r16), sqrt_d = sqrtf((float)n), z[KV_MAX_HEAD_DIM];
     for (int i = 0; i < n; i++) z[i] = x[i] * sqrt_d / r;
     int D = sub_dim(b), k = 1 << b->bits;
-    for (int j = 0; j < n / D; j++)
-        put_code(codes, j, b->bits, nearest(z + (size_t)j * D, D, b->table + (size_t)j * book_floats(b), k));
+    for (int j = 0; j < n / D; j++) {
+        unsigned code = nearest(z + (size_t)j * D, D, b->table + (size_t)j * book_floats(b), k);
+        if (b->bits == 8) codes[j] = (unsigned char)code;   /* a byte each: the stream's layout */
+        else put_code(codes, j, b->bits, code);
+    }
 }
 
 /* One row: x^ = scale * entry, scale = r / sqrt(d) rounded first (as vq_decode's header says).

@@ -986,6 +986,38 @@ static void test_vq_ties(uint64_t *rng) {
           "codec vq: the tie books with a row of +-0.3 (r = fp16(2.4), z off the ties) code as the definition", "differs");
 }
 
+/* Exact ties in books of 256 entries (vq8-d4): a search that scans the entries in blocks, lanes
+ * or several running minima must still give the first of equal distances. Book j holds z's
+ * sub-vector itself (distance 0) at two entries, the pairs spread over the whole book: adjacent
+ * entries, entries 16, 32 or 64 apart, the higher one first in some scan orders, the ends. */
+static void test_vq_ties_wide(uint64_t *rng) {
+    KvBase b = base_of("vq8-d4");
+    enum { N = 64, D = 4, K = 256, BOOKS = N / D };
+    static const int pairs[BOOKS][2] = {{3, 35}, {3, 19}, {3, 4},    {17, 34},  {200, 255}, {0, 255},
+                                        {16, 32}, {31, 240}, {100, 101}, {64, 128}, {5, 21},   {250, 251},
+                                        {15, 16}, {47, 48},  {1, 2},     {128, 129}};
+    float x[N], out[N], want[N];
+    static float T[BOOKS * K * D];
+    uint8_t unit[BOOKS + 2], ref[BOOKS + 2];
+    unit_row(x, N, rng);   /* r = 8, z = x exactly */
+    for (int i = 0; i < BOOKS * K * D; i++) T[i] = 5.0f;
+    for (int j = 0; j < BOOKS; j++)
+        for (int e = 0; e < 2; e++)
+            for (int i = 0; i < D; i++) T[((size_t)j * K + (size_t)pairs[j][e]) * D + i] = x[j * D + i];
+    b.table = T;
+    int ties = 0, bad = 0;
+    b.codec->encode(&b, x, N, unit);
+    b.codec->decode(&b, unit, N, 0, 1, out);
+    vq_ref_row(T, 8, D, x, N, ref, want, &ties);
+    bad += memcmp(unit, ref, sizeof unit) != 0;
+    for (int j = 0; j < BOOKS; j++) bad += unit[j] != pairs[j][0];
+    for (int i = 0; i < N; i++) bad += !same_float(out[i], want[i]);
+    check(bad == 0 && ties == BOOKS, "codec vq: exact ties in books of 256 entries (pairs adjacent, 16, 32, 64 apart, at "
+          "the ends) -> the lower index", "%d wrong, %d ties in the reference (want %d), codes %u %u %u %u", bad, ties,
+          BOOKS, unit[0], unit[1], unit[2], unit[3]);
+}
+
+
 /* z as written, to the last bit: tables holding both z = x / s and the other way to round it,
  * x * (1 / s) (nuq), or z = (x * sqrt(d)) / r and x * (sqrt(d) / r), x / (r / sqrt(d)) (vq),
  * where they differ, must give the entry of the written one. */
@@ -1555,6 +1587,7 @@ int main(void) {
         for (int d = 0; d < 5; d++)
             for (int c = 0; c < 4; c++) test_vq_random(dims[a], Ds[d], Cs[c], &rng);
     test_vq_ties(&rng);
+    test_vq_ties_wide(&rng);
     test_z_rounding(&rng);
     test_vq_special(&rng);
     test_vq_layout(&rng);
