@@ -252,16 +252,6 @@ static inline void row_decode_avx512(const KvBase *b, __m512 table, const unsign
 }
 #endif
 
-/* Whether rows of n values have the AVX-512 path (a table, groups of 16k). */
-static int rows_vectorized(const KvBase *b) {
-#if defined(__AVX512F__)
-    return b->table && b->axis == KV_AXIS_CHANNELS && b->group % 16 == 0;
-#else
-    (void)b;
-    return 0;
-#endif
-}
-
 static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
     if (b->axis == KV_AXIS_TOKENS) {
         tokens_decode(b, units, n, r0, count, out, (size_t)n, 1);
@@ -270,7 +260,7 @@ static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int co
     size_t ub = nuq_unit_bytes(b, n);
     const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * ub;
 #if defined(__AVX512F__)
-    if (rows_vectorized(b)) {
+    if (b->table && b->group % 16 == 0) {   /* a table, groups of 16k */
         __m512 table = table_register(b);
         for (int r = 0; r < count; r++) {   /* one copy per width: constant shifts */
             const unsigned char *row = rows + (size_t)r * ub;
