@@ -33,7 +33,7 @@
 #include "quant/codec.h"
 #include "quant/half.h"
 #include "quant/lloyd.h"
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -205,12 +205,11 @@ static void row_decode_scalar(const KvBase *b, const unsigned char *row, int n, 
         decode_group(b, row + (size_t)g * G * b->bits / 8, scale_at(scales, g), 0, G, out + (size_t)g * G, 1);
 }
 
-#if defined(__AVX512F__)
-/* The table in one register (entries past 2^B are never indexed: zeros). */
-static __m512 table_register(const KvBase *b) {
-    float t[16] = {0};
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* The table padded to 16 entries (entries past 2^B are never indexed: zeros). */
+static void table16(const KvBase *b, float t[16]) {
+    memset(t, 0, sizeof(float) * 16);
     memcpy(t, b->table, sizeof(float) * (size_t)entries(b));
-    return _mm512_loadu_ps(t);
 }
 
 /* The `bits` bytes of 8 codes (2, 3 or 4) as a little-endian word, in loads of their own size
@@ -224,6 +223,16 @@ static inline uint32_t word8(const unsigned char *p, int bits) {
     uint16_t h;
     memcpy(&h, p, 2);
     return bits == 3 ? (uint32_t)h | (uint32_t)p[2] << 16 : h;
+}
+
+#endif
+
+#if defined(__AVX512F__)
+/* The table in one register. */
+static __m512 table_register(const KvBase *b) {
+    float t[16];
+    table16(b, t);
+    return _mm512_loadu_ps(t);
 }
 
 /* The 16 codes of `bits` bits at p (2 * bits bytes) in 32-bit lanes: the first 8 codes' word in
@@ -250,6 +259,29 @@ static inline void row_decode_avx512(const KvBase *b, __m512 table, const unsign
         }
     }
 }
+#elif defined(__AVX2__)
+/* AVX2 (without AVX-512): 8 values at a time, the table in two registers of 8 entries, an entry
+ * picked from each by the code's low 3 bits and the right one by its bit 3 (moved to the sign for
+ * the blend); then T[code] * s, one multiply, as decode_group's. */
+static inline void row_decode_avx2(const KvBase *b, const float t[16], const unsigned char *row, int n, float *out,
+                                   int bits) {
+    const __m256 low = _mm256_loadu_ps(t), high = _mm256_loadu_ps(t + 8);
+    const __m256i shifts = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
+    const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
+    const unsigned char *scales = row + (size_t)n * (size_t)bits / 8;
+    int G = b->group;
+    for (int g = 0; g < n / G; g++) {
+        __m256 s = _mm256_set1_ps(scale_at(scales, g));
+        for (int d0 = g * G; d0 < (g + 1) * G; d0 += 8) {
+            __m256i c = _mm256_and_si256(
+                _mm256_srlv_epi32(_mm256_set1_epi32((int)word8(row + (size_t)d0 * (size_t)bits / 8, bits)), shifts), mask);
+            __m256 v = _mm256_permutevar8x32_ps(low, c);
+            if (bits == 4)
+                v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(high, c), _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+            _mm256_storeu_ps(out + d0, _mm256_mul_ps(v, s));
+        }
+    }
+}
 #endif
 
 static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
@@ -268,6 +300,19 @@ static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int co
             if (b->bits == 2) row_decode_avx512(b, table, row, n, o, 2);
             else if (b->bits == 3) row_decode_avx512(b, table, row, n, o, 3);
             else row_decode_avx512(b, table, row, n, o, 4);
+        }
+        return;
+    }
+#elif defined(__AVX2__)
+    if (b->table) {   /* a table (groups are multiples of 8) */
+        float t[16];
+        table16(b, t);
+        for (int r = 0; r < count; r++) {   /* one copy per width: constant shifts */
+            const unsigned char *row = rows + (size_t)r * ub;
+            float *o = out + (size_t)r * n;
+            if (b->bits == 2) row_decode_avx2(b, t, row, n, o, 2);
+            else if (b->bits == 3) row_decode_avx2(b, t, row, n, o, 3);
+            else row_decode_avx2(b, t, row, n, o, 4);
         }
         return;
     }
