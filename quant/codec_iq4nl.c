@@ -48,6 +48,9 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -149,9 +152,7 @@ static void iq4nl_encode(const KvBase *b, const float *x, int n, void *unit) {
 
 /* Rows r0 .. r0+count-1 are one run of count * n/32 blocks. Per block the 16 products d * KVALUE
  * are made once and looked up: the same floats as ggml's d * kvalues[code], each exact. */
-static void iq4nl_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
-    const unsigned char *blk = (const unsigned char *)units + (size_t)r0 * iq4nl_unit_bytes(b, n);
-    size_t nblocks = (size_t)count * (size_t)(n / QK);
+static void decode_scalar(const unsigned char *blk, size_t nblocks, float *out) {
     for (size_t i = 0; i < nblocks; i++, blk += BLOCK_BYTES, out += QK) {
         float d = f16_to_f32((uint16_t)kv_get_u16(blk)), value[16];
         for (int c = 0; c < 16; c++) value[c] = d * KVALUE[c];
@@ -162,11 +163,99 @@ static void iq4nl_decode(const KvBase *b, const void *units, int n, int r0, int 
     }
 }
 
+#if defined(__AVX512F__)
+/* The same with the 16 products in one register: the 16 code bytes of a block widened to 32-bit
+ * lanes, the low nibbles (values 0-15) and the high nibbles (values 16-31) each one permute
+ * through it. The products are the scalar loop's d * KVALUE[c], one multiply each. */
+static void decode_avx512(const unsigned char *blk, size_t nblocks, float *out) {
+    const __m512 kvalue = _mm512_loadu_ps(KVALUE);
+    const __m512i nibble = _mm512_set1_epi32(15);
+    for (size_t i = 0; i < nblocks; i++, blk += BLOCK_BYTES, out += QK) {
+        __m512 value = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(blk))), kvalue);
+        __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+        _mm512_storeu_ps(out, _mm512_permutexvar_ps(_mm512_and_si512(bytes, nibble), value));
+        _mm512_storeu_ps(out + QK / 2, _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), value));
+    }
+}
+#elif defined(__AVX2__)
+/* AVX2 (without AVX-512): the 16 products in two registers of 8, the low nibbles (values 0-15)
+ * and the high ones (16-31) 8 at a time, an entry picked from each register by the code's low 3
+ * bits and the right one by its bit 3 (moved to the sign for the blend). */
+static void decode_avx2(const unsigned char *blk, size_t nblocks, float *out) {
+    const __m256 k_low = _mm256_loadu_ps(KVALUE), k_high = _mm256_loadu_ps(KVALUE + 8);
+    const __m128i nibble = _mm_set1_epi8(15);
+    for (size_t i = 0; i < nblocks; i++, blk += BLOCK_BYTES, out += QK) {
+        __m256 d = _mm256_set1_ps(f16_to_f32((uint16_t)kv_get_u16(blk)));
+        __m256 low = _mm256_mul_ps(d, k_low), high = _mm256_mul_ps(d, k_high);
+        __m128i bytes = _mm_loadu_si128((const __m128i *)(blk + 2));
+        __m128i codes[2] = {_mm_and_si128(bytes, nibble), _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble)};
+        for (int h = 0; h < 4; h++) {   /* values 8h .. 8h+7 */
+            __m256i c = _mm256_cvtepu8_epi32(h % 2 ? _mm_srli_si128(codes[h / 2], 8) : codes[h / 2]);
+            __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, c), _mm256_permutevar8x32_ps(high, c),
+                                        _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+            _mm256_storeu_ps(out + 8 * h, v);
+        }
+    }
+}
+#endif
+
+static void iq4nl_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+    const unsigned char *blk = (const unsigned char *)units + (size_t)r0 * iq4nl_unit_bytes(b, n);
+    size_t nblocks = (size_t)count * (size_t)(n / QK);
+#if defined(__AVX512F__)
+    decode_avx512(blk, nblocks, out);
+    return;
+#elif defined(__AVX2__)
+    decode_avx2(blk, nblocks, out);
+    return;
+#endif
+    decode_scalar(blk, nblocks, out);
+}
+
+#if defined(__AVX512F__)
+/* Straight into attention's transposed key block, kt[i * 64 + p] = value i of row p: per 16 rows
+ * and block, one gather brings the 16 rows' d (the block's first 4 bytes), and four gathers
+ * their 16 code bytes, 4 at a time; each nibble becomes a row of kt with a permute through
+ * KVALUE and a multiply by d, the scalar loop's d * KVALUE[c]. Lanes past count read nothing
+ * and are zeroed by the mask. */
+static void iq4nl_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+    size_t rb = iq4nl_unit_bytes(b, n);
+    const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * rb;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)rb));
+    const __m512i nibble = _mm512_set1_epi32(15);
+    const __m512 kvalue = _mm512_loadu_ps(KVALUE);
+    for (int p0 = 0; p0 < 64; p0 += 16) {
+        int left = count - p0;
+        __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        const unsigned char *base = rows + (size_t)(left > 0 ? p0 : 0) * rb;
+        for (int k = 0; k < n / QK; k++) {
+            const unsigned char *blk = base + (size_t)k * BLOCK_BYTES;
+            float *out = kt + (size_t)k * QK * 64 + p0;
+            __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, blk, 1);
+            __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(word));   /* the low 16 bits */
+            for (int q = 0; q < 4; q++) {
+                __m512i codes = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, blk + 2 + 4 * q, 1);
+                for (int j = 4 * q; j < 4 * q + 4; j++, codes = _mm512_srli_epi32(codes, 8)) {
+                    __m512i lo = _mm512_and_si512(codes, nibble), hi = _mm512_and_si512(_mm512_srli_epi32(codes, 4), nibble);
+                    _mm512_storeu_ps(out + (size_t)j * 64, _mm512_maskz_mul_ps(live, d, _mm512_permutexvar_ps(lo, kvalue)));
+                    _mm512_storeu_ps(out + (size_t)(j + QK / 2) * 64,
+                                     _mm512_maskz_mul_ps(live, d, _mm512_permutexvar_ps(hi, kvalue)));
+                }
+            }
+        }
+    }
+}
+#define IQ4NL_DECODE_T64 iq4nl_decode_t64
+#else
+#define IQ4NL_DECODE_T64 NULL   /* the caller decodes and transposes */
+#endif
+
 const KvCodec kv_codec_iq4nl = {
     "iq4_nl",
     "llama.cpp's iq4_nl KV block type: blocks of 32, an fp16 scale, 4-bit codes of a non-linear table",
     "iq4_nl",
-    iq4nl_parse, iq4nl_check, iq4nl_unit_bytes, iq4nl_encode, iq4nl_decode, NULL, NULL,
+    iq4nl_parse, iq4nl_check, iq4nl_unit_bytes, iq4nl_encode, iq4nl_decode, IQ4NL_DECODE_T64, NULL,
     1,      /* a llama.cpp cache type: keys in llama.cpp's channel order */
     NULL,
 };

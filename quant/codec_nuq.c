@@ -33,6 +33,9 @@
 #include "quant/codec.h"
 #include "quant/half.h"
 #include "quant/lloyd.h"
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #define MAX_GROUP 4096
 #define F16_MAX 0x7bffu
@@ -177,30 +180,224 @@ static void nuq_encode(const KvBase *b, const float *x, int n, void *unit) {
 
 static float scale_at(const unsigned char *scales, int i) { return f16_to_f32((uint16_t)kv_get_u16(scales + 2 * i)); }
 
-static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+/* Rows r0 .. r0+count-1 of a run of token units: value c of row r lands at out[(r - r0) *
+ * row_stride + c * channel_stride], so the same loop writes row-major rows or a transposed block
+ * (a channel's codes run along the positions). */
+static void tokens_decode(const KvBase *b, const unsigned char *units, int n, int r0, int count, float *out,
+                          size_t row_stride, size_t channel_stride) {
     size_t ub = nuq_unit_bytes(b, n);
+    int G = b->group;
+    for (int r = r0; r < r0 + count;) {
+        int j0 = r % G, j1 = G < j0 + (r0 + count - r) ? G : j0 + (r0 + count - r);
+        const unsigned char *unit = units + (size_t)(r / G) * ub;
+        const unsigned char *scales = unit + code_bytes(b, n);
+        for (int c = 0; c < n; c++)
+            decode_group(b, unit + (size_t)c * G * b->bits / 8, scale_at(scales, c), j0, j1,
+                         out + (size_t)(r - r0) * row_stride + (size_t)c * channel_stride, row_stride);
+        r += j1 - j0;
+    }
+}
+
+static void row_decode_scalar(const KvBase *b, const unsigned char *row, int n, float *out) {
+    const unsigned char *scales = row + code_bytes(b, n);
+    int G = b->group;
+    for (int g = 0; g < n / G; g++)
+        decode_group(b, row + (size_t)g * G * b->bits / 8, scale_at(scales, g), 0, G, out + (size_t)g * G, 1);
+}
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* The table padded to 16 entries (entries past 2^B are never indexed: zeros). */
+static void table16(const KvBase *b, float t[16]) {
+    memset(t, 0, sizeof(float) * 16);
+    memcpy(t, b->table, sizeof(float) * (size_t)entries(b));
+}
+
+/* The `bits` bytes of 8 codes (2, 3 or 4) as a little-endian word, in loads of their own size
+ * (one wider load of bytes just stored as narrower ones stalls). */
+static inline uint32_t word8(const unsigned char *p, int bits) {
+    uint32_t w = 0;
+    if (bits == 4) {
+        memcpy(&w, p, 4);   /* x86: little-endian, the stream's order */
+        return w;
+    }
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return bits == 3 ? (uint32_t)h | (uint32_t)p[2] << 16 : h;
+}
+
+#endif
+
+#if defined(__AVX512F__)
+/* The table in one register. */
+static __m512 table_register(const KvBase *b) {
+    float t[16];
+    table16(b, t);
+    return _mm512_loadu_ps(t);
+}
+
+/* The 16 codes of `bits` bits at p (2 * bits bytes) in 32-bit lanes: the first 8 codes' word in
+ * lanes 0-7, the next 8's in lanes 8-15, each lane shifted to its code and masked. */
+static inline __m512i codes16(const unsigned char *p, int bits) {
+    __m512i words = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32((int)word8(p, bits))),
+                                       _mm256_set1_epi32((int)word8(p + bits, bits)), 1);
+    __m512i shifts = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7),
+                                        _mm512_set1_epi32(bits));
+    return _mm512_and_si512(_mm512_srlv_epi32(words, shifts), _mm512_set1_epi32((1 << bits) - 1));
+}
+
+/* A row with groups of 16k and a table: 16 values at a time, each code a permute through the
+ * table and T[code] * s one multiply, as decode_group's. */
+static inline void row_decode_avx512(const KvBase *b, __m512 table, const unsigned char *row, int n, float *out,
+                                     int bits) {
+    const unsigned char *scales = row + (size_t)n * (size_t)bits / 8;
+    int G = b->group;
+    for (int g = 0; g < n / G; g++) {
+        __m512 s = _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(scales + 2 * g)));
+        for (int d0 = g * G; d0 < (g + 1) * G; d0 += 16) {
+            __m512 t = _mm512_permutexvar_ps(codes16(row + (size_t)d0 * (size_t)bits / 8, bits), table);
+            _mm512_storeu_ps(out + d0, _mm512_mul_ps(t, s));
+        }
+    }
+}
+#elif defined(__AVX2__)
+/* AVX2 (without AVX-512): 8 values at a time, the table in two registers of 8 entries, an entry
+ * picked from each by the code's low 3 bits and the right one by its bit 3 (moved to the sign for
+ * the blend); then T[code] * s, one multiply, as decode_group's. */
+static inline void row_decode_avx2(const KvBase *b, const float t[16], const unsigned char *row, int n, float *out,
+                                   int bits) {
+    const __m256 low = _mm256_loadu_ps(t), high = _mm256_loadu_ps(t + 8);
+    const __m256i shifts = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(bits));
+    const __m256i mask = _mm256_set1_epi32((1 << bits) - 1);
+    const unsigned char *scales = row + (size_t)n * (size_t)bits / 8;
+    int G = b->group;
+    for (int g = 0; g < n / G; g++) {
+        __m256 s = _mm256_set1_ps(scale_at(scales, g));
+        for (int d0 = g * G; d0 < (g + 1) * G; d0 += 8) {
+            __m256i c = _mm256_and_si256(
+                _mm256_srlv_epi32(_mm256_set1_epi32((int)word8(row + (size_t)d0 * (size_t)bits / 8, bits)), shifts), mask);
+            __m256 v = _mm256_permutevar8x32_ps(low, c);
+            if (bits == 4)
+                v = _mm256_blendv_ps(v, _mm256_permutevar8x32_ps(high, c), _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)));
+            _mm256_storeu_ps(out + d0, _mm256_mul_ps(v, s));
+        }
+    }
+}
+#endif
+
+static void nuq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
     if (b->axis == KV_AXIS_TOKENS) {
-        int G = b->group;
-        for (int r = r0; r < r0 + count;) {
-            int j0 = r % G, j1 = G < j0 + (r0 + count - r) ? G : j0 + (r0 + count - r);
-            const unsigned char *unit = (const unsigned char *)units + (size_t)(r / G) * ub;
-            const unsigned char *scales = unit + code_bytes(b, n);
-            for (int c = 0; c < n; c++)
-                decode_group(b, unit + (size_t)c * G * b->bits / 8, scale_at(scales, c), j0, j1,
-                             out + (size_t)(r - r0) * n + c, (size_t)n);
-            r += j1 - j0;
+        tokens_decode(b, units, n, r0, count, out, (size_t)n, 1);
+        return;
+    }
+    size_t ub = nuq_unit_bytes(b, n);
+    const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * ub;
+#if defined(__AVX512F__)
+    if (b->table && b->group % 16 == 0) {   /* a table, groups of 16k */
+        __m512 table = table_register(b);
+        for (int r = 0; r < count; r++) {   /* one copy per width: constant shifts */
+            const unsigned char *row = rows + (size_t)r * ub;
+            float *o = out + (size_t)r * n;
+            if (b->bits == 2) row_decode_avx512(b, table, row, n, o, 2);
+            else if (b->bits == 3) row_decode_avx512(b, table, row, n, o, 3);
+            else row_decode_avx512(b, table, row, n, o, 4);
         }
         return;
     }
+#elif defined(__AVX2__)
+    if (b->table) {   /* a table (groups are multiples of 8) */
+        float t[16];
+        table16(b, t);
+        for (int r = 0; r < count; r++) {   /* one copy per width: constant shifts */
+            const unsigned char *row = rows + (size_t)r * ub;
+            float *o = out + (size_t)r * n;
+            if (b->bits == 2) row_decode_avx2(b, t, row, n, o, 2);
+            else if (b->bits == 3) row_decode_avx2(b, t, row, n, o, 3);
+            else row_decode_avx2(b, t, row, n, o, 4);
+        }
+        return;
+    }
+#endif
+    for (int r = 0; r < count; r++) row_decode_scalar(b, rows + (size_t)r * ub, n, out + (size_t)r * n);
+}
+
+#if defined(__AVX512F__)
+/* Channel-axis rows straight into attention's transposed key block, kt[i * 64 + p] = value i of
+ * row p: per 16 rows, one gather brings a group's 16 scales (the 32-bit word ending with each),
+ * and one gather per 8 values their 8 codes (bits * 8 <= 32 bits from byte bits * j: the last
+ * such word ends at most 2 bytes past the codes, inside the scales); each code becomes a row of
+ * kt with a shift, a mask, a permute through the table and T[code] * s. Lanes past count read
+ * nothing and are zeroed by the mask. */
+static inline void rows_transposed_avx512(const KvBase *b, __m512 table, const unsigned char *rows, size_t rb, int n,
+                                          int count, float *kt, int bits) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)rb));
+    const __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
     int G = b->group;
-    for (int r = 0; r < count; r++) {
-        const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
-        const unsigned char *scales = row + code_bytes(b, n);
-        for (int g = 0; g < n / G; g++)
-            decode_group(b, row + (size_t)g * G * b->bits / 8, scale_at(scales, g), 0, G,
-                         out + (size_t)r * n + (size_t)g * G, 1);
+    size_t scales = (size_t)n * (size_t)bits / 8;
+    for (int p0 = 0; p0 < 64; p0 += 16) {
+        int left = count - p0;
+        __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        const unsigned char *base = rows + (size_t)(left > 0 ? p0 : 0) * rb;
+        for (int g = 0; g < n / G; g++) {
+            __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + scales + 2 * g - 2, 1);
+            __m512 s = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(word, 16)));
+            for (int j = g * G / 8; j < (g + 1) * G / 8; j++) {
+                __m512i codes = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + bits * j, 1);
+                for (int k = 0; k < 8; k++) {
+                    __m512i c = _mm512_and_si512(_mm512_srli_epi32(codes, bits * k), mask);
+                    _mm512_storeu_ps(kt + (size_t)(8 * j + k) * 64 + p0,
+                                     _mm512_maskz_mul_ps(live, _mm512_permutexvar_ps(c, table), s));
+                }
+            }
+        }
     }
 }
+
+/* Token-axis units into kt when the rows wanted start and end on 16-position boundaries: a
+ * channel's codes run along the positions, so 16 positions of a channel are one codes16. */
+static inline void tokens_t64_avx512(const KvBase *b, __m512 table, const unsigned char *units, int n, int r0,
+                                     int count, float *kt, int bits) {
+    size_t ub = nuq_unit_bytes(b, n), channel_bytes = (size_t)b->group * (size_t)bits / 8;
+    int G = b->group;
+    for (int r = r0; r < r0 + count; r += 16) {
+        const unsigned char *unit = units + (size_t)(r / G) * ub, *scales = unit + code_bytes(b, n);
+        const unsigned char *codes = unit + (size_t)(r % G) * (size_t)bits / 8;
+        for (int c = 0; c < n; c++) {
+            __m512 s = _mm512_cvtph_ps(_mm256_set1_epi16((short)kv_get_u16(scales + 2 * c)));
+            __m512 t = _mm512_permutexvar_ps(codes16(codes + (size_t)c * channel_bytes, bits), table);
+            _mm512_storeu_ps(kt + (size_t)c * 64 + (r - r0), _mm512_mul_ps(t, s));
+        }
+    }
+}
+
+static void nuq_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+    if (!b->table) {   /* every value decodes to 0 */
+        memset(kt, 0, sizeof(float) * 64 * (size_t)n);
+        return;
+    }
+    __m512 table = table_register(b);
+    int bits = b->bits;
+    if (b->axis == KV_AXIS_TOKENS) {
+        if (b->group % 16 == 0 && r0 % 16 == 0 && count % 16 == 0) {   /* one copy per width: constant shifts */
+            if (bits == 2) tokens_t64_avx512(b, table, units, n, r0, count, kt, 2);
+            else if (bits == 3) tokens_t64_avx512(b, table, units, n, r0, count, kt, 3);
+            else tokens_t64_avx512(b, table, units, n, r0, count, kt, 4);
+        } else {
+            tokens_decode(b, units, n, r0, count, kt, 1, 64);
+        }
+        for (int c = 0; c < n; c++) memset(kt + (size_t)c * 64 + count, 0, sizeof(float) * (size_t)(64 - count));
+        return;
+    }
+    size_t ub = nuq_unit_bytes(b, n);
+    const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * ub;
+    if (bits == 2) rows_transposed_avx512(b, table, rows, ub, n, count, kt, 2);
+    else if (bits == 3) rows_transposed_avx512(b, table, rows, ub, n, count, kt, 3);
+    else rows_transposed_avx512(b, table, rows, ub, n, count, kt, 4);
+}
+#define NUQ_DECODE_T64 nuq_decode_t64
+#else
+#define NUQ_DECODE_T64 NULL   /* the caller decodes and transposes */
+#endif
 
 /* ---- fitting (SCHEMES.md §8) ---- */
 
@@ -243,5 +440,5 @@ const KvCodec kv_codec_nuq = {
     "B = 2, 3, 4 bit codes into a table fitted to the model (KVQuant's nuqB; ./run calibrate), an fp16 absmax "
     "per group of G: gG along the row, tG along positions",
     "nuq4-g64 nuq3-g64 nuq2-g64 nuq2-t64",
-    nuq_parse, nuq_check, nuq_unit_bytes, nuq_encode, nuq_decode, NULL, NULL, 0, &NUQ_FIT,
+    nuq_parse, nuq_check, nuq_unit_bytes, nuq_encode, nuq_decode, NUQ_DECODE_T64, NULL, 0, &NUQ_FIT,
 };

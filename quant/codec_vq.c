@@ -25,6 +25,9 @@
 #include "quant/codec.h"
 #include "quant/half.h"
 #include "quant/lloyd.h"
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #define MAX_CODE_BITS 12
 
@@ -94,6 +97,60 @@ static uint16_t norm_f16(const float *x, int n) {
     return (h & 0x7c00u) == 0x7c00u ? 0 : h;
 }
 
+#if defined(__AVX512F__)
+/* lloyd.h's distances from x (D = 4) to the 16 entries c0 .. c0+15 of a codebook: 4 registers
+ * hold them as loaded (entry 4r + q in 128-bit lane q of register r), each minus x (x in every
+ * lane) squared, and a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate
+ * i in register i, so that ((sq0 + sq1) + sq2) + sq3 is the distance, each step rounded as there
+ * (no fma). Lane 4q + r holds entry c0 + 4r + q (see keep_lower). */
+static inline __m512 distances16(const float *book, int c0, __m512 x4) {
+    __m512 sq[4];
+    for (int r = 0; r < 4; r++) {
+        __m512 t = _mm512_sub_ps(_mm512_loadu_ps(book + (size_t)(c0 + 4 * r) * 4), x4);
+        sq[r] = _mm512_mul_ps(t, t);
+    }
+    __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(sq[0], sq[1])), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(sq[0], sq[1]));
+    __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(sq[2], sq[3])), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(sq[2], sq[3]));
+    __m512 s0 = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)), s1 = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    __m512 s2 = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)), s3 = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    return _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), s2), s3);
+}
+
+/* Each lane keeps the first strictly lower distance of the entries it sees, in increasing order. */
+static inline void keep_lower(__m512 d, int c0, __m512 *best, __m512i *best_entry) {
+    const __m512i lane_entry = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    __mmask16 lower = _mm512_cmp_ps_mask(d, *best, _CMP_LT_OQ);
+    *best = _mm512_mask_mov_ps(*best, lower, d);
+    *best_entry = _mm512_mask_mov_epi32(*best_entry, lower, _mm512_add_epi32(lane_entry, _mm512_set1_epi32(c0)));
+}
+
+/* lloyd_nearest for D = 4 and a codebook of 16k entries, 32 entries a step in two independent
+ * sets of lanes. The lowest distance over the 32 lanes with, among equal ones, the lowest entry
+ * is the scalar scan's answer; with no distance below +inf (overflow everywhere) every lane
+ * still holds +inf and entry 0, and that is entry 0, as there. */
+static int nearest4_avx512(const float *x, const float *book, int k) {
+    const __m512 x4 = _mm512_broadcast_f32x4(_mm_loadu_ps(x));
+    __m512 best0 = _mm512_set1_ps(INFINITY), best1 = best0;
+    __m512i entry0 = _mm512_setzero_si512(), entry1 = entry0;
+    for (int c0 = 0; c0 < k; c0 += 32) {
+        keep_lower(distances16(book, c0, x4), c0, &best0, &entry0);
+        if (c0 + 16 < k) keep_lower(distances16(book, c0 + 16, x4), c0 + 16, &best1, &entry1);
+    }
+    __m512 low = _mm512_set1_ps(_mm512_reduce_min_ps(_mm512_min_ps(best0, best1)));   /* no NaN: either order */
+    int e0 = _mm512_mask_reduce_min_epi32(_mm512_cmp_ps_mask(best0, low, _CMP_EQ_OQ), entry0);   /* none: INT_MAX */
+    int e1 = _mm512_mask_reduce_min_epi32(_mm512_cmp_ps_mask(best1, low, _CMP_EQ_OQ), entry1);
+    return e0 < e1 ? e0 : e1;
+}
+#endif
+
+/* The code of sub-vector z (D values) in its book of k entries: lloyd_nearest's. */
+static unsigned nearest(const float *z, int D, const float *book, int k) {
+#if defined(__AVX512F__)
+    if (D == 4 && k % 16 == 0) return (unsigned)nearest4_avx512(z, book, k);
+#endif
+    return (unsigned)lloyd_nearest(z, D, book, k);
+}
+
 static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     unsigned char *codes = unit;
     memset(unit, 0, vq_unit_bytes(b, n));   /* r = 0 or no table: codes 0, r 0 */
@@ -103,25 +160,172 @@ static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     float r = f16_to_f32(r16), sqrt_d = sqrtf((float)n), z[KV_MAX_HEAD_DIM];
     for (int i = 0; i < n; i++) z[i] = x[i] * sqrt_d / r;
     int D = sub_dim(b), k = 1 << b->bits;
-    for (int j = 0; j < n / D; j++)
-        put_code(codes, j, b->bits, (unsigned)lloyd_nearest(z + (size_t)j * D, D, b->table + (size_t)j * book_floats(b), k));
+    for (int j = 0; j < n / D; j++) {
+        unsigned code = nearest(z + (size_t)j * D, D, b->table + (size_t)j * book_floats(b), k);
+        if (b->bits == 8) codes[j] = (unsigned char)code;   /* a byte each: the stream's layout */
+        else put_code(codes, j, b->bits, code);
+    }
+}
+
+/* One row: x^ = scale * entry, scale = r / sqrt(d) rounded first (as vq_decode's header says).
+ * D is a constant in each caller's copy, so the loop over an entry's values is a vector
+ * multiply; 8-bit codes are bytes. */
+static inline void row_decode(const KvBase *b, const unsigned char *row, int n, float scale, float *o, int D) {
+    size_t book = book_floats(b);
+    const float *books = b->table;
+    for (int j = 0; j < n / D; j++) {
+        unsigned code = b->bits == 8 ? row[j] : get_code(row, j, b->bits);
+        const float *entry = books + (size_t)j * book + (size_t)code * (size_t)D;
+        for (int i = 0; i < D; i++) o[j * D + i] = scale * entry[i];
+    }
+}
+
+#if defined(__AVX512F__)
+/* D = 4 and 8-bit codes, n a multiple of 16: four entries a register (a 128-bit load into each
+ * lane), times the scale: row_decode's one multiply a value. */
+static void row_decode4_avx512(const KvBase *b, const unsigned char *row, int n, float scale, float *o) {
+    size_t book = book_floats(b);
+    const float *books = b->table;
+    const __m512 s = _mm512_set1_ps(scale);
+    for (int j = 0; j < n / 4; j += 4) {
+        const float *e = books + (size_t)j * book;
+        __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(e + (size_t)row[j] * 4));
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(e + book + (size_t)row[j + 1] * 4), 1);
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(e + 2 * book + (size_t)row[j + 2] * 4), 2);
+        v = _mm512_insertf32x4(v, _mm_loadu_ps(e + 3 * book + (size_t)row[j + 3] * 4), 3);
+        _mm512_storeu_ps(o + 4 * j, _mm512_mul_ps(s, v));
+    }
+}
+#endif
+
+/* r / sqrt(d) of a row, the one rounding before the multiplies. */
+static float row_scale(const KvBase *b, const unsigned char *row, int n) {
+    return f16_to_f32((uint16_t)kv_get_u16(row + code_bytes(b, n))) / sqrtf((float)n);
 }
 
 static void vq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
     size_t ub = vq_unit_bytes(b, n);
-    int D = sub_dim(b);
-    float sqrt_d = sqrtf((float)n);
     for (int r = 0; r < count; r++) {
         const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
         float *o = out + (size_t)r * n;
-        float scale = f16_to_f32((uint16_t)kv_get_u16(row + code_bytes(b, n))) / sqrt_d;
-        if (!b->table) scale = 0.0f;
-        for (int j = 0; j < n / D; j++) {
-            const float *entry = b->table ? b->table + (size_t)j * book_floats(b) + (size_t)get_code(row, j, b->bits) * D : NULL;
-            for (int i = 0; i < D; i++) o[j * D + i] = entry ? scale * entry[i] : 0.0f;
+        if (!b->table) {   /* no table bound: the row decodes to 0 */
+            memset(o, 0, sizeof(float) * (size_t)n);
+            continue;
+        }
+        float scale = row_scale(b, row, n);
+#if defined(__AVX512F__)
+        if (sub_dim(b) == 4 && b->bits == 8 && n % 16 == 0) {
+            row_decode4_avx512(b, row, n, scale, o);
+            continue;
+        }
+#endif
+        switch (sub_dim(b)) {   /* one copy per D: constant loop bounds */
+        case 1: row_decode(b, row, n, scale, o, 1); break;
+        case 2: row_decode(b, row, n, scale, o, 2); break;
+        case 4: row_decode(b, row, n, scale, o, 4); break;
+        case 8: row_decode(b, row, n, scale, o, 8); break;
+        default: row_decode(b, row, n, scale, o, 16); break;
         }
     }
 }
+
+#if defined(__AVX512F__)
+/* The fast shape (D = 4, 8-bit codes, n a multiple of 16) into attention's transposed key block,
+ * kt[i * 64 + p] = value i of row p, 16 rows and one sub-vector a step: register r takes the
+ * entries of rows 4r .. 4r+3 in its 128-bit lanes (a load each, as row_decode4_avx512), a 4 x 4
+ * transpose inside each lane gives value i of the 16 rows in register i (row 4r + q at position
+ * 4q + r), a permute puts them in row order, and each is times its row's r / sqrt(d), computed as
+ * vq_decode does. Rows past count take a zero entry and are zeroed by the mask. */
+static void rows4_transposed_avx512(const KvBase *b, const unsigned char *rows, size_t ub, int n, int count,
+                                    float *kt) {
+    static const float zero_entry[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const __m512i row_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    size_t book = book_floats(b);
+    for (int p0 = 0; p0 < 64; p0 += 16) {
+        int left = count - p0 < 16 ? count - p0 : 16;
+        __mmask16 live = left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        const unsigned char *row[16];
+        float scale[16] = {0};
+        for (int p = 0; p < 16; p++) {
+            row[p] = p < left ? rows + (size_t)(p0 + p) * ub : NULL;
+            if (row[p]) scale[p] = row_scale(b, row[p], n);
+        }
+        __m512 s = _mm512_loadu_ps(scale);
+        for (int j = 0; j < n / 4; j++) {
+            const float *e = b->table + (size_t)j * book;
+            __m512 a[4];
+            for (int r = 0; r < 4; r++) {
+                const float *q[4];
+                for (int k = 0; k < 4; k++) q[k] = row[4 * r + k] ? e + (size_t)row[4 * r + k][j] * 4 : zero_entry;
+                a[r] = _mm512_castps128_ps512(_mm_loadu_ps(q[0]));
+                a[r] = _mm512_insertf32x4(a[r], _mm_loadu_ps(q[1]), 1);
+                a[r] = _mm512_insertf32x4(a[r], _mm_loadu_ps(q[2]), 2);
+                a[r] = _mm512_insertf32x4(a[r], _mm_loadu_ps(q[3]), 3);
+            }
+            __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(a[0], a[1])), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(a[0], a[1]));
+            __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(a[2], a[3])), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(a[2], a[3]));
+            __m512 v[4] = {
+                _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)), _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2)),
+                _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)), _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3)),
+            };
+            for (int i = 0; i < 4; i++)
+                _mm512_storeu_ps(kt + (size_t)(4 * j + i) * 64 + p0,
+                                 _mm512_maskz_mul_ps(live, s, _mm512_permutexvar_ps(row_order, v[i])));
+        }
+    }
+}
+
+/* Straight into attention's transposed key block, kt[i * 64 + p] = value i of row p, for rows
+ * whose code stream is at least 4 bytes: per 16 rows, one gather brings their r (the 32-bit
+ * word ending with it) and one per sub-vector their code (the word holding its bits, which
+ * stays inside the row); then each of the D values is a gather from the sub-vector's codebook
+ * times the row's r / sqrt(d), as vq_decode's. Lanes past count read nothing and are zeroed by
+ * the mask. */
+static void vq_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+    size_t ub = vq_unit_bytes(b, n), cb = code_bytes(b, n), book = book_floats(b);
+    if (!b->table || cb < 4) {   /* no table: zeros; a short stream: row by row, transposed */
+        memset(kt, 0, sizeof(float) * 64 * (size_t)n);
+        float row[KV_MAX_HEAD_DIM];
+        for (int p = 0; p < count && b->table; p++) {
+            vq_decode(b, units, n, r0 + p, 1, row);
+            for (int i = 0; i < n; i++) kt[(size_t)i * 64 + p] = row[i];
+        }
+        return;
+    }
+    const unsigned char *rows = (const unsigned char *)units + (size_t)r0 * ub;
+    if (sub_dim(b) == 4 && b->bits == 8 && n % 16 == 0) {
+        rows4_transposed_avx512(b, rows, ub, n, count, kt);
+        return;
+    }
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32((int)ub));
+    const __m512i code_mask = _mm512_set1_epi32((1 << b->bits) - 1);
+    const __m512 sqrt_d = _mm512_set1_ps(sqrtf((float)n));
+    int D = sub_dim(b);
+    for (int p0 = 0; p0 < 64; p0 += 16) {
+        int left = count - p0;
+        __mmask16 live = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+        const unsigned char *base = rows + (size_t)(left > 0 ? p0 : 0) * ub;
+        __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + cb - 2, 1);
+        __m512 scale = _mm512_div_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(word, 16))), sqrt_d);
+        for (int j = 0; j < n / D; j++) {
+            size_t bit = (size_t)j * (size_t)b->bits, at = bit / 8 + 4 <= cb ? bit / 8 : cb - 4;
+            __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, idx, base + at, 1);
+            __m512i code = _mm512_and_si512(_mm512_srli_epi32(w, (unsigned)(bit - 8 * at)), code_mask);
+            __m512i entry = _mm512_mullo_epi32(code, _mm512_set1_epi32(D));
+            const float *e = b->table + (size_t)j * book;
+            for (int i = 0; i < D; i++) {
+                __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, _mm512_add_epi32(entry, _mm512_set1_epi32(i)),
+                                                    e, 4);
+                _mm512_storeu_ps(kt + (size_t)(j * D + i) * 64 + p0, _mm512_maskz_mul_ps(live, scale, v));
+            }
+        }
+    }
+}
+#define VQ_DECODE_T64 vq_decode_t64
+#else
+#define VQ_DECODE_T64 NULL   /* the caller decodes and transposes */
+#endif
 
 /* ---- fitting (SCHEMES.md §8) ---- */
 
@@ -159,5 +363,5 @@ const KvCodec kv_codec_vq = {
     "C-bit codes of D-value sub-vectors into codebooks fitted to the model (CQ, CommVQ; ./run calibrate), an fp16 "
     "norm per row",
     "vq8-d4 vq8-d8 vq12-d8",
-    vq_parse, vq_check, vq_unit_bytes, vq_encode, vq_decode, NULL, NULL, 0, &VQ_FIT,
+    vq_parse, vq_check, vq_unit_bytes, vq_encode, vq_decode, VQ_DECODE_T64, NULL, 0, &VQ_FIT,
 };

@@ -52,6 +52,25 @@ static void *alloc(size_t n) {
     return p;
 }
 
+/* The codec's decode_t64, where the build has one (AVX-512), against rows as they should
+ * decode (want_rows[r * n + i], row r of the run): kt[i * 64 + p] = value i of row r0 + p for
+ * p < count, +0 past count, bit for bit. Returns how many of the 64 * n values differ; 0
+ * without a decode_t64. */
+static int t64_differs(const KvBase *b, const uint8_t *units, int n, int r0, int count, const float *want_rows) {
+    if (!b->codec->decode_t64) return 0;
+    float *kt = alloc((size_t)64 * n * sizeof(float));
+    memset(kt, 0xff, (size_t)64 * n * sizeof(float));
+    b->codec->decode_t64(b, units, n, r0, count, kt);
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < 64; p++) {
+            float want = p < count ? want_rows[(size_t)(r0 + p) * n + i] : 0.0f, got = kt[(size_t)i * 64 + p];
+            bad += !same_float(got, want);
+        }
+    free(kt);
+    return bad;
+}
+
 /* ---- shared pieces of the definitions -------------------------------------- */
 
 /* Code i of a stream, bit by bit: stream bit k is bit k%8 of byte k/8. */
@@ -299,9 +318,8 @@ static void test_nuq_names(void) {
               "bytes %zu bits %.17g", got, bits);
     }
     b = base_of("nuq3-g64");
-    check(b.codec->decode_t64 == NULL && b.codec->rotate == NULL && !b.codec->llama_key_order &&
-              !kv_spec_has_decode_t64(&(KvSpec){.base = b}),
-          "codec nuq: no transposed decode, no inner rotation, natural key order", "t64 %p", (void *)b.codec->decode_t64);
+    check(b.codec->rotate == NULL && !b.codec->llama_key_order, "codec nuq: no inner rotation, natural key order",
+          "rotate %s, llama order %d", b.codec->rotate ? "set" : "NULL", b.codec->llama_key_order);
 }
 
 static void test_vq_names(void) {
@@ -381,8 +399,8 @@ static void test_vq_names(void) {
               got, bits);
     }
     b = base_of("vq8-d4");
-    check(b.codec->decode_t64 == NULL && b.codec->rotate == NULL && !b.codec->llama_key_order,
-          "codec vq: no transposed decode, no inner rotation, natural key order", "t64 %p", (void *)b.codec->decode_t64);
+    check(b.codec->rotate == NULL && !b.codec->llama_key_order, "codec vq: no inner rotation, natural key order",
+          "rotate %s, llama order %d", b.codec->rotate ? "set" : "NULL", b.codec->llama_key_order);
 }
 
 /* Each fitted codec's `examples` (what ./run schemes lists) parse to themselves, store rows of 64,
@@ -508,6 +526,19 @@ static void test_nuq_random(const char *text, int n, int U, uint64_t *rng) {
         snprintf(name, sizeof name, "codec nuq: %s d %d, %s table: a single row r and any run r0..r0+count-1 decode "
                  "to those rows%s", text, n, TABLE_NAMES[t], f.tokens ? " (row r = row r%G of unit r/G, runs across units)" : "");
         check(bad_one == 0 && bad_run == 0, name, "%d single-row, %d run values differ", bad_one, bad_run);
+        /* attention's transposed blocks: whole blocks of 64 and runs of 16k (the token axis's
+         * fast path), and runs that start and end anywhere */
+        int bad_t64 = 0;
+        const int blocks[][2] = {{0, 64}, {64, 64}, {16, 32}, {1, 63}, {5, 3}, {b.rows + 5, b.rows}, {rows - 1, 1},
+                                 {0, rows}, {rows - 17, 17}};
+        for (size_t k = 0; k < sizeof blocks / sizeof blocks[0]; k++) {
+            int r0 = blocks[k][0], count = blocks[k][1];
+            if (r0 < 0 || count < 1 || count > 64 || r0 + count > rows) continue;
+            bad_t64 += t64_differs(&b, units, n, r0, count, want);
+        }
+        snprintf(name, sizeof name, "codec nuq: %s d %d, %s table: decode_t64 (where built) gives the rows transposed, "
+                 "0 past count", text, n, TABLE_NAMES[t]);
+        check(bad_t64 == 0, name, "%d values differ", bad_t64);
     }
     free(x); free(want); free(got); free(one); free(buf); free(ref_bytes);
 }
@@ -668,16 +699,20 @@ static void test_nuq_nonfinite(uint64_t *rng) {
         check(bad == 0 && nonfinite == 0, name, "%d differ, %d non-finite", bad, nonfinite);
 
         /* hostile bytes (any codes, NaN/inf/subnormal scales) decode as the layout reads */
-        int bad_bytes = 0;
+        int bad_bytes = 0, bad_t64 = 0;
         for (int t = 0; t < 200; t++) {
             for (size_t i = 0; i < ub; i++) u[i] = (uint8_t)next_u64(rng);
             c.codec->decode(&c, u, n, 0, rows, got);
             nuq_ref_decode_unit(f, Tk, u, n, w);
             for (size_t i = 0; i < vals; i++) bad_bytes += !same_or_nan(got[i], w[i]);
+            bad_t64 += t64_differs(&c, u, n, 0, rows, got);
         }
         snprintf(name, sizeof name, "codec nuq: %s 200 units of random bytes decode as the layout reads them "
                  "(T[code] * fp16 scale)", texts[k]);
         check(bad_bytes == 0, name, "%d values differ", bad_bytes);
+        snprintf(name, sizeof name, "codec nuq: %s random bytes: decode_t64 (where built) = decode transposed, bit for "
+                 "bit (NaN included)", texts[k]);
+        check(bad_t64 == 0, name, "%d values differ", bad_t64);
         free(x); free(got); free(w); free(u); free(r);
     }
 }
@@ -866,11 +901,13 @@ static void test_vq_random(int n, int D, int C, uint64_t *rng) {
         b.codec->decode(&b, units, n, r0, count, got);
         for (size_t i = 0; i < (size_t)count * n; i++) bad_run += !same_float(got[i], want[(size_t)r0 * n + i]);
     }
+    int bad_t64 = 0;
+    for (int r0 = 0; r0 < R; r0 += 4) bad_t64 += t64_differs(&b, units, n, r0, R - r0, want);
     snprintf(name, sizeof name, "codec vq: %s at d %d (%d books of %d entries), %d seeded rows: codes, r and x^ equal the "
-             "definition bit for bit, any run of rows decodes alike", text, n, n / D, K, R);
-    check(bad_units == 0 && bad == 0 && bad_run == 0 && zero_rows >= 2 && distinct > 0, name,
-          "%d rows' bytes differ (first at byte %zu), %d values, %d run values; %d zero rows, %d varied codes", bad_units,
-          first_byte, bad, bad_run, zero_rows, distinct);
+             "definition bit for bit, any run of rows decodes alike (decode_t64 too, where built)", text, n, n / D, K, R);
+    check(bad_units == 0 && bad == 0 && bad_run == 0 && bad_t64 == 0 && zero_rows >= 2 && distinct > 0, name,
+          "%d rows' bytes differ (first at byte %zu), %d values, %d run values, %d t64 values; %d zero rows, %d varied codes",
+          bad_units, first_byte, bad, bad_run, bad_t64, zero_rows, distinct);
     (void)ties;
 
     /* hostile bytes: any codes and r (NaN, inf, subnormal) decode as the layout reads them */
@@ -881,9 +918,13 @@ static void test_vq_random(int n, int D, int C, uint64_t *rng) {
         vq_ref_decode_row(T, C, D, units, n, want);
         for (int i = 0; i < n; i++) bad_bytes += !same_or_nan(got[i], want[i]);
     }
-    snprintf(name, sizeof name, "codec vq: %s at d %d: random bytes decode as the layout reads them ((r/sqrt(d)) * entry)",
-             text, n);
-    check(bad_bytes == 0, name, "%d values differ", bad_bytes);
+    /* and a run of random rows through decode_t64, against decode (NaN included) */
+    for (size_t i = 0; i < (size_t)R * ub; i++) units[i] = (uint8_t)next_u64(rng);
+    b.codec->decode(&b, units, n, 0, R, got);
+    int bad_t64_bytes = t64_differs(&b, units, n, 0, R, got) + t64_differs(&b, units, n, 3, R - 3, got);
+    snprintf(name, sizeof name, "codec vq: %s at d %d: random bytes decode as the layout reads them ((r/sqrt(d)) * entry); "
+             "decode_t64 (where built) = decode transposed", text, n);
+    check(bad_bytes == 0 && bad_t64_bytes == 0, name, "%d values differ, %d t64 values", bad_bytes, bad_t64_bytes);
     free(T); free(x); free(want); free(got); free(buf); free(ref);
 }
 
@@ -944,6 +985,38 @@ static void test_vq_ties(uint64_t *rng) {
     check(memcmp(u2, ref, sizeof u2) == 0 && get_u16(u2 + 8) == f32_to_f16(2.4f),
           "codec vq: the tie books with a row of +-0.3 (r = fp16(2.4), z off the ties) code as the definition", "differs");
 }
+
+/* Exact ties in books of 256 entries (vq8-d4): a search that scans the entries in blocks, lanes
+ * or several running minima must still give the first of equal distances. Book j holds z's
+ * sub-vector itself (distance 0) at two entries, the pairs spread over the whole book: adjacent
+ * entries, entries 16, 32 or 64 apart, the higher one first in some scan orders, the ends. */
+static void test_vq_ties_wide(uint64_t *rng) {
+    KvBase b = base_of("vq8-d4");
+    enum { N = 64, D = 4, K = 256, BOOKS = N / D };
+    static const int pairs[BOOKS][2] = {{3, 35}, {3, 19}, {3, 4},    {17, 34},  {200, 255}, {0, 255},
+                                        {16, 32}, {31, 240}, {100, 101}, {64, 128}, {5, 21},   {250, 251},
+                                        {15, 16}, {47, 48},  {1, 2},     {128, 129}};
+    float x[N], out[N], want[N];
+    static float T[BOOKS * K * D];
+    uint8_t unit[BOOKS + 2], ref[BOOKS + 2];
+    unit_row(x, N, rng);   /* r = 8, z = x exactly */
+    for (int i = 0; i < BOOKS * K * D; i++) T[i] = 5.0f;
+    for (int j = 0; j < BOOKS; j++)
+        for (int e = 0; e < 2; e++)
+            for (int i = 0; i < D; i++) T[((size_t)j * K + (size_t)pairs[j][e]) * D + i] = x[j * D + i];
+    b.table = T;
+    int ties = 0, bad = 0;
+    b.codec->encode(&b, x, N, unit);
+    b.codec->decode(&b, unit, N, 0, 1, out);
+    vq_ref_row(T, 8, D, x, N, ref, want, &ties);
+    bad += memcmp(unit, ref, sizeof unit) != 0;
+    for (int j = 0; j < BOOKS; j++) bad += unit[j] != pairs[j][0];
+    for (int i = 0; i < N; i++) bad += !same_float(out[i], want[i]);
+    check(bad == 0 && ties == BOOKS, "codec vq: exact ties in books of 256 entries (pairs adjacent, 16, 32, 64 apart, at "
+          "the ends) -> the lower index", "%d wrong, %d ties in the reference (want %d), codes %u %u %u %u", bad, ties,
+          BOOKS, unit[0], unit[1], unit[2], unit[3]);
+}
+
 
 /* z as written, to the last bit: tables holding both z = x / s and the other way to round it,
  * x * (1 / s) (nuq), or z = (x * sqrt(d)) / r and x * (sqrt(d) / r), x / (r / sqrt(d)) (vq),
@@ -1514,6 +1587,7 @@ int main(void) {
         for (int d = 0; d < 5; d++)
             for (int c = 0; c < 4; c++) test_vq_random(dims[a], Ds[d], Cs[c], &rng);
     test_vq_ties(&rng);
+    test_vq_ties_wide(&rng);
     test_z_rounding(&rng);
     test_vq_special(&rng);
     test_vq_layout(&rng);
