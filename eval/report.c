@@ -6,6 +6,7 @@
 #include "eval/progress.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
+#include "model/formats/sha256.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,10 @@ static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, i
         kv_layered_bits(&bound, c->n_layers, c->head_dim, ctx, &bits[0], &bits[1]);
 }
 
-void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
-                         const Config *c, const PplOptions *o, int n_tokens) {
+void ppl_report_describe(PplReport *r, const char *model, const char *model_id, const char *text_file,
+                         const char *precision, const Config *c, const PplOptions *o, int n_tokens) {
     snprintf(r->model, sizeof r->model, "%s", model);
+    snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
     snprintf(r->text_file, sizeof r->text_file, "%s", text_file);
     snprintf(r->k_scheme, sizeof r->k_scheme, "%s", o->k_scheme->text);
     snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
@@ -43,9 +45,11 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     PplOptions o = run->o;
     Calibration calib;
     int have_calib = 0;
+    ModelIdentity identity;
     if (ppl_load_model(&L, run->model_dir, run->precision, &o, err)) return -1;
     int needed = (o.k_scheme && kv_layered_is_fitted(o.k_scheme)) || (o.v_scheme && kv_layered_is_fitted(o.v_scheme));
-    if (calibration_for_run(run->calib_path, run->model_dir, &L.model, needed, &calib, &have_calib, err)) {
+    if (modeldir_identity(run->model_dir, &identity, err) ||
+        calibration_for_run(run->calib_path, run->model_dir, &identity, &L.model, needed, &calib, &have_calib, err)) {
         modeldir_free(&L);
         return -1;
     }
@@ -61,7 +65,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     int rc = tokens ? ppl_evaluate(&L.model, tokens, n_tokens, &o, &r->result, err) : -1;
     if (rc == 0) {
         progress_finish(&progress);
-        ppl_report_describe(r, run->model_dir, run->text_file, run->precision, &L.model.config, &o, n_tokens);
+        ppl_report_describe(r, run->model_dir, identity.id, run->text_file, run->precision, &L.model.config, &o, n_tokens);
     }
     free(tokens);
     calibration_free(&calib);
@@ -71,7 +75,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
 
 void report_ppl_text(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
-    fprintf(f, "model:     %s\n", r->model);
+    fprintf(f, "model:     %s (model_id %.12s...)\n", r->model, r->model_id);
     fprintf(f, "text:      %s (%d tokens)\n", r->text_file, r->n_tokens);
     if (r->protocol_llamacpp)
         fprintf(f, "protocol:  llama.cpp chunks of %d, second half scored\n", r->ctx);
@@ -176,6 +180,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
     fprintf(f, "{\n");
     json_out_string(f, "model", r->model, 0);
+    json_out_string(f, "model_id", r->model_id, 0);
     json_out_string(f, "text_file", r->text_file, 0);
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
@@ -255,8 +260,12 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
     int compared = json_get(j, "compared") && json_get(j, "compared")->boolean;
     ShardCounts c;
     if (shard_counts(j, compared, &c, path, err)) return -1;
+    if (!sha256_hex_valid(str(j, "model_id")))
+        return error_set(err, "%s: no model_id (the model's identity by content; a shard of an older kvq or edited): "
+                         "not merged", path);
     if (first) {
         snprintf(out->model, sizeof out->model, "%s", str(j, "model"));
+        snprintf(out->model_id, sizeof out->model_id, "%s", str(j, "model_id"));
         snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
         snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
@@ -272,12 +281,15 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         out->shard_count = (int)c.shard_count;
         x->windows_total = (int)c.windows_total;
         x->compared = compared;
-    } else if (strcmp(out->model, str(j, "model")) || strcmp(out->k_scheme, str(j, "k_scheme")) ||
+    } else if (strcmp(out->model_id, str(j, "model_id"))) {
+        return error_set(err, "%s: a shard of another model (model_id %.12s...; the first shard's is %.12s...)", path,
+                         str(j, "model_id"), out->model_id);
+    } else if (strcmp(out->k_scheme, str(j, "k_scheme")) ||
                strcmp(out->v_scheme, str(j, "v_scheme")) || strcmp(out->precision, str(j, "precision")) ||
                strcmp(out->calib_sha256, str(j, "calib_sha256")) ||
                out->ctx != c.ctx || out->stride != c.stride || out->n_tokens != c.n_tokens ||
                out->shard_count != c.shard_count || x->windows_total != c.windows_total || x->compared != compared) {
-        return error_set(err, "%s: a shard of a different evaluation (model, schemes, calibration, ctx, stride, text or shards differ)", path);
+        return error_set(err, "%s: a shard of a different evaluation (schemes, calibration, ctx, stride, text or shards differ)", path);
     }
     if (x->windows + c.windows > x->windows_total)
         return error_set(err, "%s: the shards hold more windows than the evaluation has", path);

@@ -210,7 +210,7 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
     progress_init(&progress, "sweep", quiet);
     int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
     if (rc == 0)
-        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &L.model, sweep_needs_calibration(s),
+        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, NULL, &L.model, sweep_needs_calibration(s),
                                  &calib, &have_calib, err);
     if (rc == 0 && have_calib) {
         s->ppl.calib = &calib;

@@ -259,7 +259,7 @@ int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed,
     int have_calib = 0, needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
     if (modeldir_load(&L, o->model_dir, 1, err)) return -1;
     if (!o->ctx) o->ctx = L.model.config.max_seq_len;
-    int rc = calibration_for_run(o->calib_path, o->model_dir, &L.model, needed, &calib, &have_calib, err);
+    int rc = calibration_for_run(o->calib_path, o->model_dir, NULL, &L.model, needed, &calib, &have_calib, err);
     o->calib = have_calib ? &calib : NULL;
     if (rc == 0) rc = validate_run(&L.model, L.tok, o, out, &r, err);
     modeldir_free(&L);
