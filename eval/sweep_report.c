@@ -111,6 +111,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
                        const unsigned char *front) {
     fprintf(f, "{\n");
     json_out_string(f, "model", s->model, 0);
+    json_out_string(f, "model_id", s->model_id, 0);
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     json_out_string(f, "precision", s->precision, 0);
@@ -208,10 +209,13 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
     SweepTotals t = {0};
     Progress progress;
     progress_init(&progress, "sweep", quiet);
+    ModelIdentity identity;   /* once per run: for sweep.json and for the calibration's check */
     int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
+    if (rc == 0) rc = modeldir_identity(s->model, &identity, err);
+    if (rc == 0) snprintf(s->model_id, sizeof s->model_id, "%s", identity.id);
     if (rc == 0)
-        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, NULL, &L.model, sweep_needs_calibration(s),
-                                 &calib, &have_calib, err);
+        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &identity, &L.model,
+                                 sweep_needs_calibration(s), &calib, &have_calib, err);
     if (rc == 0 && have_calib) {
         s->ppl.calib = &calib;
         snprintf(s->calib, sizeof s->calib, "%s", calib.path);
