@@ -20,6 +20,7 @@
 #include "eval/scheme_list.h"
 #include "eval/calibrate.h"
 #include "eval/calibration.h"
+#include "model/formats/fileio.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
@@ -439,7 +440,9 @@ static int cmd_compress(Args *a) {
     require(a, input && (output || metrics_only), "needs -input IN and -output OUT (or --metrics-only)");
     if (!a->bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
         snprintf(a->bad, sizeof a->bad, "-sparsity %g must be in [0, 1)", sparsity);
-    if (input && output && !metrics_only) require(a, strcmp(input, output) != 0, "-output must differ from -input");
+    /* the files compared, not their names: "x.st" and "./x.st" are one file */
+    if (input && output && !metrics_only)
+        require(a, strcmp(input, output) != 0 && !same_file(input, output), "-output must differ from -input (the same file)");
     /* --kv-scheme (or --scheme, -group-size) is checked even when --k-scheme and --v-scheme replace it */
     char composed[64];
     KvLayered k, v;
@@ -471,7 +474,7 @@ static int cmd_decompress(Args *a) {
         else unknown_arg(a);
     }
     require(a, in && out, "needs -input IN and -output OUT");
-    if (in && out) require(a, strcmp(in, out) != 0, "-output must differ from -input");
+    if (in && out) require(a, strcmp(in, out) != 0 && !same_file(in, out), "-output must differ from -input (the same file)");
     if (a->bad[0]) return usage_error(a);
     Error err;
     Calibration calib;
