@@ -59,7 +59,8 @@ typedef struct {
 /* eval/sweep_config.c. Adds one configuration "K[:V]" (--config): its schemes parsed now and
  * checked against the model by sweep_bind_configs. s->configs holds SWEEP_MAX_CONFIGS. */
 int sweep_add_config(SweepSettings *s, const char *text, Error *err);
-/* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. */
+/* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. A line that
+ * is not a configuration is refused naming the file and its line number. */
 int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
 /* Binds each configuration to the model (a scheme it cannot hold: an error naming the
  * configuration) and computes its stored and effective bits at ctx and its codebook bytes. */
