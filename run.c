@@ -686,7 +686,8 @@ static const Command COMMANDS[] = {
      "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--calib FILE]\n"
      "           [--quiet] [--json]\n"
      "                                  perplexity with the KV cache quantized as it is written\n"
-     "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"},
+     "                                  (default text: WikiText-2 test; compared with an fp32 cache;\n"
+     "                                  --ctx: the model's context, --stride: min(512, ctx))\n"},
     {{"ppl-merge"}, cmd_ppl_merge, 0,
      "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
     {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB,
@@ -785,7 +786,7 @@ int main(int argc, char **argv) {
     }
     Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes};
     a.e = (EvalFlags){.text_file = "data/wikitext-2-raw/wiki.test.raw", .protocol = "hf", .precision = "exact",
-                      .stride = 512, .batch = 512, .shard_n = 1};
+                      .stride = 0, .batch = 512, .shard_n = 1};   /* stride 0: min(512, ctx) */
     a.cmd = c->names[0] + strspn(c->names[0], "-");   /* "validate" for --validate, in messages */
     return c->run(&a);
 }

@@ -93,27 +93,33 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
     double se = ppl_stderr_mean(x->sums.nll_sum, x->sums.nll_sumsq, x->sums.scored);
     double ppl = ppl_value(x->sums.nll_sum, x->sums.scored);
+    char a[32], b[32], c[32];   /* standard errors as text: "undefined" under 2 scored tokens */
     if (x->compared) {
         double base = ppl_value(x->sums.base_nll_sum, x->sums.scored);
         double base_se = ppl_stderr_mean(x->sums.base_nll_sum, x->sums.base_nll_sumsq, x->sums.scored);
         double dse = ppl_stderr_mean(x->sums.diff_sum, x->sums.diff_sumsq, x->sums.scored);
-        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f, fp32 cache)\n", base,
-                x->sums.base_nll_sum / x->sums.scored, base_se, x->sums.base_nll_sum);
-        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored, se, x->sums.nll_sum);
-        fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %.6f (paired)\n", ppl - base,
-                100.0 * (ppl - base) / base, x->sums.diff_sum / x->sums.scored, dse);
+        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %s, NLL sum %.4f, fp32 cache)\n", base,
+                x->sums.base_nll_sum / x->sums.scored, se_text(base_se, "%.5f", a, sizeof a), x->sums.base_nll_sum);
+        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %s, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored,
+                se_text(se, "%.5f", a, sizeof a), x->sums.nll_sum);
+        fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %s (paired)\n", ppl - base,
+                100.0 * (ppl - base) / base, x->sums.diff_sum / x->sums.scored, se_text(dse, "%.6f", a, sizeof a));
         fprintf(f, "agreement: KL(baseline||quantized) %.6f nats/token, top-1 %.2f%%\n",
                 x->sums.kl_sum / x->sums.scored, 100.0 * x->sums.top1_agree / x->sums.scored);
         PplSummary y = token_sums_summarize(&x->sums);
-        fprintf(f, "errors:    delta %+.4f +/- %.4f ppl (%+.3f%% +/- %.3f%%), ln(PPL_q/PPL_base) %+.6f +/- %.6f\n",
-                y.delta, y.delta_se, y.delta_pct, y.delta_pct_se, y.ln_ratio, y.ln_ratio_se);
-        fprintf(f, "KL:        mean %.6f +/- %.6f, median %.3g, p90 %.3g, p99 %.3g, p99.9 %.3g, max %.3g\n", y.kl_mean,
-                y.kl_se, y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max);
-        fprintf(f, "top-1:     %.3f%% +/- %.3f%% the same; p(correct token) %+.3f%% mean, %.3f%% RMS\n",
-                100 * y.top1, 100 * y.top1_se, 100 * y.dp_mean, 100 * y.dp_rms);
+        fprintf(f, "errors:    delta %+.4f +/- %s ppl (%+.3f%% +/- %s), ln(PPL_q/PPL_base) %+.6f +/- %s\n", y.delta,
+                se_text(y.delta_se, "%.4f", a, sizeof a), y.delta_pct, se_text(y.delta_pct_se, "%.3f%%", b, sizeof b),
+                y.ln_ratio, se_text(y.ln_ratio_se, "%.6f", c, sizeof c));
+        fprintf(f, "KL:        mean %.6f +/- %s, median %.3g, p90 %.3g, p99 %.3g, p99.9 %.3g, max %.3g\n", y.kl_mean,
+                se_text(y.kl_se, "%.6f", a, sizeof a), y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max);
+        fprintf(f, "top-1:     %.3f%% +/- %s the same; p(correct token) %+.3f%% mean, %.3f%% RMS\n",
+                100 * y.top1, se_text(100 * y.top1_se, "%.3f%%", a, sizeof a), 100 * y.dp_mean, 100 * y.dp_rms);
     } else {
-        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored, se, x->sums.nll_sum);
+        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %s, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored,
+                se_text(se, "%.5f", a, sizeof a), x->sums.nll_sum);
     }
+    if (x->sums.scored < 2)
+        fprintf(f, "note:      standard errors are undefined with fewer than 2 scored tokens (null in --json)\n");
     double rate = x->seconds > 0 ? x->tokens_processed * (x->compared ? 2 : 1) / x->seconds : 0;
     fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
 }
