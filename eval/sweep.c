@@ -5,6 +5,7 @@
 #include "eval/report.h"
 #include "eval/json_out.h"
 #include "model/formats/checked_line.h"
+#include "model/formats/crc32c.h"
 #include "model/formats/fileio.h"
 #include "model/formats/json.h"
 #include "model/formats/sha256.h"
@@ -33,7 +34,13 @@ static void path_in(char *out, size_t n, const char *dir, const char *file) { sn
 
 /* ---- settings: DIR/sweep.json ---- */
 
-/* The settings as text, one key per line (so a difference can be shown as a line). */
+/* sweep.json's last member, the CRC-32C of the text before it: `  "crc32c": "1a2b3c4d"\n}\n` */
+#define SETTINGS_CRC_OPEN "  \"crc32c\": \""
+#define SETTINGS_CRC_CLOSE "\"\n}\n"
+#define SETTINGS_CRC_LEN (sizeof SETTINGS_CRC_OPEN - 1 + CRC32C_HEX_CHARS + sizeof SETTINGS_CRC_CLOSE - 1)
+
+/* The settings as text, one key per line (so a difference can be shown as a line), ending in
+ * the CRC-32C of the rest: a damaged sweep.json is refused, not trusted by sweep-merge. */
 static char *settings_text(const SweepSettings *s, size_t *len) {
     char *text = NULL;
     FILE *f = open_memstream(&text, len);
@@ -62,20 +69,42 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
         if (c->codebook_bytes > 0) fprintf(f, ", \"codebook_bytes\": %.17g", c->codebook_bytes);
         fprintf(f, "}%s\n", i + 1 < s->n_configs ? "," : "");
     }
-    fprintf(f, "  ]\n}\n");
+    fprintf(f, "  ],\n");
+    if (fflush(f)) { fclose(f); free(text); return NULL; }
+    char hex[CRC32C_HEX_CHARS + 1];
+    crc32c_to_hex(crc32c(0, text, *len), hex);
+    fprintf(f, SETTINGS_CRC_OPEN "%s" SETTINGS_CRC_CLOSE, hex);
     if (fclose(f)) { free(text); return NULL; }
     return text;
 }
 
-/* The settings' text without the lines of the paths ("model", "text_file"): a resume compares the
- * model and the text by content (model_id, tokens_hash), so the same ones under another path
- * are the same sweep. settings_text writes one key a line, each line's key at its start. */
+/* 1 when text[0..len) ends in the crc32c member settings_text writes, and it matches. */
+static CheckedLine settings_crc(const char *text, size_t len) {
+    if (len < SETTINGS_CRC_LEN) return CHECKED_LINE_NO_CRC;
+    size_t body = len - SETTINGS_CRC_LEN;
+    const char *digits = text + body + sizeof SETTINGS_CRC_OPEN - 1;
+    char hex[CRC32C_HEX_CHARS + 1];
+    uint32_t stored;
+    memcpy(hex, digits, CRC32C_HEX_CHARS);
+    hex[CRC32C_HEX_CHARS] = '\0';
+    if (memcmp(text + body, SETTINGS_CRC_OPEN, sizeof SETTINGS_CRC_OPEN - 1) ||
+        memcmp(digits + CRC32C_HEX_CHARS, SETTINGS_CRC_CLOSE, sizeof SETTINGS_CRC_CLOSE - 1) ||
+        crc32c_from_hex(hex, &stored))
+        return CHECKED_LINE_NO_CRC;
+    return crc32c(0, text, body) == stored ? CHECKED_LINE_OK : CHECKED_LINE_MISMATCH;
+}
+
+/* The settings' text without the lines of the paths ("model", "text_file") and of the CRC that
+ * covers them: a resume compares the model and the text by content (model_id, tokens_hash), so
+ * the same ones under another path are the same sweep. settings_text writes one key a line,
+ * each line's key at its start. */
 static char *without_paths(const char *text) {
     char *out = malloc(strlen(text) + 1), *o = out;
     if (!out) return NULL;
     for (const char *line = text; *line;) {
         size_t n = strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n');
-        if (strncmp(line, "  \"model\": ", 11) && strncmp(line, "  \"text_file\": ", 15)) {
+        if (strncmp(line, "  \"model\": ", 11) && strncmp(line, "  \"text_file\": ", 15) &&
+            strncmp(line, SETTINGS_CRC_OPEN, sizeof SETTINGS_CRC_OPEN - 1)) {
             memcpy(o, line, n);
             o += n;
         }
@@ -99,15 +128,21 @@ static void first_difference(const char *a, const char *b, char *out, size_t n) 
     }
 }
 
-/* A sweep.json read from path (text[0..len)): parsed, or NULL with why: truncated, not JSON, or
- * without a model identity, which a sweep of another model could then never be told from. */
+/* A sweep.json read from path (text[0..len)): parsed, or NULL with why: truncated, not JSON,
+ * without its CRC-32C or failing it, or without a model identity, which a sweep of another model
+ * could then never be told from. */
 static JsonValue *settings_parse(const char *path, const char *text, size_t len, Error *err) {
     Error jerr;
     JsonValue *j = json_parse(text, len, &jerr);
+    CheckedLine crc = j ? settings_crc(text, len) : CHECKED_LINE_OK;
     if (!j && json_truncated(text, len))
         error_set(err, "%s: truncated (%zu bytes, the end of the settings missing): not resumed; use another "
                   "--out-dir", path, len);
     else if (!j) error_set(err, "%s: not a sweep's settings: %s", path, jerr.msg);
+    else if (crc != CHECKED_LINE_OK)
+        error_set(err, "%s: %s: refused; use another --out-dir", path,
+                  crc == CHECKED_LINE_NO_CRC ? "no crc32c at its end (a sweep of an older kvq, or edited)"
+                                             : "fails its CRC-32C (edited or damaged)");
     else if (!json_string(j, "model_id") || !sha256_hex_valid(json_string(j, "model_id")))
         error_set(err, "%s: no model_id (the model's identity by content; a sweep of an older kvq, or edited): "
                   "not resumed; use another --out-dir", path);
