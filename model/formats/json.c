@@ -348,8 +348,9 @@ static int parse_number(Parser *p, JsonValue *v) {
 static int parse_value(Parser *p, int depth, JsonValue *v);
 
 static int parse_literal(Parser *p, const char *word, JsonValue *v) {
-    size_t n = strlen(word);
-    if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0) return unexpected(p);
+    size_t n = strlen(word), left = p->len - p->pos;
+    if (left < n && memcmp(p->s + p->pos, word, left) == 0) p->ran_out = 1;   /* "tr" at the end: cut short */
+    if (left < n || memcmp(p->s + p->pos, word, n) != 0) return unexpected(p);
     memset(v, 0, sizeof *v);
     p->pos += n;
     return 0;
