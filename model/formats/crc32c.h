@@ -3,7 +3,8 @@
  * compressed KV file carries one. It detects every error of up to 3 bits and every burst up to 32
  * bits long in a record of any size kvq writes; it is no defence against someone who recomputes
  * it (that is what sha256 identities are for). Plain portable C, one byte a step (a 256-entry
- * table), about 400 MB/s. */
+ * table): 230 MB/s measured on a loaded 2-core machine, a 26 MB compressed TinyLlama cache in
+ * about 0.1 s. */
 #ifndef KVQ_CRC32C_H
 #define KVQ_CRC32C_H
 
