@@ -78,7 +78,7 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
     return text;
 }
 
-/* 1 when text[0..len) ends in the crc32c member settings_text writes, and it matches. */
+/* Whether text[0..len) ends in the crc32c member settings_text writes, and whether it matches. */
 static CheckedLine settings_crc(const char *text, size_t len) {
     if (len < SETTINGS_CRC_LEN) return CHECKED_LINE_NO_CRC;
     size_t body = len - SETTINGS_CRC_LEN;
