@@ -22,6 +22,7 @@ else
 fi
 passed=0
 failed=0
+run_start=$(date +%s)
 log=$(mktemp)
 all=$(mktemp)
 
@@ -56,9 +57,12 @@ for t in $tests; do
         *)    cmd="$runner $t" ;;
     esac
     echo "== $t"
+    start=$(date +%s)
     KVQ_TEST_BIN=$bindir $cmd >"$log" 2>&1
     rc=$?
     cat "$log"
+    # each program's wall time, so a slow one is easy to find (make test's total is CI's budget)
+    echo "-- $t: $(($(date +%s) - start)) s"
     cat "$log" >>"$all"
     p=$(grep -c '^PASS ' "$log")
     f=$(grep -c '^FAIL ' "$log")
@@ -79,5 +83,6 @@ else
     passed=$((passed + 1))
 fi
 rm -f "$log" "$all"
+echo "-- all: $(($(date +%s) - run_start)) s"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
