@@ -133,6 +133,7 @@ static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, Error *e
     progress_finish(&progress);
     if (make_calibration(r, model_sha256, text_sha256, err)) return -1;
     progress_init(&progress, "calibrate: fits", o->quiet);
+    progress.unit = "tables";
     if (r->n_specs && calib_fit_all(&r->rows, r->specs, r->n_specs, &r->c, progress_update, &progress, err)) return -1;
     progress_finish(&progress);
     if (calibration_save(o->out, &r->c, err) || write_heatmap(r, o, err)) return -1;

@@ -14,6 +14,7 @@ double seconds_now(void) {
 
 void progress_init(Progress *p, const char *label, int quiet) {
     p->label = label;
+    p->unit = "windows";
     p->is_tty = isatty(2);
     p->quiet = quiet;
     p->last_print = -1e9;
@@ -42,17 +43,17 @@ void progress_update(void *progress, int done, int total, long tokens, double se
     int last = done == total;
     if (!p->is_tty && !last && seconds - p->last_print < LINE_EVERY_SECONDS) return;
     p->last_print = seconds;
-    double rate = seconds > 0 ? tokens / seconds : 0;
-    char eta[32];
+    char eta[32], rate[48] = "";
+    if (tokens > 0 && seconds > 0) snprintf(rate, sizeof rate, ", %.0f tok/s", tokens / seconds);
     progress_format_seconds(progress_eta(p, done, total, seconds), eta, sizeof eta);
     if (p->is_tty) {
         int width = 30, fill = total > 0 ? done * width / total : 0;
         char bar[64];
         for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
         bar[width] = 0;
-        fprintf(stderr, "\r%s [%s] %d/%d windows, %.0f tok/s, ETA %s ", p->label, bar, done, total, rate, eta);
+        fprintf(stderr, "\r%s [%s] %d/%d %s%s, ETA %s ", p->label, bar, done, total, p->unit, rate, eta);
     } else {
-        fprintf(stderr, "%s: %d/%d windows, %.0f tok/s, ETA %s\n", p->label, done, total, rate, eta);
+        fprintf(stderr, "%s: %d/%d %s%s, ETA %s\n", p->label, done, total, p->unit, rate, eta);
     }
     fflush(stderr);
 }

@@ -7,6 +7,7 @@
 
 typedef struct {
     const char *label;
+    const char *unit;        /* what a step is: "windows" (progress_init's), or set after it ("tables") */
     int is_tty;
     int quiet;
     double last_print;
@@ -15,7 +16,8 @@ typedef struct {
 } Progress;
 
 void progress_init(Progress *p, const char *label, int quiet);
-/* Matches PplOptions.progress, so it can be passed as the callback with a Progress* as user. */
+/* Matches PplOptions.progress, so it can be passed as the callback with a Progress* as user.
+ * tokens 0: steps that are not runs over tokens (a fit's tables), so no tok/s is printed. */
 void progress_update(void *progress, int done, int total, long tokens, double seconds);
 /* Seconds left after `done` of `total` equal steps at `seconds`: at the pace of the steps
  * since the first update (all of them until a second update arrives). What the bar prints;
