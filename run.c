@@ -277,9 +277,10 @@ static void print_ppl_report(const Args *a, const PplReport *r) {
 }
 
 static int cmd_ppl(Args *a) {
-    int no_compare = 0;
+    int no_compare = 0, no_layer_error = 0;
     while (next_arg(a)) {
         if (flag(a, "no-compare", 0)) no_compare = 1;
+        else if (flag(a, "no-layer-error", 0)) no_layer_error = 1;
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
@@ -289,6 +290,7 @@ static int cmd_ppl(Args *a) {
     run.o.k_scheme = &k;
     run.o.v_scheme = &v;
     run.o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
+    run.o.layer_error = run.o.compare && !no_layer_error;
     PplReport report;
     Error err;
     if (ppl_run(&run, &report, &err)) return bad_input(a, err.msg);
@@ -319,6 +321,7 @@ static int cmd_ppl_merge(Args *a) {
 
 static int cmd_sweep(Args *a) {
     const char *out_dir = NULL;
+    int no_layer_error = 0;
     SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
     if (!s.configs) return bad_input(a, "out of memory");
     Error err;
@@ -326,6 +329,7 @@ static int cmd_sweep(Args *a) {
         if (flag(a, "config", 1)) take_error(a, sweep_add_config(&s, a->value, &err), &err);
         else if (flag(a, "configs", 1)) take_error(a, sweep_add_config_file(&s, a->value, &err), &err);
         else if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else if (flag(a, "no-layer-error", 0)) no_layer_error = 1;
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
@@ -334,6 +338,7 @@ static int cmd_sweep(Args *a) {
     int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
     if (rc == EXIT_OK) {
         s.ppl = eval_options(&a->e);
+        s.ppl.layer_error = !no_layer_error;
         snprintf(s.model, sizeof s.model, "%s", a->dir);
         snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
         snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
@@ -698,10 +703,11 @@ static const Command COMMANDS[] = {
     {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
      "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
      "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-     "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--calib FILE]\n"
-     "           [--quiet] [--json]\n"
+     "           [--shard I/N] [--batch N] [--no-compare] [--no-layer-error] [--precision exact|bf16]\n"
+     "           [--calib FILE] [--quiet] [--json]\n"
      "                                  perplexity with the KV cache quantized as it is written\n"
-     "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n"},
+     "                                  (default text: WikiText-2 test; compared with an fp32 cache:\n"
+     "                                  KL, top-1, by position, each layer's attention error)\n"},
     {{"ppl-merge"}, cmd_ppl_merge, 0,
      "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
     {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB,
