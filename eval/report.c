@@ -209,7 +209,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
         json_out_number(f, "top1_agreement", (double)x->sums.top1_agree / x->sums.scored, 0);
         report_sums_json(f, &x->sums);
         report_summary_json(f, token_sums_summarize(&x->sums));
-        views_ppl_json(f, &x->sums);
+        views_json(f, &x->sums);
     }
     json_out_number(f, "tokens_processed", (double)x->tokens_processed, 0);
     json_out_number(f, "seconds", x->seconds, 1);

@@ -32,7 +32,7 @@ void views_ppl_text(FILE *f, const TokenSums *s) {
     }
 }
 
-void views_ppl_json(FILE *f, const TokenSums *s) {
+static void position_json(FILE *f, const TokenSums *s) {
     fprintf(f, "  \"position_sums\": ");
     position_sums_write(f, &s->pos);
     fprintf(f, ",\n  \"by_position\": [");
@@ -53,7 +53,9 @@ void views_ppl_json(FILE *f, const TokenSums *s) {
         first = 0;
     }
     fprintf(f, "],\n");
-    if (s->layer.n_layers == 0) return;
+}
+
+static void layer_json(FILE *f, const TokenSums *s) {
     fprintf(f, "  \"layer_error_sums\": ");
     layer_error_write(f, &s->layer);
     fprintf(f, ",\n");
@@ -66,6 +68,11 @@ void views_ppl_json(FILE *f, const TokenSums *s) {
         }
         fprintf(f, "],\n");
     }
+}
+
+void views_json(FILE *f, const TokenSums *s) {
+    if (views_position_complete(s)) position_json(f, s);
+    if (views_layer_complete(s)) layer_json(f, s);
 }
 
 int views_ppl_read(const JsonValue *j, TokenSums *s, const char *where, Error *err) {

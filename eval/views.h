@@ -11,9 +11,10 @@
 
 /* ppl's text report: a table of the position buckets with tokens, and the per-layer errors. */
 void views_ppl_text(FILE *f, const TokenSums *s);
-/* ppl --json's lines (each ending with a comma): "position_sums" and "layer_error_sums" (what
- * ppl-merge adds up) and the figures "by_position", "layer_rel_error", "layer_rel_error_stderr". */
-void views_ppl_json(FILE *f, const TokenSums *s);
+/* ppl --json's lines, and those of each configuration in a sweep's results.json (each ending
+ * with a comma): "position_sums" and "layer_error_sums" (what ppl-merge adds up) and the figures
+ * "by_position", "layer_rel_error", "layer_rel_error_stderr"; each view only when complete. */
+void views_json(FILE *f, const TokenSums *s);
 /* Adds a ppl --json object's "position_sums" and "layer_error_sums" into s (absent: nothing;
  * the output of a kvq without them). */
 int views_ppl_read(const JsonValue *j, TokenSums *s, const char *where, Error *err);
