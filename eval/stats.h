@@ -11,6 +11,7 @@
 #ifndef KVQ_STATS_H
 #define KVQ_STATS_H
 
+#include <stddef.h>
 #include "eval/layer_error.h"
 #include "eval/position.h"
 
@@ -66,7 +67,13 @@ typedef struct {
     double dp_mean, dp_rms;          /* p(correct token) quantized minus baseline */
 } PplSummary;
 
-/* The figures of sums with a baseline (NAN where there are too few tokens). */
+/* The figures of sums with a baseline. With fewer than 2 scored tokens every standard error is
+ * NAN: one token says nothing of the spread (not 0, which would claim an exact figure). */
 PplSummary token_sums_summarize(const TokenSums *s);
+
+#define SE_UNDEFINED "undefined"
+/* A standard error for people: printf's fmt of se ("%.4f"), or SE_UNDEFINED when se is not
+ * finite (fewer than 2 scored tokens); in JSON such a value is null (eval/json_out.h). Returns buf. */
+const char *se_text(double se, const char *fmt, char *buf, size_t n);
 
 #endif
