@@ -23,6 +23,7 @@
 #include "eval/calibrate.h"
 #include "eval/calibration.h"
 #include "eval/probe.h"
+#include "eval/probe_sweep.h"
 #include "model/formats/fileio.h"
 
 #define EXIT_OK 0
@@ -370,6 +371,7 @@ static int cmd_ppl_merge(Args *a) {
 static int cmd_sweep(Args *a) {
     const char *out_dir = NULL;
     int no_layer_error = 0;
+    ProbeSweep probes = {.o = {.seed = 42}};
     SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
     if (!s.configs) return bad_input(a, "out of memory");
     Error err;
@@ -378,6 +380,8 @@ static int cmd_sweep(Args *a) {
         else if (flag(a, "configs", 1)) take_error(a, sweep_add_config_file(&s, a->value, &err), &err);
         else if (flag(a, "out-dir", 1)) out_dir = a->value;
         else if (flag(a, "no-layer-error", 0)) no_layer_error = 1;
+        else if (flag(a, "probe", 1)) take_error(a, probe_sweep_add(&probes, a->value, &err), &err);
+        else if (flag(a, "probe-sequences", 1)) parse_int(a, 1, 1 << 16, &probes.o.sequences);
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
@@ -391,7 +395,9 @@ static int cmd_sweep(Args *a) {
         snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
         snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
         snprintf(s.calib_path, sizeof s.calib_path, "%s", a->calib ? a->calib : "");
-        if (sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+        if (probes.n_tasks ? probe_sweep_run_and_report(&s, &probes, out_dir, a->e.max_tokens, a->quiet, a->json, stdout,
+                                                        stderr, &err)
+                           : sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
             rc = bad_input(a, err.msg);
     }
     free(s.configs);
@@ -870,8 +876,11 @@ static const Command COMMANDS[] = {
      "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
     {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB,
      "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
+     "           [--no-layer-error] [--probe copy|passkey|diverge ...] [--probe-sequences N]\n"
      "                                  many KV-cache configurations over the same windows, each\n"
-     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},
+     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"
+     "                                  (KL by position, per-layer error); --probe: ./run probe's\n"
+     "                                  task on every configuration at the sweep's ctx (probe-TASK.*)\n"},
     {{"probe"}, cmd_probe, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
      "  probe MODEL_DIR --task copy|passkey|diverge [--kv-scheme S | --k-scheme S --v-scheme S]\n"
      "           [--ctx N] [--sequences N] [--seed N] [--lengths L,...] [--depths D,...]\n"

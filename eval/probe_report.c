@@ -40,10 +40,14 @@ static void copy_text(FILE *f, const ProbeResult *r, const char *const *labels) 
         pct(f, probe_rate(&all), probe_rate_se(&all));
         fprintf(f, "\n");
     }
-    for (int i = 0; i < o->n_lengths; i++)
-        if (probe_rate(probe_cell(r, 0, i)) < MEANINGFUL_RATE)
-            fprintf(f, "\nfp32 copies %.1f%% at S=%d: this model does not copy at that length; the probe is not "
-                       "meaningful there.\n", 100 * probe_rate(probe_cell(r, 0, i)), o->lengths[i]);
+    int failed = 0;   /* the lengths fp32 does not copy at */
+    for (int i = 0; i < o->n_lengths; i++) failed += probe_rate(probe_cell(r, 0, i)) < MEANINGFUL_RATE;
+    if (failed == 0) return;
+    fprintf(f, "\nfp32 copies under %.0f%% of the tokens at S =", 100 * MEANINGFUL_RATE);
+    for (int i = 0, first = 1; i < o->n_lengths; i++)
+        if (probe_rate(probe_cell(r, 0, i)) < MEANINGFUL_RATE) fprintf(f, "%s %d", first ? "" : ",", o->lengths[i]), first = 0;
+    fprintf(f, ": this model does not copy %s; the probe is not meaningful there (the agreement and NLL still "
+               "compare the caches, but not on retrieval).\n", failed == o->n_lengths ? "at all" : "at those lengths");
 }
 
 static void passkey_text(FILE *f, const ProbeResult *r, const char *const *labels) {
