@@ -68,10 +68,10 @@ int probe_options_resolve(ProbeOptions *o, const Model *m, Error *err) {
     if (o->sequences <= 0) o->sequences = default_sequences[o->task];
     if (o->task == PROBE_COPY) {
         if (o->n_lengths == 0) default_lengths(o, 64, o->ctx / 2, 0);
+        if (o->n_lengths == 0 && o->ctx >= 4) o->lengths[o->n_lengths++] = o->ctx / 2;   /* a ctx under 128 */
         for (int i = 0; i < o->n_lengths; i++)
             if (o->lengths[i] < 2 || o->lengths[i] > o->ctx / 2)
                 return error_set(err, "copy length %d: must be in [2, ctx/2 = %d]", o->lengths[i], o->ctx / 2);
-        if (o->n_lengths == 0) return error_set(err, "--ctx %d leaves no copy length (the first is 64)", o->ctx);
     } else if (o->task == PROBE_PASSKEY) {
         int room = o->ctx - PROBE_PASSKEY_ANSWER_TOKENS;
         if (o->n_lengths == 0) default_lengths(o, 256, room - 1, room);
