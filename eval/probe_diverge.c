@@ -7,6 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+int probe_first_difference(const int *a, const int *b, int M) {
+    int same = 0;
+    while (same < M && a[same] == b[same]) same++;
+    return same;
+}
+
 int probe_diverge_prepare(ProbeWork *w, Error *err) {
     w->text = load_eval_tokens(w->o->text_file, w->tok, 1, &w->n_text, err);
     if (!w->text) return -1;
@@ -29,8 +35,7 @@ void probe_diverge_run(ProbeWork *w, KvCache *kv, int cache, ProbeResult *r) {
         probe_greedy(w, kv, w->seq, 1 + P, M, out);
         int *base = w->base + (size_t)i * M;
         if (cache == 0) memcpy(base, out, (size_t)M * sizeof *out);
-        int same = 0;
-        while (same < M && out[same] == base[same]) same++;
+        int same = probe_first_difference(out, base, M);
         cell->n++;
         cell->hits += same == M;
         cell->agree += out[0] == base[0];

@@ -187,34 +187,41 @@ static void check_diverge(const ModelDir *L) {
     int n_text = 0, *text = load_eval_tokens(path, L->tok, 1, &n_text, &err), M = 24;
     if (!check(text && n_text > 10, "probe diverge: the prompt's text", "%s", err.msg)) return;
     int P = n_text - 2;   /* BOS + P = the whole text but its last token: one prompt, at offset 1 */
-    KvLayered kb[2], vb[2];
-    const KvLayered *k[2] = {scheme("fp32", KV_SIDE_KEYS, &kb[0]), scheme("int2-g64", KV_SIDE_KEYS, &kb[1])};
-    const KvLayered *v[2] = {scheme("fp32", KV_SIDE_VALUES, &vb[0]), scheme("int2-g64", KV_SIDE_VALUES, &vb[1])};
+    KvLayered kb[3], vb[3];
+    const KvLayered *k[3] = {scheme("fp32", KV_SIDE_KEYS, &kb[0]), scheme("int2-g64", KV_SIDE_KEYS, &kb[1]),
+                             scheme("int4-g64", KV_SIDE_KEYS, &kb[2])};
+    const KvLayered *v[3] = {scheme("fp32", KV_SIDE_VALUES, &vb[0]), scheme("int2-g64", KV_SIDE_VALUES, &vb[1]),
+                             scheme("int4-g64", KV_SIDE_VALUES, &vb[2])};
     ProbeOptions o = {.task = PROBE_DIVERGE, .ctx = CTX, .sequences = 2, .seed = 5, .prompt_tokens = P,
                       .new_tokens = M, .text_file = path};
     ProbeResult r;
-    if (!check(probe_run(m, L->tok, &o, k, v, 2, NULL, &r, &err) == 0, "probe diverge: runs", "%s", err.msg)) return;
+    if (!check(probe_run(m, L->tok, &o, k, v, 3, NULL, &r, &err) == 0, "probe diverge: runs", "%s", err.msg)) return;
     RunState s;
-    KvCache kv[2] = {{0}};
+    KvCache kv = {0};
     runstate_init(&s, &m->config, CTX, &err);
-    kv_cache_init(&kv[0], &m->config, CTX, CTX, NULL, NULL, NULL, m->rope_inv_freq, &err);
-    kv_cache_init(&kv[1], &m->config, CTX, CTX, k[1], v[1], NULL, m->rope_inv_freq, &err);
-    int prompt[CTX], base[64], q[64], d = 0;
+    int prompt[CTX], base[64], q[64], d[3] = {0};
     prompt[0] = m->config.bos_id;
     memcpy(prompt + 1, text + 1, (size_t)P * sizeof *prompt);
-    own_greedy(m, &s, &kv[0], prompt, 1 + P, M, base);
-    own_greedy(m, &s, &kv[1], prompt, 1 + P, M, q);
-    while (d < M && q[d] == base[d]) d++;
-    const ProbeCell *same = probe_cell(&r, 1, 0), *x = probe_cell(&r, 2, 0);
+    for (int c = 0; c < 3; c++) {   /* the fp32 cache, then int2-g64 and int4-g64 */
+        kv_cache_init(&kv, &m->config, CTX, CTX, c ? k[c] : NULL, c ? v[c] : NULL, NULL, m->rope_inv_freq, &err);
+        own_greedy(m, &s, &kv, prompt, 1 + P, M, c ? q : base);
+        kv_cache_free(&kv);
+        while (c && d[c] < M && q[d[c]] == base[d[c]]) d[c]++;
+    }
+    const ProbeCell *same = probe_cell(&r, 1, 0);
     check(same->n == 2 && same->sum == 2.0 * M && same->hits == 2,
           "probe diverge: fp32 against fp32: M tokens to the first difference, every continuation identical",
           "n %ld, sum %g (want %d), identical %ld", same->n, same->sum, 2 * M, same->hits);
-    check(x->n == 2 && x->sum == 2.0 * d && x->hits == 2 * (d == M),
-          "probe diverge: int2-g64's tokens to the first difference = greedy decoding done here",
-          "sum %g, want 2 x %d; identical %ld", x->sum, d, x->hits);
-    printf("     int2-g64 first differs from fp32 after %d of %d tokens\n", d, M);
-    kv_cache_free(&kv[0]);
-    kv_cache_free(&kv[1]);
+    const ProbeCell *x2 = probe_cell(&r, 2, 0), *x4 = probe_cell(&r, 3, 0);
+    check(x2->n == 2 && x2->sum == 2.0 * d[1] && x2->hits == 2 * (d[1] == M) && x4->sum == 2.0 * d[2] &&
+              x4->hits == 2 * (d[2] == M),
+          "probe diverge: int2-g64's and int4-g64's tokens to the first difference = greedy decoding done here",
+          "int2 sum %g, int4 sum %g, want 2 x %d, 2 x %d", x2->sum, x4->sum, d[1], d[2]);
+    printf("     first difference from fp32 after %d (int2-g64) and %d (int4-g64) of %d tokens\n", d[1], d[2], M);
+    int a[4] = {1, 2, 3, 4}, b[4] = {9, 2, 3, 4}, c[4] = {1, 2, 9, 4};
+    check(probe_first_difference(a, b, 4) == 0 && probe_first_difference(a, c, 4) == 2 &&
+              probe_first_difference(a, a, 4) == 4 && probe_first_difference(a, b, 0) == 0,
+          "probe diverge: the first difference at 0, in the middle, none (M), M = 0", "");
     runstate_free(&s);
     probe_result_free(&r);
     free(text);

@@ -126,7 +126,8 @@ def check_scheme_table():
 
 def results_rows(demo):
     """A committed results.md's table as {configuration: {column: cell}}."""
-    lines = open(f"{demo}/results.md", encoding="utf-8").read().split("\n\n", 1)[1].strip("\n").splitlines()
+    # the main table: the block after the heading paragraph (the views by position and layer follow it)
+    lines = open(f"{demo}/results.md", encoding="utf-8").read().split("\n\n")[1].strip("\n").splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     return {cells[0]: dict(zip(head, cells)) for cells in
             ([c.strip() for c in l.strip("|").split("|")] for l in lines[2:])}
@@ -158,7 +159,7 @@ def check_sweep(name, demo, make_target, args_variable, quoted_whole):
     """A fresh run of the outlier model's sweep (the Makefile's arguments) writes the committed
     results.md; with quoted_whole, the README quotes that table whole."""
     committed = open(f"{demo}/results.md", encoding="utf-8").read()
-    table = committed.split("\n\n", 1)[1].strip("\n")
+    table = committed.split("\n\n")[1].strip("\n")   # the main table (the position and layer views follow)
     if quoted_whole:
         report(f"README: the {name} table is {demo}/results.md's", table in README,
                f"regenerate the README's table from results.md (make {make_target})")
