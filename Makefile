@@ -119,7 +119,7 @@ sweep-calibrated: run
 # configurations, both bundled models, into data/sweeps/MODEL/probe-*.{md,csv,json}: the sweep's journal
 # there is resumed (after `make sweep-demo` nothing is recomputed), then each probe runs. The passkey on
 # the fp32 cache alone (both models fail it: the probe is not meaningful on them) in data/sweeps/passkey-*.md.
-PROBES_DEMO_ARGS := --probe copy --probe diverge --probe-sequences 4
+PROBES_DEMO_ARGS := --probe copy --probe diverge
 probes-demo: run
 	./run sweep data/models/mini-llama-brown $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown $(PROBES_DEMO_ARGS) >/dev/null
 	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown-outliers $(PROBES_DEMO_ARGS) >/dev/null

@@ -89,8 +89,9 @@ int probe_options_resolve(ProbeOptions *o, const Model *m, Error *err) {
                 return error_set(err, "passkey depth %d: must be a percentage in [0, 100]", o->depths[i]);
         if (!o->text_file) o->text_file = PROBE_DEFAULT_PASSKEY_TEXT;
     } else {
-        if (o->prompt_tokens <= 0) o->prompt_tokens = 64;
-        if (o->new_tokens <= 0) o->new_tokens = 64;
+        /* 64 and 64, or what a short ctx holds of them (a sweep's ctx 128) */
+        if (o->prompt_tokens <= 0) o->prompt_tokens = (o->ctx - 1) / 2 < 64 ? (o->ctx - 1) / 2 : 64;
+        if (o->new_tokens <= 0) o->new_tokens = o->ctx - 1 - o->prompt_tokens < 64 ? o->ctx - 1 - o->prompt_tokens : 64;
         if (1 + o->prompt_tokens + o->new_tokens > o->ctx)
             return error_set(err, "diverge: BOS + --prompt-tokens %d + --new-tokens %d exceed --ctx %d",
                              o->prompt_tokens, o->new_tokens, o->ctx);
