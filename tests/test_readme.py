@@ -182,7 +182,36 @@ def check_sweep_demo():
     check_calibrated_table()
 
 
+def probe_rows(path):
+    """A probe report's table rows (probe-diverge.md) as {cache: cells}."""
+    rows = {}
+    for line in open(path, encoding="utf-8"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] != "cache":
+            rows[cells[0]] = cells
+    return rows
+
+
+def check_diverge_table():
+    """The README's greedy-divergence table: each row's cells are both models' probe-diverge.md cells."""
+    brown = probe_rows("data/sweeps/mini-llama-brown/probe-diverge.md")
+    outliers = probe_rows("data/sweeps/mini-llama-brown-outliers/probe-diverge.md")
+    m = re.search(r"<!-- diverge table.*?-->\n(.*?)\n\n", README, re.S)
+    rows = m.group(1).splitlines()[2:] if m else []
+    bad = []
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        name = cells[0]
+        if name not in brown or name not in outliers:
+            bad.append(f"{name}: not in both reports")
+        elif cells != [name, brown[name][1], brown[name][2], outliers[name][1], outliers[name][2]]:
+            bad.append(f"README {cells} != the reports' {brown[name][1:3]} {outliers[name][1:3]}")
+    report("README: the greedy-divergence table's rows are both models' probe-diverge.md cells", rows and not bad,
+           "; ".join(bad[:3]) or "table not found")
+
+
 PATH_NOTE = "" if SAME_PATH else f" (on {current_kernel()}, not {readme_kernel()}: within the stated tolerances)"
 check_validate_sample()
 check_scheme_table()
 check_sweep_demo()
+check_diverge_table()
