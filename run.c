@@ -387,6 +387,8 @@ static int cmd_sweep(Args *a) {
     require(a, a->dir != NULL, "missing MODEL_DIR");
     require(a, out_dir != NULL, "missing --out-dir DIR (the journal and results go there)");
     require(a, s.n_configs > 0, "no configurations: give --config K[:V] or --configs FILE");
+    require(a, probes.n_tasks == 0 || a->e.shard_n == 1,
+            "--probe runs after a whole sweep, not a shard's (--shard I/N): run it without --shard");
     int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
     if (rc == EXIT_OK) {
         s.ppl = eval_options(&a->e);

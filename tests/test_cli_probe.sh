@@ -60,4 +60,5 @@ expect_exit "probe --task passkey with a missing --text-file: exit 2" 2 ./run pr
 expect_exit "probe with a bad scheme: exit 2" 2 ./run probe $M --task copy --kv-scheme int9-g7
 expect_exit "sweep --probe bogus: exit 2" 2 ./run sweep $M --config int4-g64 --out-dir "$T/x" --probe bogus
 expect_exit "sweep --probe copy twice: exit 2" 2 ./run sweep $M --config int4-g64 --out-dir "$T/x" --probe copy --probe copy
+expect_exit "sweep --probe with --shard: exit 2" 2 ./run sweep $M --config int4-g64 --out-dir "$T/x" --probe copy --shard 0/2
 no_file "sweep with a bad --probe writes nothing" "$T/x"
