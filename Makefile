@@ -57,7 +57,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: sweep-demo allocate-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo probes-demo allocate-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -114,6 +114,17 @@ sweep-calibrated: run
 	rm -rf data/sweeps/calibrated-mini-llama-brown data/sweeps/calibrated-mini-llama-brown-outliers
 	./run sweep data/models/mini-llama-brown $(SWEEP_CALIBRATED_ARGS) --out-dir data/sweeps/calibrated-mini-llama-brown
 	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_CALIBRATED_ARGS) --out-dir data/sweeps/calibrated-mini-llama-brown-outliers
+
+# `make probes-demo`: the README's probes (./run probe's copy and greedy divergence) on the sweep demo's
+# configurations, both bundled models, into data/sweeps/MODEL/probe-*.{md,csv,json}: the sweep's journal
+# there is resumed (after `make sweep-demo` nothing is recomputed), then each probe runs. The passkey on
+# the fp32 cache alone (both models fail it: the probe is not meaningful on them) in data/sweeps/passkey-*.md.
+PROBES_DEMO_ARGS := --probe copy --probe diverge
+probes-demo: run
+	./run sweep data/models/mini-llama-brown $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown $(PROBES_DEMO_ARGS) >/dev/null
+	./run sweep data/models/mini-llama-brown-outliers $(SWEEP_DEMO_ARGS) --out-dir data/sweeps/mini-llama-brown-outliers $(PROBES_DEMO_ARGS) >/dev/null
+	./run probe data/models/mini-llama-brown --task passkey --ctx 1024 --sequences 2 >data/sweeps/passkey-mini-llama-brown.md
+	./run probe data/models/mini-llama-brown-outliers --task passkey --ctx 1024 --sequences 2 >data/sweeps/passkey-mini-llama-brown-outliers.md
 
 # `make allocate-demo`: the README's per-layer sensitivity (wiki.valid, the calibration split) and the
 # allocations at 2.5, 3 and 3.5 bits checked on held-out windows (wiki.test), and on the sensitivity's own

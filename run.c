@@ -22,6 +22,8 @@
 #include "eval/scheme_list.h"
 #include "eval/calibrate.h"
 #include "eval/calibration.h"
+#include "eval/probe.h"
+#include "eval/probe_sweep.h"
 #include "model/formats/fileio.h"
 
 #define EXIT_OK 0
@@ -324,9 +326,10 @@ static void print_ppl_report(const Args *a, const PplReport *r) {
 }
 
 static int cmd_ppl(Args *a) {
-    int no_compare = 0;
+    int no_compare = 0, no_layer_error = 0;
     while (next_arg(a)) {
         if (flag(a, "no-compare", 0)) no_compare = 1;
+        else if (flag(a, "no-layer-error", 0)) no_layer_error = 1;
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
@@ -336,6 +339,7 @@ static int cmd_ppl(Args *a) {
     run.o.k_scheme = &k;
     run.o.v_scheme = &v;
     run.o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
+    run.o.layer_error = run.o.compare && !no_layer_error;
     PplReport report;
     Error err;
     if (ppl_run(&run, &report, &err)) return bad_input(a, err.msg);
@@ -366,6 +370,8 @@ static int cmd_ppl_merge(Args *a) {
 
 static int cmd_sweep(Args *a) {
     const char *out_dir = NULL;
+    int no_layer_error = 0;
+    ProbeSweep probes = {.o = {.seed = 42}};
     SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
     if (!s.configs) return bad_input(a, "out of memory");
     Error err;
@@ -373,23 +379,134 @@ static int cmd_sweep(Args *a) {
         if (flag(a, "config", 1)) take_error(a, sweep_add_config(&s, a->value, &err), &err);
         else if (flag(a, "configs", 1)) take_error(a, sweep_add_config_file(&s, a->value, &err), &err);
         else if (flag(a, "out-dir", 1)) out_dir = a->value;
+        else if (flag(a, "no-layer-error", 0)) no_layer_error = 1;
+        else if (flag(a, "probe", 1)) take_error(a, probe_sweep_add(&probes, a->value, &err), &err);
+        else if (flag(a, "probe-sequences", 1)) parse_int(a, 1, 1 << 16, &probes.o.sequences);
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
     require(a, out_dir != NULL, "missing --out-dir DIR (the journal and results go there)");
     require(a, s.n_configs > 0, "no configurations: give --config K[:V] or --configs FILE");
+    require(a, probes.n_tasks == 0 || a->e.shard_n == 1,
+            "--probe runs after a whole sweep, not a shard's (--shard I/N): run it without --shard");
     int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
     if (rc == EXIT_OK) {
         s.ppl = eval_options(&a->e);
+        s.ppl.layer_error = !no_layer_error;
         snprintf(s.model, sizeof s.model, "%s", a->dir);
         snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
         snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
         snprintf(s.calib_path, sizeof s.calib_path, "%s", a->calib ? a->calib : "");
-        if (sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+        if (probes.n_tasks ? probe_sweep_run_and_report(&s, &probes, out_dir, a->e.max_tokens, a->quiet, a->json, stdout,
+                                                        stderr, &err)
+                           : sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
             rc = bad_input(a, err.msg);
     }
     free(s.configs);
     return rc;
+}
+
+/* --- probe (eval/probe.h) ------------------------------------------------------------------ */
+
+/* "64,128,256" into out[0..max): each in [lo, hi]; *n set. */
+static void parse_int_list(Args *a, int lo, int hi, int *out, int max, int *n) {
+    const char *p = a->value;
+    *n = 0;
+    while (!a->bad[0]) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v < lo || v > hi || *n == max || (*end && *end != ',')) {
+            snprintf(a->bad, sizeof a->bad, "%.*s: expected up to %d integers in [%d, %d], comma-separated, got '%.100s'",
+                     a->typed_len, a->typed, max, lo, hi, a->value);
+            return;
+        }
+        out[(*n)++] = (int)v;
+        if (!*end) return;
+        p = end + 1;
+    }
+}
+
+/* ./run probe --help (the text beside its row of COMMANDS, when run.c has per-command help). */
+static const char PROBE_HELP[] =
+    "usage: ./run probe MODEL_DIR --task copy|passkey|diverge [flags]\n"
+    "\n"
+    "What a quantized KV cache breaks that perplexity hides, on seeded inputs, the fp32 cache first:\n"
+    "  copy      BOS, S random word pieces, the same S again: top-1 accuracy and mean NLL on the\n"
+    "            second copy from its second token on (only reading the first copy back predicts\n"
+    "            it), per S, with binomial standard errors, and agreement with the fp32 cache\n"
+    "  passkey   a 5-digit number buried at a depth of 0..100% of filler from wiki.valid (the\n"
+    "            calibration split), the question at the end, the digits decoded greedily: exact\n"
+    "            matches per length and depth (meaningful only where fp32 passes: said first)\n"
+    "  diverge   prompts from wiki.test, M tokens generated greedily: tokens until the first that\n"
+    "            differs from the fp32 cache's continuation, and the share identical\n"
+    "\n"
+    "flags (default):\n"
+    "  --task T                  copy, passkey or diverge (required)\n"
+    "  --kv-scheme S             the cache's scheme, keys and values (fp32; ./run schemes)\n"
+    "  --k-scheme S              keys only, over --kv-scheme (--kv-scheme)\n"
+    "  --v-scheme S              values only, over --kv-scheme (--kv-scheme)\n"
+    "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
+    "  --ctx N                   the longest input (the model's context)\n"
+    "  --sequences N             copy: sequences per S (8); passkey: trials per cell (4);\n"
+    "                            diverge: prompts (16)\n"
+    "  --seed N                  the inputs' seed (42)\n"
+    "  --lengths L,L,...         copy: S (64, 128, ... up to ctx/2); passkey: prompt tokens in all\n"
+    "                            (256, 512, ... and ctx - 8)\n"
+    "  --depths D,D,...          passkey: depths in percent (0,25,50,75,100)\n"
+    "  --prompt-tokens P         diverge: prompt tokens after BOS (64, or (ctx - 1)/2 when less)\n"
+    "  --new-tokens M            diverge: tokens generated (64, or what ctx leaves)\n"
+    "  --text-file F             passkey's filler (data/wikitext-2-raw/wiki.valid.raw), diverge's\n"
+    "                            prompts (data/wikitext-2-raw/wiki.test.raw)\n"
+    "  --batch N                 positions a forward pass (512)\n"
+    "  --json                    the counts and figures as JSON\n"
+    "  --quiet                   accepted for symmetry with ppl (the probe prints no progress)\n"
+    "\n"
+    "examples:\n"
+    "  ./run probe data/models/mini-llama-brown --task copy --kv-scheme int2-g64\n"
+    "  ./run probe data/models/mini-llama-brown --task passkey --kv-scheme q4_0 --sequences 2\n"
+    "  ./run probe data/models/mini-llama-brown-outliers --task diverge --kv-scheme int3-g64+had --json\n"
+    "  ./run sweep data/models/mini-llama-brown --configs data/sweeps/configs.txt --out-dir out --probe copy\n"
+    "\n"
+    "exit codes: 0 ok, 2 bad input or usage\n";
+
+static int cmd_probe(Args *a) {
+    ProbeOptions o = {.seed = 42};
+    const char *task = NULL;
+    int seed = 42;
+    while (next_arg(a)) {
+        if (flag(a, "task", 1)) task = a->value;
+        else if (flag(a, "ctx", 1)) parse_int(a, 4, 1 << 20, &o.ctx);
+        else if (flag(a, "sequences", 1)) parse_int(a, 1, 1 << 16, &o.sequences);
+        else if (flag(a, "seed", 1)) parse_int(a, 0, 2147483647, &seed);
+        else if (flag(a, "lengths", 1)) parse_int_list(a, 2, 1 << 20, o.lengths, PROBE_MAX_LENGTHS, &o.n_lengths);
+        else if (flag(a, "depths", 1)) parse_int_list(a, 0, 100, o.depths, PROBE_MAX_DEPTHS, &o.n_depths);
+        else if (flag(a, "prompt-tokens", 1)) parse_int(a, 1, 1 << 20, &o.prompt_tokens);
+        else if (flag(a, "new-tokens", 1)) parse_int(a, 1, 1 << 20, &o.new_tokens);
+        else if (flag(a, "text-file", 1)) o.text_file = a->value;
+        else if (flag(a, "batch", 1)) parse_int(a, 1, 4096, &o.batch);
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    require(a, task != NULL, "missing --task copy|passkey|diverge");
+    require(a, !task || probe_task_parse(task) >= 0, "--task must be copy, passkey or diverge");
+    KvLayered k, v;
+    if (check_args(a, "fp32", &k, &v)) return usage_error(a);
+    o.task = (ProbeTask)probe_task_parse(task);
+    o.seed = (unsigned long long)seed;
+    ProbeResult r;
+    Error err;
+    if (probe_run_from_dir(a->dir, a->calib, &o, &k, &v, &r, &err)) return bad_input(a, err.msg);
+    char label[1100];
+    const char *k_text = a->k_scheme ? a->k_scheme : a->kv_scheme ? a->kv_scheme : "fp32";
+    const char *v_text = a->v_scheme ? a->v_scheme : a->kv_scheme ? a->kv_scheme : "fp32";
+    if (!strcmp(k_text, v_text)) snprintf(label, sizeof label, "%s", k_text);
+    else snprintf(label, sizeof label, "K %s / V %s", k_text, v_text);
+    const char *labels[2] = {"fp32", label};
+    if (a->json) probe_report_json(stdout, &r, a->dir, labels);
+    else probe_report_text(stdout, &r, a->dir, labels);
+    probe_result_free(&r);
+    return EXIT_OK;
 }
 
 /* --- sensitivity, allocate (eval/sensitivity.h, eval/allocate.h) ------------------------------ */
@@ -751,17 +868,27 @@ static const Command COMMANDS[] = {
     {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
      "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
      "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-     "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--calib FILE]\n"
-     "           [--quiet] [--json]\n"
+     "           [--shard I/N] [--batch N] [--no-compare] [--no-layer-error] [--precision exact|bf16]\n"
+     "           [--calib FILE] [--quiet] [--json]\n"
      "                                  perplexity with the KV cache quantized as it is written\n"
-     "                                  (default text: WikiText-2 test; compared with an fp32 cache;\n"
+     "                                  (default text: WikiText-2 test; compared with an fp32 cache:\n"
+     "                                  KL, top-1, by position, each layer's attention error;\n"
      "                                  --ctx: the model's context, --stride: min(512, ctx))\n"},
     {{"ppl-merge"}, cmd_ppl_merge, 0,
      "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n"},
     {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB,
      "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
+     "           [--no-layer-error] [--probe copy|passkey|diverge ...] [--probe-sequences N]\n"
      "                                  many KV-cache configurations over the same windows, each\n"
-     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"},
+     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"
+     "                                  (KL by position, per-layer error); --probe: ./run probe's\n"
+     "                                  task on every configuration at the sweep's ctx (probe-TASK.*)\n"},
+    {{"probe"}, cmd_probe, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
+     "  probe MODEL_DIR --task copy|passkey|diverge [--kv-scheme S | --k-scheme S --v-scheme S]\n"
+     "           [--ctx N] [--sequences N] [--seed N] [--lengths L,...] [--depths D,...]\n"
+     "           [--prompt-tokens P] [--new-tokens M] [--text-file F] [--calib FILE] [--json]\n"
+     "                                  retrieval and generation beside perplexity: copy (induction\n"
+     "                                  over S tokens), passkey, greedy divergence; fp32 cache first\n"},
     {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON,
      "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"
      "                                  (of a sensitivity too: its report with them)\n"},
@@ -849,6 +976,18 @@ static const Command *find_command(const char *name) {
     return NULL;
 }
 
+/* The commands with a --help of their own (the others print the overview). A column of COMMANDS
+ * when every command has one. */
+static const struct {
+    const char *name, *help;
+} COMMAND_HELP[] = {{"probe", PROBE_HELP}};
+
+static const char *command_help(const char *name) {
+    for (size_t i = 0; i < sizeof COMMAND_HELP / sizeof COMMAND_HELP[0]; i++)
+        if (!strcmp(name, COMMAND_HELP[i].name)) return COMMAND_HELP[i].help;
+    return NULL;
+}
+
 /* "./run COMMAND --help" prints the usage too. (A prompt or path spelled "--help" cannot be given.) */
 static int asks_for_help(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
@@ -858,7 +997,12 @@ static int asks_for_help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
-    if (asks_for_help(argc, argv)) { print_usage(stdout); return EXIT_OK; }
+    if (asks_for_help(argc, argv)) {   /* a command's own text where it has one, else the overview */
+        const char *help = command_help(argv[1]);
+        if (help) fputs(help, stdout);
+        else print_usage(stdout);
+        return EXIT_OK;
+    }
     const Command *c = find_command(argv[1]);
     if (!c) {
         char msg[300];

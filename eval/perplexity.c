@@ -120,6 +120,14 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
         return error_set(err, "out of memory");
     if (!(ps->scores = malloc((size_t)o->batch * sizeof *ps->scores))) return error_set(err, "out of memory");
     if (!compare) return 0;
+    if (o->layer_error) {
+        if (!(ps->replay = malloc(sizeof *ps->replay))) return error_set(err, "out of memory");
+        if (layer_replay_init(ps->replay, c, o->ctx, o->batch, err)) {
+            free(ps->replay);
+            ps->replay = NULL;
+            return -1;
+        }
+    }
     if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, NULL, err)) return -1;
     size_t rows = (size_t)o->ctx, held = rows * (size_t)c->vocab_size;   /* at most ctx - 1 targets per window */
     ps->base_logits = malloc(held * sizeof(float));
@@ -147,6 +155,8 @@ void ppl_session_free(PplSession *ps) {
     free(ps->base_top);
     free(ps->scores);
     free(ps->bos_chunk);
+    if (ps->replay) layer_replay_free(ps->replay);
+    free(ps->replay);
     memset(ps, 0, sizeof *ps);
 }
 
@@ -234,12 +244,14 @@ static void score_rows(PplSession *ps, const PplWindow *win, int pos, int from, 
     for (int t = from; sums && t < last; t++) {
         const PplTargetScore *x = &ps->scores[t];
         token_sums_add(sums, x->nll, ps->compare, x->base_nll, x->kl, x->agree, x->dp);
+        if (ps->compare) position_sums_add(&sums->pos, pos + t, x->kl, x->nll - x->base_nll, x->agree, x->base_nll);
     }
 }
 
 /* Runs the window through the model with cache kv, batch by batch. Scoring run (sums set):
  * each scored target is scored against the held baseline (when compare). Baseline run (sums
- * NULL): the scored targets' logits are kept in base_logits. Returns the tokens it ran. */
+ * NULL): the scored targets' logits are kept in base_logits, and with the per-layer error each
+ * layer's rows tapped. Returns the tokens it ran. */
 static long run_window(PplSession *ps, KvCache *kv, const PplWindow *win, const int *bos_first, TokenSums *sums) {
     const PplOptions *o = &ps->o;
     long ran = 0;
@@ -249,10 +261,12 @@ static long run_window(PplSession *ps, KvCache *kv, const PplWindow *win, const 
         const int *toks = (pos == 0 && bos_first) ? bos_first : win->tokens + pos;
         /* Rows that predict no scored target skip the lm_head: the context half of a window. */
         int from = first_scored_row(win, pos, T);
+        if (!sums && ps->replay) layer_replay_tap(ps->replay, &ps->s, pos);
         forward(ps->m, &ps->s, kv, toks, T, pos, from);
         ran += T;
         score_rows(ps, win, pos, from, T, sums);
     }
+    layer_replay_untap(&ps->s);
     return ran;
 }
 
@@ -266,13 +280,22 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
     return ps->compare ? run_window(ps, &ps->base_kv, &ps->win, ps->bos_chunk, NULL) : 0;
 }
 
+/* Scheme i's cache on the window begun last: its scoring run, then with the per-layer error the
+ * baseline's tapped rows replayed through the same cache (layer_replay.h). */
+static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
+    long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    const PplWindow *w = &ps->win;
+    if (ps->replay) layer_replay_run(ps->replay, ps->m, &ps->s, &ps->kv[i], w->n, w->first_target - 1, w->n - 1, &sums->layer);
+    return ran;
+}
+
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums) {
-    if (!ps->one_at_a_time) return run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    if (!ps->one_at_a_time) return run_scheme_window(ps, i, sums);
     Error ignored;   /* it was made once in ppl_session_init: only memory can fail now */
     if (kv_cache_init(&ps->kv[i], &ps->m->config, ps->o.ctx, ps->o.batch, ps->k_schemes[i], ps->v_schemes[i], ps->o.calib,
                       ps->m->rope_inv_freq, &ignored))
         return -1;
-    long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    long ran = run_scheme_window(ps, i, sums);
     kv_cache_free(&ps->kv[i]);
     return ran;
 }

@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "model/modeldir.h"
 #include "eval/stats.h"
+#include "eval/layer_replay.h"
 
 typedef enum {
     PPL_HF,        /* HF sliding window: windows of ctx advancing by stride, new tokens scored */
@@ -22,6 +23,7 @@ typedef struct {
     const KvLayered *k_scheme, *v_scheme; /* how the cache stores keys and values (NULL: fp32) */
     const Calibration *calib;  /* the tables of fitted bases (NULL: none) */
     int compare;               /* also run an fp32-cache baseline: KL divergence and top-1 agreement */
+    int layer_error;           /* with compare: each layer's attention error (eval/layer_replay.h) */
     /* Called after each window (may be NULL). */
     void (*progress)(void *user, int windows_done, int windows_total, long tokens_done, double seconds);
     void *progress_user;
@@ -95,6 +97,7 @@ typedef struct {
      * allocations, nothing beside a forward pass. */
     int one_at_a_time;
     const KvLayered **k_schemes, **v_schemes;   /* [n_schemes], for making them */
+    LayerReplay *replay;        /* the baseline's tapped rows of the window (o.layer_error), or NULL */
 } PplSession;
 
 /* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. Every scheme's
@@ -105,8 +108,9 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
 /* Begins window w: runs the baseline (when compare) and holds its logits. Returns the
  * forward-pass tokens it ran. */
 long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, int w);
-/* Scheme i on the window begun last, its scored tokens added into sums. Returns the tokens run,
- * or -1 when its cache could not be made (out of memory; nothing added). */
+/* Scheme i on the window begun last, its scored tokens added into sums (by position too, and its
+ * per-layer error with o.layer_error). Returns the tokens run, or -1 when its cache could not be
+ * made (out of memory; nothing added). */
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums);
 void ppl_session_free(PplSession *ps);
 

@@ -4,6 +4,7 @@
 #include "eval/json_out.h"
 #include "eval/wikitext.h"
 #include "eval/progress.h"
+#include "eval/views.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
 #include "model/formats/sha256.h"
@@ -114,6 +115,7 @@ void report_ppl_text(FILE *f, const PplReport *r) {
                 se_text(y.kl_se, "%.6f", a, sizeof a), y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max);
         fprintf(f, "top-1:     %.3f%% +/- %s the same; p(correct token) %+.3f%% mean, %.3f%% RMS\n",
                 100 * y.top1, se_text(100 * y.top1_se, "%.3f%%", a, sizeof a), 100 * y.dp_mean, 100 * y.dp_rms);
+        views_ppl_text(f, &x->sums);
     } else {
         fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %s, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored,
                 se_text(se, "%.5f", a, sizeof a), x->sums.nll_sum);
@@ -218,6 +220,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
         json_out_number(f, "top1_agreement", (double)x->sums.top1_agree / x->sums.scored, 0);
         report_sums_json(f, &x->sums);
         report_summary_json(f, token_sums_summarize(&x->sums));
+        views_json(f, &x->sums);
     }
     json_out_number(f, "tokens_processed", (double)x->tokens_processed, 0);
     json_out_number(f, "seconds", x->seconds, 1);
@@ -319,6 +322,7 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         x->sums.dp_sum += more.dp_sum;
         x->sums.dp_sumsq += more.dp_sumsq;
         kl_histogram_merge(&x->sums.kl_hist, &more.kl_hist);
+        if (views_ppl_read(j, &x->sums, path, err)) return -1;
     }
     if (!isfinite(x->sums.nll_sum) || x->sums.scored <= 0) return error_set(err, "%s: missing or invalid sums", path);
     return 0;

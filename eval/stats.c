@@ -81,6 +81,8 @@ void token_sums_merge(TokenSums *into, const TokenSums *from) {
     into->dp_sumsq += from->dp_sumsq;
     into->top1_agree += from->top1_agree;
     kl_histogram_merge(&into->kl_hist, &from->kl_hist);
+    position_sums_merge(&into->pos, &from->pos);
+    layer_error_merge(&into->layer, &from->layer);
 }
 
 /* ---- figures ---- */

@@ -12,6 +12,8 @@
 #define KVQ_STATS_H
 
 #include <stddef.h>
+#include "eval/layer_error.h"
+#include "eval/position.h"
 
 #define KL_BINS_PER_DECADE 200
 #define KL_LOWEST_DECADE (-12)   /* bin 0 holds KL below 1e-12 (and rounding's tiny negatives) */
@@ -45,6 +47,8 @@ typedef struct {
     double dp_sum, dp_sumsq;              /* p_quantized(target) - p_baseline(target) */
     long top1_agree;                      /* both argmaxes the same */
     KlHistogram kl_hist;
+    PositionSums pos;                     /* the compared figures by position (eval/position.h) */
+    LayerErrorSums layer;                 /* per-layer attention error (eval/layer_error.h; n_layers 0: none) */
 } TokenSums;
 
 /* One scored token. The baseline's figures (base_nll .. dp) count when compared is set. */

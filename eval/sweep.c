@@ -4,6 +4,7 @@
 #include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/json_out.h"
+#include "eval/views.h"
 #include "model/formats/checked_line.h"
 #include "model/formats/crc32c.h"
 #include "model/formats/fileio.h"
@@ -57,6 +58,7 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
             o->max_windows, o->batch);
     fprintf(f, "  \"n_tokens\": %d,\n  \"tokens_hash\": \"%016llx\",\n  \"windows_total\": %d,\n", s->n_tokens,
             s->tokens_hash, s->windows_total);
+    if (o->layer_error) fprintf(f, "  \"layer_error\": 1,\n");   /* absent: off (the sweeps made before it) */
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n  \"configs\": [\n", o->shard_index, o->shard_count);
     for (int i = 0; i < s->n_configs; i++) {
         const SweepConfig *c = &s->configs[i];
@@ -248,7 +250,8 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
         int_field(j, "n_tokens", 0, 1 << 30, &s->n_tokens, path, err) ||
         int_field(j, "windows_total", 1, 1 << 30, &s->windows_total, path, err) ||
         int_field(j, "shard_count", 1, 1 << 20, &s->ppl.shard_count, path, err) ||
-        int_field(j, "shard_index", 0, s->ppl.shard_count - 1, &s->ppl.shard_index, path, err)) {
+        int_field(j, "shard_index", 0, s->ppl.shard_count - 1, &s->ppl.shard_index, path, err) ||
+        (json_get(j, "layer_error") && int_field(j, "layer_error", 0, 1, &s->ppl.layer_error, path, err))) {
         rc = -1;
         goto done;
     }
@@ -307,7 +310,9 @@ static int record_append(const char *dir, int w, int c, const SweepConfig *cfg, 
             fprintf(f, "%s[%d, %lld]", first ? "" : ", ", b, t->kl_hist.count[b]);
             first = 0;
         }
-    fprintf(f, "]}");
+    fprintf(f, "]");
+    views_record_write(f, t);   /* by position, per layer */
+    fprintf(f, "}");
     if (fclose(f)) { free(text); return error_set(err, "out of memory"); }
     size_t line_len;
     char *line = checked_line_seal(text, len, &line_len);   /* + its CRC-32C and the newline */
@@ -337,6 +342,7 @@ typedef struct {
     double kl_sum, kl_sumsq, kl_max, dp_sum, dp_sumsq, seconds;
     const BinCount *bins;   /* into its Journal's bins */
     int n_bins;
+    ViewsRecord views;      /* its sums by position and per layer, in its Journal's view_values */
 } Record;
 
 /* One journal's records. */
@@ -345,11 +351,13 @@ typedef struct {
     Record *records;
     int n_records;
     BinCount *bins;         /* every record's non-empty bins, record after record */
+    double *view_values;    /* every record's views (ViewsRecord), record after record */
 } Journal;
 
 static void journal_free(Journal *j) {
     free(j->records);
     free(j->bins);
+    free(j->view_values);
     memset(j, 0, sizeof *j);
 }
 
@@ -405,10 +413,12 @@ static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Err
     }
     j->records = calloc(lines + 1, sizeof *j->records);
     j->bins = malloc((commas + 1) * sizeof *j->bins);
+    /* a record's views are arrays of numbers: at most its commas + 3 of them */
+    j->view_values = malloc((commas + 3 * lines + 1) * sizeof *j->view_values);
     TokenSums *scratch = calloc(1, sizeof *scratch);
-    int rc = j->records && j->bins && scratch ? 0 : error_set(err, "out of memory");
+    int rc = j->records && j->bins && j->view_values && scratch ? 0 : error_set(err, "out of memory");
     const char *p = text, *end = text + j->len;
-    size_t bins_used = 0;
+    size_t bins_used = 0, values_used = 0, took = 0;
     for (int n = 1; p < end && !rc; n++) {
         const char *e = nl(p, end);
         if (!e) break;   /* torn tail */
@@ -436,9 +446,13 @@ static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Err
         }
         if (!ok) rc = error_set(err, "%s: line %d is not a record of this sweep", path, n);
         else rc = record_sums(r, path, n, &rec, j->bins + bins_used, scratch, err);
+        char where[4300];
+        snprintf(where, sizeof where, "%s: line %d", path, n);
+        if (!rc) rc = views_record_read(r, j->view_values + values_used, &took, &rec.views, where, err);
         json_free(r);
         if (!rc) {
             bins_used += (size_t)rec.n_bins;
+            values_used += took;
             j->records[j->n_records++] = rec;
             p = e + 1;
         }
@@ -467,6 +481,7 @@ static void record_add(const Record *rec, SweepTotals *t, TokenSums *x) {
     x->dp_sum = rec->dp_sum, x->dp_sumsq = rec->dp_sumsq;
     for (int i = 0; i < rec->n_bins; i++) x->kl_hist.count[rec->bins[i].bin] = rec->bins[i].count;
     token_sums_merge(&t->sums[rec->config], x);
+    views_record_add(&rec->views, &t->sums[rec->config]);
     for (int i = 0; i < rec->n_bins; i++) x->kl_hist.count[rec->bins[i].bin] = 0;
     t->tokens_processed += rec->tokens;
     t->seconds += rec->seconds;
@@ -633,7 +648,8 @@ static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
         a->ppl.protocol != b->ppl.protocol || a->ppl.ctx != b->ppl.ctx || a->ppl.stride != b->ppl.stride ||
         a->ppl.max_windows != b->ppl.max_windows || a->ppl.batch != b->ppl.batch || a->n_tokens != b->n_tokens ||
         a->tokens_hash != b->tokens_hash || a->windows_total != b->windows_total ||
-        a->ppl.shard_count != b->ppl.shard_count || a->n_configs != b->n_configs)
+        a->ppl.shard_count != b->ppl.shard_count || a->n_configs != b->n_configs ||
+        a->ppl.layer_error != b->ppl.layer_error)
         return 0;
     for (int i = 0; i < a->n_configs; i++)
         if (strcmp(a->configs[i].k_text, b->configs[i].k_text) || strcmp(a->configs[i].v_text, b->configs[i].v_text))

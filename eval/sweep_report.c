@@ -5,6 +5,8 @@
 #include "eval/chart.h"
 #include "eval/json_out.h"
 #include "eval/report.h"
+#include "eval/sweep_views.h"
+#include "eval/views.h"
 #include "model/formats/fileio.h"
 #include <math.h>
 #include <stdlib.h>
@@ -71,6 +73,7 @@ void sweep_print_table(FILE *f, const SweepSettings *s, const SweepTotals *t) {
                 y[i].kl_mean, se_text(y[i].kl_se, "%.2g", se[2], 32), y[i].kl_median, y[i].kl_p99, y[i].kl_max,
                 100 * y[i].top1, se_text(100 * y[i].top1_se, "%.2f", se[3], 32), front[i] ? "*" : "");
     }
+    sweep_views_markdown(f, s, t);   /* by position, per layer */
 done:
     free(y);
     free(front);
@@ -87,11 +90,14 @@ static void csv_field(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void write_csv(FILE *f, const SweepSettings *s, const PplSummary *y, const unsigned char *front) {
+static void write_csv(FILE *f, const SweepSettings *s, const SweepTotals *t, const PplSummary *y,
+                      const unsigned char *front) {
     fprintf(f, "k_scheme,v_scheme,k_stored_bits,k_effective_bits,v_stored_bits,v_effective_bits,effective_bits,"
                "ratio_to_fp16,scored_tokens,ppl,ppl_stderr,baseline_ppl,delta,delta_stderr,delta_percent,"
                "delta_percent_stderr,ln_ppl_ratio,ln_ppl_ratio_stderr,kl_mean,kl_stderr,kl_median,kl_p90,kl_p99,"
-               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto,codebook_bytes\n");
+               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto,codebook_bytes");
+    sweep_views_csv_header(f, s, t);
+    fputc('\n', f);
     for (int i = 0; i < s->n_configs; i++) {
         const SweepConfig *c = &s->configs[i];
         double eff = config_bits(c, 1);
@@ -108,7 +114,9 @@ static void write_csv(FILE *f, const SweepSettings *s, const PplSummary *y, cons
             if (isfinite(v[k])) fprintf(f, ",%.9g", v[k]);
             else fputc(',', f);
         }
-        fprintf(f, ",%d,%.17g\n", front[i], c->codebook_bytes);
+        fprintf(f, ",%d,%.17g", front[i], c->codebook_bytes);
+        sweep_views_csv_row(f, s, t, i);
+        fputc('\n', f);
     }
 }
 
@@ -141,6 +149,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
         json_out_number(f, "kl_mean", y[i].kl_mean, 0);
         json_out_number(f, "top1_agreement", y[i].top1, 0);
         report_summary_json(f, y[i]);
+        views_json(f, &t->sums[i]);   /* by position, per layer */
         /* the sums, so that the figures can be checked or combined */
         json_out_number(f, "nll_sum", t->sums[i].nll_sum, 0);
         json_out_number(f, "base_nll_sum", t->sums[i].base_nll_sum, 0);
@@ -158,7 +167,7 @@ static int write_output(const char *dir, const char *name, int kind, const Sweep
     AtomicFile af;
     if (atomic_open(&af, path, err)) return -1;
     if (kind == 0) sweep_print_table(af.f, s, t);
-    else if (kind == 1) write_csv(af.f, s, y, front);
+    else if (kind == 1) write_csv(af.f, s, t, y, front);
     else if (kind == 2) write_json(af.f, s, t, y, front);
     else {
         char title[1200];
@@ -180,6 +189,7 @@ int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const Sweep
     if (!rc) summaries(s, t, y, front, points, labels);
     static const char *const names[] = {"results.md", "results.csv", "results.json", "chart.svg"};
     for (int k = 0; k < 4 && !rc; k++) rc = write_output(out_dir, names[k], k, s, t, y, front, points, err);
+    if (!rc) rc = sweep_views_charts(out_dir, s, t, err);   /* position.svg, layers.svg */
     free(y);
     free(front);
     free(points);
@@ -191,7 +201,8 @@ int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const Swe
     if (sweep_write_outputs(out_dir, s, t, err)) return -1;
     if (!json) {
         sweep_print_table(f, s, t);
-        fprintf(f, "\nwrote %s/results.md, results.csv, results.json, chart.svg\n", out_dir);
+        fprintf(f, "\nwrote %s/results.md, results.csv, results.json, chart.svg, position.svg%s\n", out_dir,
+                s->ppl.layer_error ? ", layers.svg" : "");
         return 0;
     }
     /* the file just written, so that stdout and results.json cannot differ */

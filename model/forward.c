@@ -579,15 +579,25 @@ static void attention(const Model *m, RunState *s, const KvCache *cache, int lay
     }
 }
 
-/* Calibration's copies of token t's key before RoPE and query after RoPE in layer l (the last
- * layer has queries only from logits_from on). */
-static void tap_key(const RunState *s, const Config *c, int l, int t, const float *k) {
-    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    memcpy(s->tap->k_pre + ((size_t)l * s->max_batch + (size_t)t) * kv_dim, k, kv_dim * sizeof(float));
+/* The tap's copies of token t's key before RoPE and value, its query after RoPE, and its attention
+ * output in layer l (the last layer has queries and outputs only from logits_from on). */
+static size_t tap_row(const RunState *s, int l, int t) {
+    size_t rows = (size_t)(s->tap->layer_rows > 0 ? s->tap->layer_rows : s->max_batch);
+    return (size_t)l * rows + (size_t)t;
+}
+
+static void tap_key(const RunState *s, const Config *c, int l, int t, const float *k, const float *v) {
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, row = tap_row(s, l, t);
+    if (s->tap->k_pre) memcpy(s->tap->k_pre + row * kv_dim, k, kv_dim * sizeof(float));
+    if (s->tap->v) memcpy(s->tap->v + row * kv_dim, v, kv_dim * sizeof(float));
 }
 
 static void tap_query(const RunState *s, const Config *c, int l, int t, const float *q) {
-    memcpy(s->tap->q + ((size_t)l * s->max_batch + (size_t)t) * c->dim, q, (size_t)c->dim * sizeof(float));
+    if (s->tap->q) memcpy(s->tap->q + tap_row(s, l, t) * c->dim, q, (size_t)c->dim * sizeof(float));
+}
+
+static void tap_output(const RunState *s, const Config *c, int l, int t, const float *out) {
+    if (s->tap->att) memcpy(s->tap->att + tap_row(s, l, t) * c->dim, out, (size_t)c->dim * sizeof(float));
 }
 
 /* One layer for the T tokens at positions pos..pos+T-1. Rows before r0 are needed only as
@@ -618,7 +628,7 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     for (int t = 0; t < T; t++) {
         const float *cs = s->rope_cs + (size_t)t * c->head_dim;
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim, cs);   /* the cache applies RoPE */
-        if (s->tap) tap_key(s, c, l, t, s->k + t * kv_dim);
+        if (s->tap) tap_key(s, c, l, t, s->k + t * kv_dim, s->v + t * kv_dim);
         if (t < r0) continue;
         float *q = s->q + (size_t)(t - r0) * c->dim;
         rope(q, c->n_heads, c->head_dim, cs);
@@ -630,9 +640,11 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     if (n == 0) return;
     attention(m, s, cache, l, n, pos + r0);
     #pragma omp parallel for schedule(static) if ((double)n * c->dim >= PARALLEL_MIN_WORK / 4)
-    for (int t = 0; t < n; t++)
+    for (int t = 0; t < n; t++) {
         for (int h = 0; h < c->n_heads; h++)
             kv_cache_output_from_domain(cache, l, s->xb2 + (size_t)t * c->dim + (size_t)h * c->head_dim);
+        if (s->tap) tap_output(s, c, l, r0 + t, s->xb2 + (size_t)t * c->dim);
+    }
     matmul_add(x, s->xb2, &w->wo, n, m->precision, s->xb, s->mm_scratch);
 
     rmsnorm(s->xb, x, &w->mlp_norm, n, c->dim, c->norm_eps, s->norm_w);
@@ -656,4 +668,32 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
     rmsnorm(s->xb, s->x + (size_t)logits_from * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps,
             s->norm_w);
     matmul(s->logits, s->xb, &m->weights.lm_head, n, m->precision, s->mm_scratch);
+}
+
+void forward_attention_replay(const Model *m, RunState *s, KvCache *cache, int l, const float *k_pre, const float *v,
+                              const float *q, int T, int pos, int from, float *out) {
+    const Config *c = &m->config;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    int n = T - from;
+    int pairs = attention_in_pairs(m) || (attention_on_tiles(m) && batch_may_share(s, n));   /* as layer_forward */
+    #pragma omp parallel for schedule(static) if ((double)T * (c->dim + kv_dim) >= PARALLEL_MIN_WORK / 4)
+    for (int t = 0; t < T; t++) {
+        float *cs = s->rope_cs + (size_t)t * c->head_dim;
+        rope_angles(pos + t, c->head_dim, m->rope_inv_freq, cs);
+        kv_cache_write(cache, l, pos + t, k_pre + t * kv_dim, v + t * kv_dim, cs);
+        if (t < from) continue;
+        float *qt = s->q + (size_t)(t - from) * c->dim;
+        memcpy(qt, q + (size_t)(t - from) * c->dim, (size_t)c->dim * sizeof(float));
+        for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, qt + (size_t)h * c->head_dim);
+        if (pairs) bf16_pairs_along(qt, c->dim, s->q2 + (size_t)(t - from) * (c->dim / 2));
+    }
+    kv_cache_commit(cache, l, pos, pos + T);
+    if (n == 0) return;
+    attention(m, s, cache, l, n, pos + from);
+    #pragma omp parallel for schedule(static) if ((double)n * c->dim >= PARALLEL_MIN_WORK / 4)
+    for (int t = 0; t < n; t++) {
+        float *row = s->xb2 + (size_t)t * c->dim;
+        for (int h = 0; h < c->n_heads; h++) kv_cache_output_from_domain(cache, l, row + (size_t)h * c->head_dim);
+        memcpy(out + (size_t)t * c->dim, row, (size_t)c->dim * sizeof(float));
+    }
 }

@@ -50,10 +50,16 @@ int model_init_rope(Model *m, Error *err);
 int model_init_random(Model *m, const char *config_path, DType dtype, uint64_t seed, Error *err);
 
 /* Copies of each layer's queries after RoPE and keys before RoPE, rows 0..T-1 of a forward
- * call: what calibration reads besides the cache (eval/calibrate.c). NULL in every other run. */
+ * call: what calibration reads besides the cache (eval/calibrate.c); with values and attention
+ * outputs too, what the per-layer error replays (eval/layer_replay.c). NULL in every other run.
+ * Row t of layer l is at (l * layer_rows + t) * width; a NULL buffer is not written. */
 typedef struct {
-    float *q;       /* [n_layers][max_batch][dim] */
-    float *k_pre;   /* [n_layers][max_batch][n_kv_heads * head_dim] */
+    float *q;       /* [n_layers][layer_rows][dim] */
+    float *k_pre;   /* [n_layers][layer_rows][n_kv_heads * head_dim] */
+    float *v;       /* [n_layers][layer_rows][n_kv_heads * head_dim] (may be NULL) */
+    float *att;     /* [n_layers][layer_rows][dim]: attention outputs before o_proj, in the natural
+                       order (the rows whose attention runs: all but the last layer's skipped rows) */
+    int layer_rows; /* 0: max_batch */
 } ForwardTap;
 
 /* Scratch buffers for a batch of up to max_batch tokens. One per concurrent forward pass. */
@@ -85,5 +91,14 @@ void runstate_free(RunState *s);
  * T <= s->max_batch, pos + T <= cache->max_seq and <= config.max_seq_len (scratch is sized
  * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels/kernels.h). */
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from);
+
+/* One layer's attention replayed on given inputs, as layer_forward runs it between the cache
+ * write and o_proj (the per-layer error: eval/layer_replay.c): the keys before RoPE k_pre and
+ * values v ([T][kv_dim]) of positions pos..pos+T-1 written into layer l of cache and committed,
+ * then the attention of rows from..T-1 for the queries q ([T - from][dim], after RoPE, natural
+ * order) into out ([T - from][dim], natural order). Uses s's scratch; from <= T <= s->max_batch
+ * (from = T: the cache write alone). */
+void forward_attention_replay(const Model *m, RunState *s, KvCache *cache, int l, const float *k_pre, const float *v,
+                              const float *q, int T, int pos, int from, float *out);
 
 #endif

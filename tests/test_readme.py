@@ -132,7 +132,8 @@ def check_scheme_table():
 
 def results_rows(demo):
     """A committed results.md's table as {configuration: {column: cell}}."""
-    lines = open(f"{demo}/results.md", encoding="utf-8").read().split("\n\n", 1)[1].strip("\n").splitlines()
+    # the main table: the block after the heading paragraph (the views by position and layer follow it)
+    lines = open(f"{demo}/results.md", encoding="utf-8").read().split("\n\n")[1].strip("\n").splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     return {cells[0]: dict(zip(head, cells)) for cells in
             ([c.strip() for c in l.strip("|").split("|")] for l in lines[2:])}
@@ -162,9 +163,9 @@ def check_calibrated_table():
 
 def check_sweep(name, demo, make_target, args_variable, quoted_whole):
     """A fresh run of the outlier model's sweep (the Makefile's arguments) writes the committed
-    results.md; with quoted_whole, the README quotes that table whole."""
+    results.md (up to its per-layer view); with quoted_whole, the README quotes that table whole."""
     committed = open(f"{demo}/results.md", encoding="utf-8").read()
-    table = committed.split("\n\n", 1)[1].strip("\n")
+    table = committed.split("\n\n")[1].strip("\n")   # the main table (the position and layer views follow)
     if quoted_whole:
         report(f"README: the {name} table is {demo}/results.md's", table in README,
                f"regenerate the README's table from results.md (make {make_target})")
@@ -172,8 +173,11 @@ def check_sweep(name, demo, make_target, args_variable, quoted_whole):
         print(f"     {name}: not re-run in the quick tier (KVQ_QUICK=1)")
         return
     args = re.search(rf"^{args_variable} := (.*)$", open("Makefile", encoding="utf-8").read(), re.M).group(1).split()
+    # without the per-layer error (about a sixth of a sweep's time): everything before that view is
+    # compared; the layer error itself is checked by tests/test_views.c
+    committed = committed.split("\n## Per-layer attention error")[0]
     with tempfile.TemporaryDirectory() as out:
-        got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out])
+        got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out, "--no-layer-error"])
         fresh = open(os.path.join(out, "results.md"), encoding="utf-8").read() if got.returncode == 0 else got.stderr
     ok, worst = agree(committed, fresh)
     report(f"README: a fresh run of the {name} writes the committed results.md" + PATH_NOTE, ok,
@@ -190,7 +194,36 @@ def check_sweep_demo():
     check_calibrated_table()
 
 
+def probe_rows(path):
+    """A probe report's table rows (probe-diverge.md) as {cache: cells}."""
+    rows = {}
+    for line in open(path, encoding="utf-8"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] != "cache":
+            rows[cells[0]] = cells
+    return rows
+
+
+def check_diverge_table():
+    """The README's greedy-divergence table: each row's cells are both models' probe-diverge.md cells."""
+    brown = probe_rows("data/sweeps/mini-llama-brown/probe-diverge.md")
+    outliers = probe_rows("data/sweeps/mini-llama-brown-outliers/probe-diverge.md")
+    m = re.search(r"<!-- diverge table.*?-->\n(.*?)\n\n", README, re.S)
+    rows = m.group(1).splitlines()[2:] if m else []
+    bad = []
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        name = cells[0]
+        if name not in brown or name not in outliers:
+            bad.append(f"{name}: not in both reports")
+        elif cells != [name, brown[name][1], brown[name][2], outliers[name][1], outliers[name][2]]:
+            bad.append(f"README {cells} != the reports' {brown[name][1:3]} {outliers[name][1:3]}")
+    report("README: the greedy-divergence table's rows are both models' probe-diverge.md cells", rows and not bad,
+           "; ".join(bad[:3]) or "table not found")
+
+
 PATH_NOTE = "" if SAME_PATH else f" (on {current_kernel()}, not {readme_kernel()}: within the stated tolerances)"
 check_validate_sample()
 check_scheme_table()
 check_sweep_demo()
+check_diverge_table()
