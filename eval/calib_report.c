@@ -4,6 +4,7 @@
  * channel's max |x| by layer (as KVQuant's Figure 2): keys before RoPE, keys after RoPE, values.
  * See eval/calib_report.h. */
 #include "eval/calib_report.h"
+#include "eval/svg.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,14 +66,6 @@ void calib_print_outliers(FILE *f, const Calibration *c) {
 #define TOP 40
 #define PANEL_GAP 46
 
-/* A colour from dark blue (lowest) through green to yellow (highest): t in [0, 1]. */
-static void ramp(double t, int rgb[3]) {
-    static const int stops[4][3] = {{24, 18, 84}, {33, 120, 142}, {94, 201, 98}, {253, 231, 37}};
-    double x = (t < 0 ? 0 : t > 1 ? 1 : t) * 3;
-    int i = x >= 3 ? 2 : (int)x;
-    double u = x - i;
-    for (int k = 0; k < 3; k++) rgb[k] = (int)lround(stops[i][k] + u * (stops[i + 1][k] - stops[i][k]));
-}
 
 /* The decades one kind spans over every layer (log10 of the smallest positive and largest max |x|). */
 static void kind_range(const Calibration *c, int kind, double *lo, double *hi) {
@@ -100,7 +93,7 @@ static void panel(FILE *f, const Calibration *c, int kind, int y0) {
         const float *s = kind_stats(c, kind, l);
         for (int i = 0; i < channels; i++) {
             int rgb[3];
-            ramp(s[3 * i + 2] > 0 ? (log10(s[3 * i + 2]) - lo) / (hi - lo) : 0, rgb);
+            svg_ramp(s[3 * i + 2] > 0 ? (log10(s[3 * i + 2]) - lo) / (hi - lo) : 0, rgb);
             fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"#%02x%02x%02x\"/>\n", LEFT + i * w,
                     y0 + l * CELL_H, w + 0.05, CELL_H, rgb[0], rgb[1], rgb[2]);
         }
@@ -120,13 +113,7 @@ int calib_write_heatmap_svg(FILE *f, const Calibration *c, const char *title) {
                "font-family=\"sans-serif\">\n", width, height, width, height);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, height);
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\">", LEFT);
-    for (const char *p = title; *p; p++) {   /* XML-escaped; control bytes as '?' */
-        unsigned char ch = (unsigned char)*p;
-        if (ch == '<') fputs("&lt;", f);
-        else if (ch == '>') fputs("&gt;", f);
-        else if (ch == '&') fputs("&amp;", f);
-        else fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, f);
-    }
+    svg_text(f, title);
     fprintf(f, "</text>\n<text x=\"%d\" y=\"32\" font-size=\"11\">rows: layers 0-%d (top to bottom); columns: KV head x "
                "channel (%d x %d), white lines between heads</text>\n", LEFT, c->n_layers - 1, c->n_kv_heads, c->head_dim);
     for (int kind = 0; kind < 3; kind++) panel(f, c, kind, TOP + 18 + kind * (panel_h + PANEL_GAP));

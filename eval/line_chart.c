@@ -2,6 +2,7 @@
  * fprintf calls over a fixed layout: title, plot with grid and ticks, legend at the right.
  * Every coordinate goes through clamp() so no input can put NaN or inf into the file. */
 #include "eval/line_chart.h"
+#include "eval/svg.h"
 #include <math.h>
 
 #define W 1080.0
@@ -18,17 +19,6 @@ static const char *const COLORS[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 #define N_COLORS 10
 
 static double clamp(double v, double lo, double hi) { return v >= lo ? (v <= hi ? v : hi) : lo; }
-
-static void text_escaped(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '&') fputs("&amp;", f);
-        else if (c == '<') fputs("&lt;", f);
-        else if (c == '>') fputs("&gt;", f);
-        else if (c == '"') fputs("&quot;", f);
-        else fputc(c >= 0x20 && c < 0x7f ? c : '?', f);
-    }
-}
 
 static int drawn(double y) { return isfinite(y) && y > 0; }
 
@@ -77,14 +67,14 @@ static void axes(FILE *f, const LineChart *c, const Axes *a) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e3e3e3\"/>\n", px(a, x), PLOT_T,
                 px(a, x), PLOT_B);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">", px(a, x), PLOT_B + 18);
-        text_escaped(f, c->x_labels[x]);
+        svg_text(f, c->x_labels[x]);
         fprintf(f, "</text>\n");
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\">", (PLOT_L + PLOT_R) / 2, PLOT_B + 42);
-    text_escaped(f, c->x_title);
+    svg_text(f, c->x_title);
     fprintf(f, "</text>\n<text x=\"18\" y=\"%.1f\" font-size=\"13\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">",
             (PLOT_T + PLOT_B) / 2, (PLOT_T + PLOT_B) / 2);
-    text_escaped(f, c->y_title);
+    svg_text(f, c->y_title);
     fprintf(f, "</text>\n");
 }
 
@@ -125,7 +115,7 @@ static void legend(FILE *f, const LineSeries *s, int n) {
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n", LEGEND_X,
                 y, LEGEND_X + 24, y, COLORS[i % N_COLORS], dash);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\">", LEGEND_X + 30, y + 4, step < 14 ? 10.0 : 12.0);
-        text_escaped(f, s[i].label);
+        svg_text(f, s[i].label);
         fprintf(f, "</text>\n");
     }
 }
@@ -139,7 +129,7 @@ int line_chart_write_svg(FILE *f, const LineChart *c, const LineSeries *series, 
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
     if (c->title) {
         fprintf(f, "<text x=\"%.1f\" y=\"28\" font-size=\"15\" text-anchor=\"middle\">", W / 2);
-        text_escaped(f, c->title);
+        svg_text(f, c->title);
         fprintf(f, "</text>\n");
     }
     axes(f, c, &a);
@@ -147,7 +137,7 @@ int line_chart_write_svg(FILE *f, const LineChart *c, const LineSeries *series, 
     legend(f, series, n_series);
     if (c->note) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">", PLOT_L, H - 22);
-        text_escaped(f, c->note);
+        svg_text(f, c->note);
         fprintf(f, "</text>\n");
     }
     fprintf(f, "</svg>\n");

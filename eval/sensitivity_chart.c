@@ -1,8 +1,9 @@
 /* eval/sensitivity_chart.c: the sensitivity's heatmap (see eval/sensitivity.h): two panels side
  * by side, keys (K) left and values (V) right; rows are layers (0 at the top), columns the
  * candidates; each cell's colour is its mean KL on one log scale shared by both panels (dark blue
- * the least, yellow the most, the ramp of eval/calib_report.c), with the value written in it. */
+ * the least, yellow the most: svg_ramp), with the value written in it. */
 #include "eval/sensitivity.h"
+#include "eval/svg.h"
 #include <math.h>
 #include <string.h>
 
@@ -12,25 +13,6 @@
 #define GAP 44           /* between the panels: the V panel's layer numbers */
 #define TOP 110          /* title, notes, panel names, candidate names and bits */
 #define BAR_H 12         /* the colour bar under the panels */
-
-static void ramp(double t, int rgb[3]) {
-    static const int stops[4][3] = {{24, 18, 84}, {33, 120, 142}, {94, 201, 98}, {253, 231, 37}};
-    double x = (t < 0 ? 0 : t > 1 ? 1 : t) * 3;
-    int i = x >= 3 ? 2 : (int)x;
-    double u = x - i;
-    for (int k = 0; k < 3; k++) rgb[k] = (int)lround(stops[i][k] + u * (stops[i + 1][k] - stops[i][k]));
-}
-
-/* Text as XML character data; control bytes as '?'. */
-static void xml_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '<') fputs("&lt;", f);
-        else if (ch == '>') fputs("&gt;", f);
-        else if (ch == '&') fputs("&amp;", f);
-        else fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, f);
-    }
-}
 
 /* The decades the positive finite KLs span: [lo, hi] of log10. */
 static void kl_range(const double *kl, int n, double *lo, double *hi) {
@@ -54,7 +36,7 @@ static void panel(FILE *f, const SensGrid *g, int side, const double *kl, const 
     for (int c = 0; c < g->n_candidates; c++) {
         int xc = x0 + c * CELL_W + CELL_W / 2;
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">", xc, TOP - 18);
-        xml_text(f, g->candidates[c]);
+        svg_text(f, g->candidates[c]);
         fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\" fill=\"#555\">%.4g bits</text>\n",
                 xc, TOP - 6, bits[c]);
     }
@@ -66,11 +48,11 @@ static void panel(FILE *f, const SensGrid *g, int side, const double *kl, const 
             double v = kl[sens_config_index(g, side, layer, c)];
             int rgb[3] = {204, 204, 204}, drawn = isfinite(v) && v > 0;
             double t = drawn ? (log10(v) - lo) / (hi - lo) : 0;
-            if (drawn) ramp(t, rgb);
+            if (drawn) svg_ramp(t, rgb);
             fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\" "
                        "stroke=\"white\"><title>%s layer %d ", x0 + c * CELL_W, y, CELL_W, CELL_H, rgb[0], rgb[1], rgb[2],
                     side == SENS_KEYS ? "K" : "V", layer);
-            xml_text(f, g->candidates[c]);
+            svg_text(f, g->candidates[c]);
             fprintf(f, ": KL %.6g</title></rect>\n", v);
             fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" fill=\"%s\">%.2g</text>\n",
                     x0 + c * CELL_W + CELL_W / 2, y + CELL_H - 6, drawn && t > 0.55 ? "black" : drawn ? "white" : "black",
@@ -85,7 +67,7 @@ static void colour_bar(FILE *f, int x0, int y0, int width, double lo, double hi)
             x0, y0 - 4);
     for (int i = 0; i < width; i += 2) {
         int rgb[3];
-        ramp((double)i / width, rgb);
+        svg_ramp((double)i / width, rgb);
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"2\" height=\"%d\" fill=\"#%02x%02x%02x\"/>\n", x0 + i, y0, BAR_H, rgb[0],
                 rgb[1], rgb[2]);
     }
@@ -111,7 +93,7 @@ int sens_write_heatmap_svg(FILE *f, const char *title, const SensGrid *g, const 
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", width, height);
     fprintf(f, "<text x=\"10\" y=\"18\" font-size=\"13\">Per-layer sensitivity: mean KL when one layer's keys (K) "
                "or values (V) use the candidate</text>\n<text x=\"10\" y=\"34\" font-size=\"11\">");
-    xml_text(f, title ? title : "");
+    svg_text(f, title ? title : "");
     fprintf(f, "</text>\n<text x=\"10\" y=\"50\" font-size=\"11\">rows: layers 0-%d; columns: candidates; every "
                "other layer and side stays fp32</text>\n", g->n_layers - 1);
     panel(f, g, SENS_KEYS, kl, bits, lo, hi);
