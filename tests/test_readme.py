@@ -139,16 +139,20 @@ def results_rows(demo):
             ([c.strip() for c in l.strip("|").split("|")] for l in lines[2:])}
 
 
+def readme_rows(marker):
+    """The cells of each row of the README table under `<!-- marker ... -->` (header lines left out)."""
+    m = re.search(rf"<!-- {marker}.*?-->\n(.*?)\n\n", README, re.S)
+    return [[c.strip() for c in line.strip("|").split("|")] for line in m.group(1).splitlines()[2:]] if m else []
+
+
 def check_calibrated_table():
     """The README's calibrated table: each row's cells are the committed results.md cells of both
     models (bits effective, codebooks KiB, delta %, KL mean)."""
     brown = results_rows("data/sweeps/calibrated-mini-llama-brown")
     outliers = results_rows("data/sweeps/calibrated-mini-llama-brown-outliers")
-    m = re.search(r"<!-- calibrated table.*?-->\n(.*?)\n\n", README, re.S)
-    rows = m.group(1).splitlines()[2:] if m else []
+    rows = readme_rows("calibrated table")
     bad = []
-    for line in rows:
-        cells = [c.strip() for c in line.strip("|").split("|")]
+    for cells in rows:
         name = cells[0]
         if name not in brown or name not in outliers:
             bad.append(f"{name}: not in both sweeps")
@@ -208,11 +212,9 @@ def check_diverge_table():
     """The README's greedy-divergence table: each row's cells are both models' probe-diverge.md cells."""
     brown = probe_rows("data/sweeps/mini-llama-brown/probe-diverge.md")
     outliers = probe_rows("data/sweeps/mini-llama-brown-outliers/probe-diverge.md")
-    m = re.search(r"<!-- diverge table.*?-->\n(.*?)\n\n", README, re.S)
-    rows = m.group(1).splitlines()[2:] if m else []
+    rows = readme_rows("diverge table")
     bad = []
-    for line in rows:
-        cells = [c.strip() for c in line.strip("|").split("|")]
+    for cells in rows:
         name = cells[0]
         if name not in brown or name not in outliers:
             bad.append(f"{name}: not in both reports")
