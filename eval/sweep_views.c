@@ -4,6 +4,7 @@
  * layer's attention error). A configuration whose journal records predate a view (no sums for
  * it) leaves that view's cells empty; a view no configuration has is left out. */
 #include "eval/sweep_views.h"
+#include "eval/stats.h"
 #include "eval/line_chart.h"
 #include "eval/views.h"
 #include "model/formats/fileio.h"
@@ -56,12 +57,13 @@ static void position_table(FILE *f, const SweepSettings *s, const SweepTotals *t
         label_of(&s->configs[i], name, sizeof name);
         fprintf(f, "| %s |", name);
         int complete = views_position_complete(&t->sums[i]);
+        char se[32];   /* "undefined" under 2 tokens, as the main table's */
         for (int b = 0; b < POS_BUCKETS; b++) {
             if (!shown[b]) continue;
             PositionFigures p = position_figures(&t->sums[i].pos, b);
             if (!complete || !p.n) fprintf(f, " |");
-            else if (kl) fprintf(f, " %.3g +/- %.2g |", p.kl_mean, p.kl_se);
-            else fprintf(f, " %+.4f +/- %.4f |", p.diff_mean, p.diff_se);
+            else if (kl) fprintf(f, " %.3g +/- %s |", p.kl_mean, se_text(p.kl_se, "%.2g", se, sizeof se));
+            else fprintf(f, " %+.4f +/- %s |", p.diff_mean, se_text(p.diff_se, "%.4f", se, sizeof se));
         }
         fprintf(f, "\n");
     }
@@ -113,9 +115,10 @@ static void layer_markdown(FILE *f, const SweepSettings *s, const SweepTotals *t
         fprintf(f, "| %s |", name);
         const LayerErrorSums *e = &t->sums[i].layer;
         int complete = views_layer_complete(&t->sums[i]);
+        char se[32];
         for (int l = 0; l < L; l++) {
             if (!complete || l >= e->n_layers) fprintf(f, " |");
-            else fprintf(f, " %.3g +/- %.2g |", layer_error_mean(e, l), layer_error_se(e, l));
+            else fprintf(f, " %.3g +/- %s |", layer_error_mean(e, l), se_text(layer_error_se(e, l), "%.2g", se, sizeof se));
         }
         fprintf(f, "\n");
     }

@@ -1,6 +1,7 @@
 /* eval/views.c: the position and layer views in ppl's reports and in a sweep's journal records
  * (see views.h). */
 #include "eval/views.h"
+#include "eval/stats.h"
 #include "eval/json_out.h"
 #include <math.h>
 #include <string.h>
@@ -20,15 +21,20 @@ void views_ppl_text(FILE *f, const TokenSums *s) {
             if (!p.n) continue;
             char range[32];
             snprintf(range, sizeof range, "%d-%d", position_bucket_low(b), position_bucket_high(b) - 1);
-            fprintf(f, "  %-11s %7ld   %9.3g +/- %-8.2g  %+8.4f +/- %-7.4f  %6.2f\n", range, p.n, p.kl_mean, p.kl_se,
-                    p.diff_mean, p.diff_se, 100 * p.top1);
+            char kl_se[32], diff_se[32];   /* "undefined" under 2 tokens in the bucket, as the report's */
+            fprintf(f, "  %-11s %7ld   %9.3g +/- %-9s  %+8.4f +/- %-9s  %6.2f\n", range, p.n, p.kl_mean,
+                    se_text(p.kl_se, "%.2g", kl_se, sizeof kl_se), p.diff_mean,
+                    se_text(p.diff_se, "%.4f", diff_se, sizeof diff_se), 100 * p.top1);
         }
     }
     if (views_layer_complete(s)) {
         fprintf(f, "layers:    ||o_q - o|| / ||o|| of each layer's attention output on the fp32 run's inputs\n");
-        for (int l = 0; l < s->layer.n_layers; l++)
-            fprintf(f, "%slayer %d %.4g +/- %.2g%s", l % 4 ? "   " : "  ", l, layer_error_mean(&s->layer, l),
-                    layer_error_se(&s->layer, l), (l + 1) % 4 == 0 || l + 1 == s->layer.n_layers ? "\n" : "");
+        for (int l = 0; l < s->layer.n_layers; l++) {
+            char se[32];
+            fprintf(f, "%slayer %d %.4g +/- %s%s", l % 4 ? "   " : "  ", l, layer_error_mean(&s->layer, l),
+                    se_text(layer_error_se(&s->layer, l), "%.2g", se, sizeof se),
+                    (l + 1) % 4 == 0 || l + 1 == s->layer.n_layers ? "\n" : "");
+        }
     }
 }
 
