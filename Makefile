@@ -61,9 +61,11 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
-# gives back the optimized one.
+# gives back the optimized one. Copied to a temp name, then renamed over ./run: a ./run still
+# running (a long sweep) keeps its binary, the next start gets the new one (cp onto a running
+# binary fails, "Text file busy"). tests/test_build.sh checks it.
 run: $(BUILD)/run
-	@cp $(BUILD)/run run
+	@cp $(BUILD)/run run.tmp.$$$$ && mv -f run.tmp.$$$$ run || { rm -f run.tmp.$$$$; exit 1; }
 
 $(BUILD)/run: $(BUILD)/run.o $(BUILD)/libkvq.a $(FLAGS_STAMP)
 	$(CC) $(LDFLAGS) -o $@ $(BUILD)/run.o $(BUILD)/libkvq.a $(LDLIBS)
@@ -149,7 +151,7 @@ test-aarch64:
 	@sh tests/run_tests.sh --runner qemu-aarch64 $(AARCH64_TESTS)
 
 clean:
-	rm -rf build run
+	rm -rf build run run.tmp.*
 
 # ---------------------------------------------------------------------------
 # Fuzzing (tests/fuzz/, see tests/README.md). `make fuzz` builds every
