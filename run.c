@@ -22,6 +22,7 @@
 #include "eval/scheme_list.h"
 #include "eval/calibrate.h"
 #include "eval/calibration.h"
+#include "model/formats/fileio.h"
 
 #define EXIT_OK 0
 #define EXIT_QUALITY 1
@@ -192,14 +193,62 @@ static int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayer
     return a->bad[0] != 0;
 }
 
+/* The length of the UTF-8 sequence at s (n bytes left) that a terminal shows as a character: 2 to
+ * 4 for a valid sequence (no overlong form, surrogate or C1 control U+0080..U+009F, which some
+ * terminals obey as commands), else 0. */
+static int shown_sequence(const unsigned char *s, size_t n) {
+    int len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
+    if (len == 0 || (size_t)len > n) return 0;
+    unsigned cp = s[0] & (0x7F >> len);
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    int overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
+    if (overlong || cp < 0xA0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
+    return len;
+}
+
+/* An error message on one line, whatever the strings in it hold (a path or a --config with a
+ * newline or an ESC, a file's text): control bytes, DEL, C1 controls and bytes that are not
+ * UTF-8 are written as \n, \t, \r or \xHH, the rest as it is. */
+static void put_escaped(FILE *f, const char *text) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n;) {
+        int len = s[i] >= 0x80 ? shown_sequence(s + i, n - i) : 1;
+        if (len > 1) {
+            fwrite(s + i, 1, (size_t)len, f);
+            i += (size_t)len;
+            continue;
+        }
+        unsigned char c = s[i++];
+        if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c == '\r') fputs("\\r", f);
+        else if (c < 0x20 || c >= 0x7F) fprintf(f, "\\x%02X", c);
+        else fputc(c, f);
+    }
+}
+
+/* "cmd: message" + suffix, one line on stderr. */
+static void print_error(const char *cmd, const char *msg, const char *suffix) {
+    put_escaped(stderr, cmd);
+    fputs(": ", stderr);
+    put_escaped(stderr, msg);
+    fprintf(stderr, "%s\n", suffix);
+}
+
 static int usage_error(const Args *a) {
-    fprintf(stderr, "%s: %s (see ./run %s --help)\n", a->cmd, a->bad, a->cmd);
+    char suffix[64];   /* a->cmd is one of COMMANDS' names, never the user's text */
+    snprintf(suffix, sizeof suffix, " (see ./run %s --help)", a->cmd);
+    print_error(a->cmd, a->bad, suffix);
     return EXIT_BAD_INPUT;
 }
 
 /* Bad input found past the flags (a file, the model): one line naming it. */
 static int bad_input(const Args *a, const char *msg) {
-    fprintf(stderr, "%s: %s\n", a->cmd, msg);
+    print_error(a->cmd, msg, "");
     return EXIT_BAD_INPUT;
 }
 
@@ -507,7 +556,9 @@ static int cmd_compress(Args *a) {
     require(a, input && (output || metrics_only), "needs -input IN and -output OUT (or --metrics-only)");
     if (!a->bad[0] && !(sparsity >= 0.0f && sparsity < 1.0f))
         snprintf(a->bad, sizeof a->bad, "-sparsity %g must be in [0, 1)", sparsity);
-    if (input && output && !metrics_only) require(a, strcmp(input, output) != 0, "-output must differ from -input");
+    /* the files compared, not their names: "x.st" and "./x.st" are one file */
+    if (input && output && !metrics_only)
+        require(a, strcmp(input, output) != 0 && !same_file(input, output), "-output must differ from -input (the same file)");
     /* --kv-scheme (or --scheme, -group-size) is checked even when --k-scheme and --v-scheme replace it */
     char composed[64];
     KvLayered k, v;
@@ -527,7 +578,11 @@ static int cmd_compress(Args *a) {
     int rc = kv_compress_print(&snap, &o, metrics_only ? NULL : output, stdout, verbose ? stderr : NULL, &passed, &err);
     kv_snapshot_free(&snap);
     calibration_free(&calib);
-    if (rc) fprintf(stderr, "compress: %s: %s\n", input, err.msg);
+    if (rc) {
+        char where[4200];
+        snprintf(where, sizeof where, "compress: %s", input);
+        print_error(where, err.msg, "");
+    }
     return rc ? EXIT_BAD_INPUT : passed ? EXIT_OK : EXIT_QUALITY;
 }
 
@@ -539,7 +594,7 @@ static int cmd_decompress(Args *a) {
         else unknown_arg(a);
     }
     require(a, in && out, "needs -input IN and -output OUT");
-    if (in && out) require(a, strcmp(in, out) != 0, "-output must differ from -input");
+    if (in && out) require(a, strcmp(in, out) != 0 && !same_file(in, out), "-output must differ from -input (the same file)");
     if (a->bad[0]) return usage_error(a);
     Error err;
     Calibration calib;
@@ -756,7 +811,8 @@ static const Command COMMANDS[] = {
      "           [--shard I/N] [--batch N] [--no-compare] [--precision exact|bf16] [--calib FILE]\n"
      "           [--quiet] [--json]\n"
      "                                  perplexity with the KV cache quantized as it is written\n"
-     "                                  (default text: WikiText-2 test; compared with an fp32 cache)\n",
+     "                                  (default text: WikiText-2 test; compared with an fp32 cache;\n"
+     "                                  --ctx: the model's context, --stride: min(512, ctx))\n",
      "usage: ./run ppl MODEL_DIR [flags]\n"
      "\n"
      "Perplexity on a text with the KV cache quantized as it is written, and, for a quantized cache,\n"
@@ -770,7 +826,7 @@ static const Command COMMANDS[] = {
      "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
      "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
      "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (512)\n"
+     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
      "  --windows N               the first N windows (all)\n"
      "  --max-tokens N            the text's first N tokens (all)\n"
      "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
@@ -819,7 +875,7 @@ static const Command COMMANDS[] = {
      "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
      "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
      "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (512)\n"
+     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
      "  --windows N               the first N windows (all)\n"
      "  --max-tokens N            the text's first N tokens (all)\n"
      "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
@@ -870,7 +926,7 @@ static const Command COMMANDS[] = {
      "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
      "  --text-file F             the text (data/wikitext-2-raw/wiki.valid.raw, the calibration split)\n"
      "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (512)\n"
+     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
      "  --windows N               the first N windows (all)\n"
      "  --max-tokens N            the text's first N tokens (all)\n"
      "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
@@ -1151,7 +1207,7 @@ static const Command COMMANDS[] = {
      "  --windows N               windows scored (8)\n"
      "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
      "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (512)\n"
+     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
      "  --quiet                   no report: the exit code (and --json's output) only (report)\n"
      "  --json                    the results as JSON on stdout, the report on stderr (text)\n"
      "\n"
@@ -1212,13 +1268,15 @@ int main(int argc, char **argv) {
     if (asks_for_help(argc, argv)) return print_help(argc, argv);
     const Command *c = find_command(argv[1]);
     if (!c) {
-        fprintf(stderr, "run: unknown command '%s'\n", argv[1]);
+        char msg[300];
+        snprintf(msg, sizeof msg, "unknown command '%.256s'", argv[1]);
+        print_error("run", msg, "");
         print_usage(stderr);
         return EXIT_BAD_INPUT;
     }
     Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes};
     a.e = (EvalFlags){.text_file = "data/wikitext-2-raw/wiki.test.raw", .protocol = "hf", .precision = "exact",
-                      .stride = 512, .batch = 512, .shard_n = 1};
+                      .stride = 0, .batch = 512, .shard_n = 1};   /* stride 0: min(512, ctx) */
     a.cmd = c->names[0] + strspn(c->names[0], "-");   /* "validate" for --validate, in messages */
     return c->run(&a);
 }

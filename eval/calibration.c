@@ -5,8 +5,8 @@
 #include "model/formats/fileio.h"
 #include <string.h>
 
-int calibration_for_run(const char *path, const char *model_dir, const Model *m, int needed, Calibration *c, int *have,
-                        Error *err) {
+int calibration_for_run(const char *path, const char *model_dir, const ModelIdentity *identity, const Model *m,
+                        int needed, Calibration *c, int *have, Error *err) {
     char default_path[4096];
     memset(c, 0, sizeof *c);
     *have = 0;
@@ -15,8 +15,9 @@ int calibration_for_run(const char *path, const char *model_dir, const Model *m,
         if (!needed || !path_exists(default_path)) return 0;   /* a fitted scheme then says what it lacks */
         path = default_path;
     }
-    char model_sha256[65];
-    if (modeldir_sha256(model_dir, model_sha256, err) || calibration_open(path, m, model_sha256, c, err)) return -1;
+    ModelIdentity computed;
+    if (!identity && modeldir_identity(model_dir, &computed, err)) return -1;
+    if (calibration_open(path, m, (identity ? identity : &computed)->weights_sha256, c, err)) return -1;
     *have = 1;
     return 0;
 }

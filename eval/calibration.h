@@ -7,16 +7,18 @@
 
 #include "model/formats/calibration.h"
 #include "model/model.h"
+#include "model/modeldir.h"
 
 #define DEFAULT_CALIBRATION "kv-calib.safetensors"   /* in the model directory */
 
 /* Loads the calibration of a run on model m from model_dir: path (--calib; NULL: the default
  * file, when it exists). A file named by --calib is always loaded; the default one only when
- * `needed` (a scheme of the run is fitted), since checking it hashes the model's weights.
+ * `needed` (a scheme of the run is fitted), since checking it needs the model's identity:
+ * identity (the run's, computed once) or, NULL, modeldir_identity of model_dir then.
  * Refused, with one line naming the file: another model's (its model_sha256), another geometry,
  * anything calibration_load refuses. *have = 1 when c holds one (free it with calibration_free). */
-int calibration_for_run(const char *path, const char *model_dir, const Model *m, int needed, Calibration *c, int *have,
-                        Error *err);
+int calibration_for_run(const char *path, const char *model_dir, const ModelIdentity *identity, const Model *m,
+                        int needed, Calibration *c, int *have, Error *err);
 /* path loaded for model m whose identity (model.safetensors' sha256, or random weights' recipe)
  * is model_sha256: refused when it is another model's or another geometry. */
 int calibration_open(const char *path, const Model *m, const char *model_sha256, Calibration *c, Error *err);

@@ -111,7 +111,7 @@ int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out
     int have_calib = 0;
     if (modeldir_load(&L, model_dir, 1, err)) return -1;
     int needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
-    int rc = calibration_for_run(o->calib_path, model_dir, &L.model, needed, &calib, &have_calib, err);
+    int rc = calibration_for_run(o->calib_path, model_dir, NULL, &L.model, needed, &calib, &have_calib, err);
     if (rc == 0) rc = generate_text(&L.model, L.tok, o, have_calib ? &calib : NULL, out, &st, err);
     calibration_free(&calib);
     modeldir_free(&L);
@@ -207,7 +207,7 @@ int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered
     RunState s = {0};
     *bad_ids = !ids;
     int needed = kv_layered_is_fitted(k_scheme) || kv_layered_is_fitted(v_scheme);
-    if (ids && calibration_for_run(calib_path, model_dir, &L.model, needed, &calib, &have_calib, err)) {
+    if (ids && calibration_for_run(calib_path, model_dir, NULL, &L.model, needed, &calib, &have_calib, err)) {
         free(ids);
         ids = NULL;
     }

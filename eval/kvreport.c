@@ -66,6 +66,7 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
         if (*k_scheme) json_out_string(f, "k_scheme", k_scheme, 0);
         if (*v_scheme) json_out_string(f, "v_scheme", v_scheme, 0);
         json_out_string(f, "model_name", s->model_name, 0);
+        if (s->model_id[0]) json_out_string(f, "model_id", s->model_id, 0);
         json_out_string(f, "dtype", s->dtype, 0);
         fprintf(f, "  \"num_layers\": %d,\n  \"num_kv_heads\": %d,\n  \"seq_len\": %d,\n  \"head_dim\": %d,\n",
                 s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
@@ -86,7 +87,9 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
         fprintf(f, "\n}\n");
         return;
     }
-    fprintf(f, "file:      %s\nmodel:     %s\ndtype:     %s\n", path, s->model_name[0] ? s->model_name : "?", s->dtype);
+    fprintf(f, "file:      %s\nmodel:     %s", path, s->model_name[0] ? s->model_name : "?");
+    if (s->model_id[0]) fprintf(f, " (model_id %.12s...)", s->model_id);
+    fprintf(f, "\ndtype:     %s\n", s->dtype);
     if (*k_scheme) fprintf(f, "stored:    compressed, keys %s, values %s (statistics of the decompressed values)\n", k_scheme, v_scheme);
     fprintf(f, "shape:     %d layers x [1, %d heads, %d tokens, %d dims] keys and values\n",
             s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
@@ -165,6 +168,17 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
             return -1;
         }
         *n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
+        ModelIdentity id;   /* a file that records its model is checked against this one's identity */
+        if (snap.model_id[0] && modeldir_identity(model_dir, &id, err)) {
+            kv_snapshot_free(&snap);
+            return -1;
+        }
+        if (snap.model_id[0] && strcmp(snap.model_id, id.id)) {
+            size_t used = strlen(mismatches);
+            snprintf(mismatches + used, sizeof mismatches - used, "model_id: cache made by %.12s..., model has %.12s...\n",
+                     snap.model_id, id.id);
+            (*n_mismatches)++;
+        }
     }
     report_kv_info(f, path, k_scheme, v_scheme, &snap, &stats, mismatches, *n_mismatches, json);
     kv_snapshot_free(&snap);
@@ -212,9 +226,16 @@ static void base_name(const char *dir, char *name, size_t cap) {
 static int kv_extract_save(const Model *m, const char *model_dir, const int *ids, int n, const char *path,
                            DType dtype, Error *err) {
     KvSnapshot snap = {0};
+    ModelIdentity id;
     char model_name[128];
     base_name(model_dir, model_name, sizeof model_name);
-    int rc = kv_snapshot_of_prompt(m, ids, n, model_name, &snap, err) || kv_snapshot_save(path, &snap, dtype, err);
+    if (modeldir_identity(model_dir, &id, err)) return -1;
+    int rc = kv_snapshot_of_prompt(m, ids, n, model_name, &snap, err);
+    if (rc == 0) {   /* the cache records its model by content: compress and decompress carry it */
+        memcpy(snap.model_id, id.id, sizeof snap.model_id);
+        memcpy(snap.model_sha256, id.weights_sha256, sizeof snap.model_sha256);
+        rc = kv_snapshot_save(path, &snap, dtype, err);
+    }
     kv_snapshot_free(&snap);
     return rc ? -1 : 0;
 }

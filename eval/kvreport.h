@@ -20,7 +20,8 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
 
 /* ./run kv-extract: model_dir's fp32 KV cache of prompt (BOS first), or of the ids of ids_text
  * (--tokens), saved to path as dtype (+ path.metadata.json), its model_name the last component
- * of model_dir. *n_tokens, *n_layers: what the file holds. */
+ * of model_dir, its model_id and model_sha256 the model's identity by content. *n_tokens,
+ * *n_layers: what the file holds. */
 int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
                         DType dtype, int *n_tokens, int *n_layers, Error *err);
 
@@ -34,8 +35,9 @@ int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const ch
                       FILE *verbose, int *passed, Error *err);
 
 /* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
- * with model_dir, checked against that model's config.json (*n_mismatches: how many fields
- * differ, -1 without a model); calib as for kv_decompress_to. Nothing is printed when loading
+ * with model_dir, checked against that model's config.json and, when the file records one,
+ * its model_id (*n_mismatches: how many fields differ, -1 without a model); calib as for
+ * kv_decompress_to. Nothing is printed when loading
  * fails. */
 int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration *calib, int json, int *n_mismatches,
             Error *err);

@@ -310,10 +310,13 @@ double ppl_stderr_mean(double sum, double sumsq, long n) {
     return sqrt(var > 0 ? var : 0) / sqrt((double)n);
 }
 
+int ppl_default_stride(int ctx) { return ctx < 512 ? ctx : 512; }
+
 int ppl_load_model(ModelDir *L, const char *dir, const char *precision, PplOptions *o, Error *err) {
     if (modeldir_load(L, dir, 1, err)) return -1;
     L->model.precision = strcmp(precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;
     if (!o->ctx) o->ctx = L->model.config.max_seq_len;
+    if (!o->stride) o->stride = ppl_default_stride(o->ctx);
     if (o->batch > o->ctx) o->batch = o->ctx;
     return 0;
 }

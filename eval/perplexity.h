@@ -15,7 +15,7 @@ typedef enum {
 typedef struct {
     PplProtocol protocol;
     int ctx;                   /* window length (tokens) */
-    int stride;                /* HF: how far each window advances */
+    int stride;                /* HF: how far each window advances (0: ppl_default_stride) */
     int max_windows;           /* 0: all */
     int shard_index, shard_count;   /* evaluate windows w with w % shard_count == shard_index */
     int batch;                 /* tokens per forward call */
@@ -37,9 +37,14 @@ typedef struct {
     double seconds;
 } PplResult;
 
+/* --stride's default for a window of ctx tokens: min(512, ctx), so that a short --ctx needs no
+ * --stride of its own. */
+int ppl_default_stride(int ctx);
+
 /* An evaluation's model as ./run loads it: dir with its tokenizer, the matmul precision named
  * ("exact", or "bf16": activations in bf16, about 2x faster on CPUs with AVX-512 BF16 but
- * logits move by ~1e-2), and o's ctx 0 made the model's context and its batch cut to ctx. */
+ * logits move by ~1e-2), and o's ctx 0 made the model's context, stride 0 its default and its
+ * batch cut to ctx. */
 int ppl_load_model(ModelDir *L, const char *dir, const char *precision, PplOptions *o, Error *err);
 
 /* Number of windows the options give for n_tokens (before sharding / max_windows). */

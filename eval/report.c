@@ -6,6 +6,7 @@
 #include "eval/progress.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
+#include "model/formats/sha256.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,10 @@ static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, i
         kv_layered_bits(&bound, c->n_layers, c->head_dim, ctx, &bits[0], &bits[1]);
 }
 
-void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
-                         const Config *c, const PplOptions *o, int n_tokens) {
+void ppl_report_describe(PplReport *r, const char *model, const char *model_id, const char *text_file,
+                         const char *precision, const Config *c, const PplOptions *o, int n_tokens) {
     snprintf(r->model, sizeof r->model, "%s", model);
+    snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
     snprintf(r->text_file, sizeof r->text_file, "%s", text_file);
     snprintf(r->k_scheme, sizeof r->k_scheme, "%s", o->k_scheme->text);
     snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
@@ -43,9 +45,11 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     PplOptions o = run->o;
     Calibration calib;
     int have_calib = 0;
+    ModelIdentity identity;
     if (ppl_load_model(&L, run->model_dir, run->precision, &o, err)) return -1;
     int needed = (o.k_scheme && kv_layered_is_fitted(o.k_scheme)) || (o.v_scheme && kv_layered_is_fitted(o.v_scheme));
-    if (calibration_for_run(run->calib_path, run->model_dir, &L.model, needed, &calib, &have_calib, err)) {
+    if (modeldir_identity(run->model_dir, &identity, err) ||
+        calibration_for_run(run->calib_path, run->model_dir, &identity, &L.model, needed, &calib, &have_calib, err)) {
         modeldir_free(&L);
         return -1;
     }
@@ -61,7 +65,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     int rc = tokens ? ppl_evaluate(&L.model, tokens, n_tokens, &o, &r->result, err) : -1;
     if (rc == 0) {
         progress_finish(&progress);
-        ppl_report_describe(r, run->model_dir, run->text_file, run->precision, &L.model.config, &o, n_tokens);
+        ppl_report_describe(r, run->model_dir, identity.id, run->text_file, run->precision, &L.model.config, &o, n_tokens);
     }
     free(tokens);
     calibration_free(&calib);
@@ -71,7 +75,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
 
 void report_ppl_text(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
-    fprintf(f, "model:     %s\n", r->model);
+    fprintf(f, "model:     %s (model_id %.12s...)\n", r->model, r->model_id);
     fprintf(f, "text:      %s (%d tokens)\n", r->text_file, r->n_tokens);
     if (r->protocol_llamacpp)
         fprintf(f, "protocol:  llama.cpp chunks of %d, second half scored\n", r->ctx);
@@ -89,27 +93,33 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
     double se = ppl_stderr_mean(x->sums.nll_sum, x->sums.nll_sumsq, x->sums.scored);
     double ppl = ppl_value(x->sums.nll_sum, x->sums.scored);
+    char a[32], b[32], c[32];   /* standard errors as text: "undefined" under 2 scored tokens */
     if (x->compared) {
         double base = ppl_value(x->sums.base_nll_sum, x->sums.scored);
         double base_se = ppl_stderr_mean(x->sums.base_nll_sum, x->sums.base_nll_sumsq, x->sums.scored);
         double dse = ppl_stderr_mean(x->sums.diff_sum, x->sums.diff_sumsq, x->sums.scored);
-        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f, fp32 cache)\n", base,
-                x->sums.base_nll_sum / x->sums.scored, base_se, x->sums.base_nll_sum);
-        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored, se, x->sums.nll_sum);
-        fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %.6f (paired)\n", ppl - base,
-                100.0 * (ppl - base) / base, x->sums.diff_sum / x->sums.scored, dse);
+        fprintf(f, "baseline:  ppl %.4f (mean NLL %.5f +/- %s, NLL sum %.4f, fp32 cache)\n", base,
+                x->sums.base_nll_sum / x->sums.scored, se_text(base_se, "%.5f", a, sizeof a), x->sums.base_nll_sum);
+        fprintf(f, "quantized: ppl %.4f (mean NLL %.5f +/- %s, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored,
+                se_text(se, "%.5f", a, sizeof a), x->sums.nll_sum);
+        fprintf(f, "delta:     %+.4f ppl (%+.3f%%), mean NLL %+.6f +/- %s (paired)\n", ppl - base,
+                100.0 * (ppl - base) / base, x->sums.diff_sum / x->sums.scored, se_text(dse, "%.6f", a, sizeof a));
         fprintf(f, "agreement: KL(baseline||quantized) %.6f nats/token, top-1 %.2f%%\n",
                 x->sums.kl_sum / x->sums.scored, 100.0 * x->sums.top1_agree / x->sums.scored);
         PplSummary y = token_sums_summarize(&x->sums);
-        fprintf(f, "errors:    delta %+.4f +/- %.4f ppl (%+.3f%% +/- %.3f%%), ln(PPL_q/PPL_base) %+.6f +/- %.6f\n",
-                y.delta, y.delta_se, y.delta_pct, y.delta_pct_se, y.ln_ratio, y.ln_ratio_se);
-        fprintf(f, "KL:        mean %.6f +/- %.6f, median %.3g, p90 %.3g, p99 %.3g, p99.9 %.3g, max %.3g\n", y.kl_mean,
-                y.kl_se, y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max);
-        fprintf(f, "top-1:     %.3f%% +/- %.3f%% the same; p(correct token) %+.3f%% mean, %.3f%% RMS\n",
-                100 * y.top1, 100 * y.top1_se, 100 * y.dp_mean, 100 * y.dp_rms);
+        fprintf(f, "errors:    delta %+.4f +/- %s ppl (%+.3f%% +/- %s), ln(PPL_q/PPL_base) %+.6f +/- %s\n", y.delta,
+                se_text(y.delta_se, "%.4f", a, sizeof a), y.delta_pct, se_text(y.delta_pct_se, "%.3f%%", b, sizeof b),
+                y.ln_ratio, se_text(y.ln_ratio_se, "%.6f", c, sizeof c));
+        fprintf(f, "KL:        mean %.6f +/- %s, median %.3g, p90 %.3g, p99 %.3g, p99.9 %.3g, max %.3g\n", y.kl_mean,
+                se_text(y.kl_se, "%.6f", a, sizeof a), y.kl_median, y.kl_p90, y.kl_p99, y.kl_p999, y.kl_max);
+        fprintf(f, "top-1:     %.3f%% +/- %s the same; p(correct token) %+.3f%% mean, %.3f%% RMS\n",
+                100 * y.top1, se_text(100 * y.top1_se, "%.3f%%", a, sizeof a), 100 * y.dp_mean, 100 * y.dp_rms);
     } else {
-        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %.5f, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored, se, x->sums.nll_sum);
+        fprintf(f, "ppl:       %.4f (mean NLL %.5f +/- %s, NLL sum %.4f)\n", ppl, x->sums.nll_sum / x->sums.scored,
+                se_text(se, "%.5f", a, sizeof a), x->sums.nll_sum);
     }
+    if (x->sums.scored < 2)
+        fprintf(f, "note:      standard errors are undefined with fewer than 2 scored tokens (null in --json)\n");
     double rate = x->seconds > 0 ? x->tokens_processed * (x->compared ? 2 : 1) / x->seconds : 0;
     fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
 }
@@ -176,6 +186,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     const PplResult *x = &r->result;
     fprintf(f, "{\n");
     json_out_string(f, "model", r->model, 0);
+    json_out_string(f, "model_id", r->model_id, 0);
     json_out_string(f, "text_file", r->text_file, 0);
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
@@ -255,8 +266,12 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
     int compared = json_get(j, "compared") && json_get(j, "compared")->boolean;
     ShardCounts c;
     if (shard_counts(j, compared, &c, path, err)) return -1;
+    if (!sha256_hex_valid(str(j, "model_id")))
+        return error_set(err, "%s: no model_id (the model's identity by content; a shard of an older kvq or edited): "
+                         "not merged", path);
     if (first) {
         snprintf(out->model, sizeof out->model, "%s", str(j, "model"));
+        snprintf(out->model_id, sizeof out->model_id, "%s", str(j, "model_id"));
         snprintf(out->text_file, sizeof out->text_file, "%s", str(j, "text_file"));
         snprintf(out->k_scheme, sizeof out->k_scheme, "%s", str(j, "k_scheme"));
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
@@ -272,12 +287,15 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         out->shard_count = (int)c.shard_count;
         x->windows_total = (int)c.windows_total;
         x->compared = compared;
-    } else if (strcmp(out->model, str(j, "model")) || strcmp(out->k_scheme, str(j, "k_scheme")) ||
+    } else if (strcmp(out->model_id, str(j, "model_id"))) {
+        return error_set(err, "%s: a shard of another model (model_id %.12s...; the first shard's is %.12s...)", path,
+                         str(j, "model_id"), out->model_id);
+    } else if (strcmp(out->k_scheme, str(j, "k_scheme")) ||
                strcmp(out->v_scheme, str(j, "v_scheme")) || strcmp(out->precision, str(j, "precision")) ||
                strcmp(out->calib_sha256, str(j, "calib_sha256")) ||
                out->ctx != c.ctx || out->stride != c.stride || out->n_tokens != c.n_tokens ||
                out->shard_count != c.shard_count || x->windows_total != c.windows_total || x->compared != compared) {
-        return error_set(err, "%s: a shard of a different evaluation (model, schemes, calibration, ctx, stride, text or shards differ)", path);
+        return error_set(err, "%s: a shard of a different evaluation (schemes, calibration, ctx, stride, text or shards differ)", path);
     }
     if (x->windows + c.windows > x->windows_total)
         return error_set(err, "%s: the shards hold more windows than the evaluation has", path);

@@ -9,7 +9,8 @@
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
-    char model[1024];
+    char model[1024];           /* the model directory as given (shown, never compared) */
+    char model_id[65];          /* its identity by content (model/formats/model_identity.h): shards merge on it */
     char text_file[1024];
     char k_scheme[512], v_scheme[512];
     char calib[1024];           /* the calibration's path, "" without one */
@@ -23,10 +24,11 @@ typedef struct {
     PplResult result;
 } PplReport;
 
-/* Fills r's description of a run (r->result is left as is): model, text, the schemes of o and
- * their stored and effective bits at o->ctx for c's shape, precision, protocol, windows, shard. */
-void ppl_report_describe(PplReport *r, const char *model, const char *text_file, const char *precision,
-                         const Config *c, const PplOptions *o, int n_tokens);
+/* Fills r's description of a run (r->result is left as is): model and its identity, text, the
+ * schemes of o and their stored and effective bits at o->ctx for c's shape, precision, protocol,
+ * windows, shard. */
+void ppl_report_describe(PplReport *r, const char *model, const char *model_id, const char *text_file,
+                         const char *precision, const Config *c, const PplOptions *o, int n_tokens);
 
 /* ./run ppl as its flags give it. */
 typedef struct {
@@ -54,7 +56,8 @@ int report_sums_read(const JsonValue *j, TokenSums *s, const char *path, Error *
 void report_ppl_json(FILE *f, const PplReport *r);
 
 /* Reads the --json outputs of shards 0..N-1 of one evaluation and adds them up.
- * Refuses files from different evaluations, a repeated shard or a missing one. */
+ * Refuses files from different evaluations (another model_id, whatever the model's path), a
+ * shard without a model_id, a repeated shard or a missing one. */
 int ppl_merge_files(char *const *paths, int n, PplReport *out, Error *err);
 
 #endif

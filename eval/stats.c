@@ -2,6 +2,7 @@
  * them (see stats.h). */
 #include "eval/stats.h"
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- KL histogram ---- */
@@ -109,7 +110,7 @@ PplSummary token_sums_summarize(const TokenSums *s) {
     /* the two means are correlated (same tokens): cov = (var_q + var_b - var_d) / 2 */
     double cov = 0.5 * (var_q + var_b - var_d);
     double var_delta = (r.ppl * r.ppl * var_q + r.base_ppl * r.base_ppl * var_b - 2 * r.ppl * r.base_ppl * cov) / dn;
-    r.delta_se = sqrt(var_delta > 0 ? var_delta : 0);
+    r.delta_se = isnan(var_delta) ? NAN : sqrt(var_delta > 0 ? var_delta : 0);
     r.delta_pct = 100.0 * (r.ppl / r.base_ppl - 1.0);
     r.delta_pct_se = 100.0 * (r.ppl / r.base_ppl) * r.ln_ratio_se;   /* ratio = exp(mean difference) */
     r.kl_mean = s->kl_sum / dn;
@@ -123,5 +124,12 @@ PplSummary token_sums_summarize(const TokenSums *s) {
     r.top1_se = sqrt(r.top1 * (1 - r.top1) / dn);
     r.dp_mean = s->dp_sum / dn;
     r.dp_rms = sqrt(s->dp_sumsq / dn);
+    if (n < 2) r.top1_se = NAN;   /* the binomial formula gives 0 for one token: no spread is known */
     return r;
+}
+
+const char *se_text(double se, const char *fmt, char *buf, size_t n) {
+    if (isfinite(se)) snprintf(buf, n, fmt, se);
+    else snprintf(buf, n, "%s", SE_UNDEFINED);
+    return buf;
 }

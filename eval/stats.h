@@ -11,6 +11,8 @@
 #ifndef KVQ_STATS_H
 #define KVQ_STATS_H
 
+#include <stddef.h>
+
 #define KL_BINS_PER_DECADE 200
 #define KL_LOWEST_DECADE (-12)   /* bin 0 holds KL below 1e-12 (and rounding's tiny negatives) */
 #define KL_HIGHEST_DECADE 3      /* the last bin holds KL at or above 1e3 */
@@ -61,7 +63,13 @@ typedef struct {
     double dp_mean, dp_rms;          /* p(correct token) quantized minus baseline */
 } PplSummary;
 
-/* The figures of sums with a baseline (NAN where there are too few tokens). */
+/* The figures of sums with a baseline. With fewer than 2 scored tokens every standard error is
+ * NAN: one token says nothing of the spread (not 0, which would claim an exact figure). */
 PplSummary token_sums_summarize(const TokenSums *s);
+
+#define SE_UNDEFINED "undefined"
+/* A standard error for people: printf's fmt of se ("%.4f"), or SE_UNDEFINED when se is not
+ * finite (fewer than 2 scored tokens); in JSON such a value is null (eval/json_out.h). Returns buf. */
+const char *se_text(double se, const char *fmt, char *buf, size_t n);
 
 #endif

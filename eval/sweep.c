@@ -4,8 +4,11 @@
 #include "eval/progress.h"
 #include "eval/report.h"
 #include "eval/json_out.h"
+#include "model/formats/checked_line.h"
+#include "model/formats/crc32c.h"
 #include "model/formats/fileio.h"
 #include "model/formats/json.h"
+#include "model/formats/sha256.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +34,13 @@ static void path_in(char *out, size_t n, const char *dir, const char *file) { sn
 
 /* ---- settings: DIR/sweep.json ---- */
 
-/* The settings as text, one key per line (so a difference can be shown as a line). */
+/* sweep.json's last member, the CRC-32C of the text before it: `  "crc32c": "1a2b3c4d"\n}\n` */
+#define SETTINGS_CRC_OPEN "  \"crc32c\": \""
+#define SETTINGS_CRC_CLOSE "\"\n}\n"
+#define SETTINGS_CRC_LEN (sizeof SETTINGS_CRC_OPEN - 1 + CRC32C_HEX_CHARS + sizeof SETTINGS_CRC_CLOSE - 1)
+
+/* The settings as text, one key per line (so a difference can be shown as a line), ending in
+ * the CRC-32C of the rest: a damaged sweep.json is refused, not trusted by sweep-merge. */
 static char *settings_text(const SweepSettings *s, size_t *len) {
     char *text = NULL;
     FILE *f = open_memstream(&text, len);
@@ -39,6 +48,7 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
     const PplOptions *o = &s->ppl;
     fprintf(f, "{\n  \"kvq_sweep\": 1,\n");
     json_out_string(f, "model", s->model, 0);
+    json_out_string(f, "model_id", s->model_id, 0);   /* the model by content: what a resume compares */
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "precision", s->precision, 0);
     json_out_string(f, "calib_sha256", s->calib_sha256, 0);   /* the calibration by content, not by path */
@@ -59,9 +69,49 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
         if (c->codebook_bytes > 0) fprintf(f, ", \"codebook_bytes\": %.17g", c->codebook_bytes);
         fprintf(f, "}%s\n", i + 1 < s->n_configs ? "," : "");
     }
-    fprintf(f, "  ]\n}\n");
+    fprintf(f, "  ],\n");
+    if (fflush(f)) { fclose(f); free(text); return NULL; }
+    char hex[CRC32C_HEX_CHARS + 1];
+    crc32c_to_hex(crc32c(0, text, *len), hex);
+    fprintf(f, SETTINGS_CRC_OPEN "%s" SETTINGS_CRC_CLOSE, hex);
     if (fclose(f)) { free(text); return NULL; }
     return text;
+}
+
+/* Whether text[0..len) ends in the crc32c member settings_text writes, and whether it matches. */
+static CheckedLine settings_crc(const char *text, size_t len) {
+    if (len < SETTINGS_CRC_LEN) return CHECKED_LINE_NO_CRC;
+    size_t body = len - SETTINGS_CRC_LEN;
+    const char *digits = text + body + sizeof SETTINGS_CRC_OPEN - 1;
+    char hex[CRC32C_HEX_CHARS + 1];
+    uint32_t stored;
+    memcpy(hex, digits, CRC32C_HEX_CHARS);
+    hex[CRC32C_HEX_CHARS] = '\0';
+    if (memcmp(text + body, SETTINGS_CRC_OPEN, sizeof SETTINGS_CRC_OPEN - 1) ||
+        memcmp(digits + CRC32C_HEX_CHARS, SETTINGS_CRC_CLOSE, sizeof SETTINGS_CRC_CLOSE - 1) ||
+        crc32c_from_hex(hex, &stored))
+        return CHECKED_LINE_NO_CRC;
+    return crc32c(0, text, body) == stored ? CHECKED_LINE_OK : CHECKED_LINE_MISMATCH;
+}
+
+/* The settings' text without the lines of the paths ("model", "text_file") and of the CRC that
+ * covers them: a resume compares the model and the text by content (model_id, tokens_hash), so
+ * the same ones under another path are the same sweep. settings_text writes one key a line,
+ * each line's key at its start. */
+static char *without_paths(const char *text) {
+    char *out = malloc(strlen(text) + 1), *o = out;
+    if (!out) return NULL;
+    for (const char *line = text; *line;) {
+        size_t n = strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n');
+        if (strncmp(line, "  \"model\": ", 11) && strncmp(line, "  \"text_file\": ", 15) &&
+            strncmp(line, SETTINGS_CRC_OPEN, sizeof SETTINGS_CRC_OPEN - 1)) {
+            memcpy(o, line, n);
+            o += n;
+        }
+        line += n;
+    }
+    *o = '\0';
+    return out;
 }
 
 /* The first line where a and b differ, into out (for the error message). */
@@ -78,25 +128,69 @@ static void first_difference(const char *a, const char *b, char *out, size_t n) 
     }
 }
 
-/* Writes DIR/sweep.json, or checks that the one there says the same. */
+/* A sweep.json read from path (text[0..len)): parsed, or NULL with why: truncated, not JSON,
+ * without its CRC-32C or failing it, or without a model identity, which a sweep of another model
+ * could then never be told from. */
+static JsonValue *settings_parse(const char *path, const char *text, size_t len, Error *err) {
+    Error jerr;
+    JsonValue *j = json_parse(text, len, &jerr);
+    CheckedLine crc = j ? settings_crc(text, len) : CHECKED_LINE_OK;
+    if (!j && json_truncated(text, len))
+        error_set(err, "%s: truncated (%zu bytes, the end of the settings missing): not resumed; use another "
+                  "--out-dir", path, len);
+    else if (!j) error_set(err, "%s: not a sweep's settings: %s", path, jerr.msg);
+    else if (crc != CHECKED_LINE_OK)
+        error_set(err, "%s: %s: refused; use another --out-dir", path,
+                  crc == CHECKED_LINE_NO_CRC ? "no crc32c at its end (a sweep of an older kvq, or edited)"
+                                             : "fails its CRC-32C (edited or damaged)");
+    else if (!json_string(j, "model_id") || !sha256_hex_valid(json_string(j, "model_id")))
+        error_set(err, "%s: no model_id (the model's identity by content; a sweep of an older kvq, or edited): "
+                  "not resumed; use another --out-dir", path);
+    else return j;
+    json_free(j);
+    return NULL;
+}
+
+/* Writes DIR/sweep.json, or checks that the one there is of the same model and says the same.
+ * A journal without its sweep.json is refused: whose sweep it holds cannot be known. */
 static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
-    char path[4200];
+    char path[4200], journal[4200];
     path_in(path, sizeof path, dir, SETTINGS_FILE);
+    path_in(journal, sizeof journal, dir, JOURNAL_FILE);
     size_t len;
     char *want = settings_text(s, &len);
     if (!want) return error_set(err, "out of memory");
     int rc = 0;
     if (path_exists(path)) {
         size_t have_len;
-        char *have = read_whole_file(path, 1 << 24, &have_len, err);
-        if (!have) rc = -1;
-        else if (strcmp(have, want)) {
+        char *have = read_whole_file(path, 1 << 24, &have_len, err), *a = NULL, *b = NULL;
+        /* the settings this run would write, cut short (only the last newline lost, say) */
+        int cut = have && have_len < len && !memcmp(have, want, have_len);
+        JsonValue *j = have && !cut ? settings_parse(path, have, have_len, err) : NULL;
+        const char *there = j ? json_string(j, "model_id") : NULL;
+        if (cut) {
+            rc = error_set(err, "%s: truncated (%zu of its %zu bytes): not resumed; use another --out-dir", path,
+                           have_len, len);
+        } else if (!j) {
+            rc = -1;
+        } else if (strcmp(there, s->model_id)) {
+            rc = error_set(err, "%s: a sweep of another model (model_id %.12s...; %s now has %.12s...: its weights or "
+                           "config.json changed): not resumed; use another --out-dir", path, there, s->model, s->model_id);
+        } else if (!(a = without_paths(have)) || !(b = without_paths(want))) {
+            rc = error_set(err, "out of memory");
+        } else if (strcmp(a, b)) {
             char diff[300];
-            first_difference(have, want, diff, sizeof diff);
+            first_difference(a, b, diff, sizeof diff);
             rc = error_set(err, "%s: a sweep with other arguments is in this directory (%s); use another --out-dir "
                                 "or the same arguments", path, diff);
         }
+        json_free(j);
+        free(a);
+        free(b);
         free(have);
+    } else if (path_exists(journal)) {
+        rc = error_set(err, "%s: a journal without its sweep.json: not adopted (whose sweep it holds is unknown); "
+                       "move it away or use another --out-dir", journal);
     } else {
         rc = write_text_file(path, want, err);
     }
@@ -128,19 +222,20 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
     size_t len;
     char *text = read_whole_file(path, 1 << 24, &len, err);
     if (!text) return -1;
-    Error jerr;
-    JsonValue *j = json_parse(text, len, &jerr);
+    JsonValue *j = settings_parse(path, text, len, err);
     free(text);
+    if (!j) return -1;
     int rc = 0;
-    const JsonValue *configs = j ? json_get(j, "configs") : NULL;
+    const JsonValue *configs = json_get(j, "configs");
     int all_strings = json_string(j, "model") && json_string(j, "text_file") && json_string(j, "precision") &&
                       json_string(j, "protocol") && json_string(j, "tokens_hash");
-    if (!j || j->type != JSON_OBJECT || json_number(j, "kvq_sweep") != 1 || !configs || configs->type != JSON_ARRAY ||
+    if (j->type != JSON_OBJECT || json_number(j, "kvq_sweep") != 1 || !configs || configs->type != JSON_ARRAY ||
         !all_strings) {
-        rc = error_set(err, "%s: not a sweep's settings%s%s", path, j ? "" : ": ", j ? "" : jerr.msg);
+        rc = error_set(err, "%s: not a sweep's settings", path);
         goto done;
     }
     snprintf(s->model, sizeof s->model, "%s", json_string(j, "model"));
+    snprintf(s->model_id, sizeof s->model_id, "%s", json_string(j, "model_id"));
     snprintf(s->text_file, sizeof s->text_file, "%s", json_string(j, "text_file"));
     snprintf(s->precision, sizeof s->precision, "%s", json_string(j, "precision"));
     snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", json_string(j, "calib_sha256") ? json_string(j, "calib_sha256") : "");
@@ -212,11 +307,15 @@ static int record_append(const char *dir, int w, int c, const SweepConfig *cfg, 
             fprintf(f, "%s[%d, %lld]", first ? "" : ", ", b, t->kl_hist.count[b]);
             first = 0;
         }
-    fprintf(f, "]}\n");
+    fprintf(f, "]}");
     if (fclose(f)) { free(text); return error_set(err, "out of memory"); }
-    path_in(path, sizeof path, dir, JOURNAL_FILE);
-    int rc = append_record(path, text, len, err);
+    size_t line_len;
+    char *line = checked_line_seal(text, len, &line_len);   /* + its CRC-32C and the newline */
     free(text);
+    if (!line) return error_set(err, "out of memory");
+    path_in(path, sizeof path, dir, JOURNAL_FILE);
+    int rc = append_record(path, line, line_len, err);
+    free(line);
     return rc;
 }
 
@@ -287,10 +386,10 @@ static int record_sums(const JsonValue *r, const char *path, int n, Record *rec,
     return rc;
 }
 
-/* Reads DIR/journal.jsonl (missing: empty), each whole line parsed once: it must be a record
- * of s, its window one of s's shard, its configuration one of s's with the same schemes, its
- * sums readable. A last line without its newline is a torn append: left out, good_len says
- * where the whole lines end. */
+/* Reads DIR/journal.jsonl (missing: empty), each whole line checked and parsed once: its CRC-32C
+ * (model/formats/checked_line.h), then it must be a record of s, its window one of s's shard,
+ * its configuration one of s's with the same schemes, its sums readable. A last line without
+ * its newline is a torn append: left out, good_len says where the whole lines end. */
 static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Error *err) {
     memset(j, 0, sizeof *j);
     char path[4200];
@@ -313,6 +412,13 @@ static int journal_read(const char *dir, const SweepSettings *s, Journal *j, Err
     for (int n = 1; p < end && !rc; n++) {
         const char *e = nl(p, end);
         if (!e) break;   /* torn tail */
+        CheckedLine crc = checked_line_verify(p, (size_t)(e - p));
+        if (crc != CHECKED_LINE_OK) {
+            rc = error_set(err, "%s: line %d %s: refused; delete that line and run the sweep again to compute it anew",
+                           path, n, crc == CHECKED_LINE_NO_CRC ? "has no CRC-32C (a journal of an older kvq, or edited)"
+                                                               : "fails its CRC-32C (edited or damaged)");
+            break;
+        }
         Error jerr;
         JsonValue *r = json_parse(p, (size_t)(e - p), &jerr);
         Record rec = {.window = -1, .config = -1, .dir = dir};
@@ -519,9 +625,10 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
     return rc;
 }
 
-/* Settings of two shards of one sweep: the same in everything but the shard index. */
+/* Settings of two shards of one sweep: the same in everything but the shard index (and the
+ * paths: the model and the text are compared by content, model_id and tokens_hash). */
 static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
-    if (strcmp(a->model, b->model) || strcmp(a->text_file, b->text_file) || strcmp(a->precision, b->precision) ||
+    if (strcmp(a->model_id, b->model_id) || strcmp(a->precision, b->precision) ||
         strcmp(a->calib_sha256, b->calib_sha256) ||
         a->ppl.protocol != b->ppl.protocol || a->ppl.ctx != b->ppl.ctx || a->ppl.stride != b->ppl.stride ||
         a->ppl.max_windows != b->ppl.max_windows || a->ppl.batch != b->ppl.batch || a->n_tokens != b->n_tokens ||

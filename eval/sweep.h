@@ -5,8 +5,11 @@
  * with it, so N configurations cost N + 1 forward passes per window and KL stays exact.
  *
  * Each (window, configuration) result becomes one line of DIR/journal.jsonl the moment it
- * exists. DIR/sweep.json holds the arguments; a sweep started again with the same ones skips
- * what the journal holds, and refuses different ones. Totals are always added up from the
+ * exists, carrying the CRC-32C of its content (model/formats/checked_line.h). DIR/sweep.json
+ * holds the arguments and the model's identity; a sweep started again with the same ones skips
+ * what the journal holds, and refuses different ones, another model (weights or config.json
+ * changed at the same path), a sweep.json without a model_id, a journal without its sweep.json,
+ * and a record whose CRC does not match. Totals are always added up from the
  * journal in (window, configuration) order, so an interrupted and resumed sweep, an
  * uninterrupted one and shards put together by sweep-merge give the same numbers to the bit. */
 #ifndef KVQ_SWEEP_H
@@ -25,9 +28,11 @@ typedef struct {
     double codebook_bytes;           /* the fitted tables both sides read, per model (SCHEMES.md 8: apart from bits) */
 } SweepConfig;
 
-/* What identifies a sweep: equal settings, equal numbers. */
+/* What identifies a sweep: equal settings, equal numbers. The model and the text are compared by
+ * content (model_id, tokens_hash), never by their paths. */
 typedef struct {
-    char model[1024];            /* the model directory as given */
+    char model[1024];            /* the model directory as given (shown, not compared) */
+    char model_id[65];           /* its identity by content (model/formats/model_identity.h) */
     char text_file[1024];
     char precision[8];           /* "exact" or "bf16" */
     char calib_path[1024];       /* --calib as given ("": the model directory's kv-calib.safetensors, if any) */
@@ -54,7 +59,8 @@ typedef struct {
 /* eval/sweep_config.c. Adds one configuration "K[:V]" (--config): its schemes parsed now and
  * checked against the model by sweep_bind_configs. s->configs holds SWEEP_MAX_CONFIGS. */
 int sweep_add_config(SweepSettings *s, const char *text, Error *err);
-/* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. */
+/* --configs FILE: one K[:V] a line; '#' starts a comment; blank lines are skipped. A line that
+ * is not a configuration is refused naming the file and its line number. */
 int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
 /* Binds each configuration to the model (a scheme it cannot hold: an error naming the
  * configuration) and computes its stored and effective bits at ctx and its codebook bytes. */

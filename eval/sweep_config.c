@@ -55,13 +55,20 @@ int sweep_add_config_file(SweepSettings *s, const char *path, Error *err) {
         return error_set(err, "--configs %.200s", why);   /* the flag named, as ./run reports it */
     }
     int rc = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+    char *line = text;
+    for (int number = 1; line && !rc; number++) {   /* a blank line still counts: the file's own numbers */
+        char *next = strchr(line, '\n');
+        if (next) *next++ = '\0';
         line[strcspn(line, "#\r")] = 0;
         while (*line == ' ' || *line == '\t') line++;
         size_t l = strlen(line);
         while (l > 0 && (line[l - 1] == ' ' || line[l - 1] == '\t')) line[--l] = 0;
-        if (l > 0) rc = sweep_add_config(s, line, err);
+        if (l > 0 && sweep_add_config(s, line, err)) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            rc = error_set(err, "--configs %.200s line %d: %.280s", path, number, why);
+        }
+        line = next;
     }
     free(text);
     if (!rc && s->n_configs == 0) return error_set(err, "--configs %.200s: no configurations in it", path);

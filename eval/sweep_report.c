@@ -64,11 +64,13 @@ void sweep_print_table(FILE *f, const SweepSettings *s, const SweepTotals *t) {
         double eff = config_bits(&s->configs[i], 1);
         char codebooks[32] = "";
         if (tables) snprintf(codebooks, sizeof codebooks, " %.1f |", s->configs[i].codebook_bytes / 1024);
-        fprintf(f, "| %s | %.3g | %.3g | %.2f |%s %.4f | %+.4f +/- %.4f | %+.3f +/- %.3f | %.3g +/- %.2g | %.3g | %.3g | "
-                   "%.3g | %.2f +/- %.2f | %s |\n",
-                labels[i], config_bits(&s->configs[i], 0), eff, 16.0 / eff, codebooks, y[i].ppl, y[i].delta, y[i].delta_se,
-                y[i].delta_pct, y[i].delta_pct_se, y[i].kl_mean, y[i].kl_se, y[i].kl_median, y[i].kl_p99, y[i].kl_max,
-                100 * y[i].top1, 100 * y[i].top1_se, front[i] ? "*" : "");
+        char se[4][32];   /* "undefined" under 2 scored tokens */
+        fprintf(f, "| %s | %.3g | %.3g | %.2f |%s %.4f | %+.4f +/- %s | %+.3f +/- %s | %.3g +/- %s | %.3g | %.3g | "
+                   "%.3g | %.2f +/- %s | %s |\n",
+                labels[i], config_bits(&s->configs[i], 0), eff, 16.0 / eff, codebooks, y[i].ppl, y[i].delta,
+                se_text(y[i].delta_se, "%.4f", se[0], 32), y[i].delta_pct, se_text(y[i].delta_pct_se, "%.3f", se[1], 32),
+                y[i].kl_mean, se_text(y[i].kl_se, "%.2g", se[2], 32), y[i].kl_median, y[i].kl_p99, y[i].kl_max,
+                100 * y[i].top1, se_text(100 * y[i].top1_se, "%.2f", se[3], 32), front[i] ? "*" : "");
     }
 done:
     free(y);
@@ -103,7 +105,10 @@ static void write_csv(FILE *f, const SweepSettings *s, const PplSummary *y, cons
                       y[i].delta_pct_se, y[i].ln_ratio, y[i].ln_ratio_se, y[i].kl_mean, y[i].kl_se, y[i].kl_median,
                       y[i].kl_p90, y[i].kl_p99, y[i].kl_p999, y[i].kl_max, y[i].top1, y[i].top1_se, y[i].dp_mean,
                       y[i].dp_rms};
-        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) fprintf(f, ",%.9g", v[k]);
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {   /* an undefined figure is an empty field */
+            if (isfinite(v[k])) fprintf(f, ",%.9g", v[k]);
+            else fputc(',', f);
+        }
         fprintf(f, ",%d,%.17g\n", front[i], c->codebook_bytes);
     }
 }
@@ -112,6 +117,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
                        const unsigned char *front) {
     fprintf(f, "{\n");
     json_out_string(f, "model", s->model, 0);
+    json_out_string(f, "model_id", s->model_id, 0);
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     json_out_string(f, "precision", s->precision, 0);
@@ -221,10 +227,13 @@ int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *
     SweepTotals t = {0};
     Progress progress;
     progress_init(&progress, d->label, quiet);
+    ModelIdentity identity;   /* once per run: for sweep.json and for the calibration's check */
     int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
+    if (rc == 0) rc = modeldir_identity(s->model, &identity, err);
+    if (rc == 0) snprintf(s->model_id, sizeof s->model_id, "%s", identity.id);
     if (rc == 0)
-        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &L.model, sweep_needs_calibration(s),
-                                 &calib, &have_calib, err);
+        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &identity, &L.model,
+                                 sweep_needs_calibration(s), &calib, &have_calib, err);
     if (rc == 0 && have_calib) {
         s->ppl.calib = &calib;
         snprintf(s->calib, sizeof s->calib, "%s", calib.path);

@@ -181,8 +181,9 @@ void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateR
     fprintf(out, RULE "\nRESULTS\n" RULE "\n");
     fprintf(out, "Baseline perplexity:     %.4f\n", r->baseline_ppl);
     fprintf(out, "Compressed perplexity:   %.4f\n", r->compressed_ppl);
-    fprintf(out, "Delta:                   %+.4f (%+.3f%%); mean NLL %+.6f +/- %.6f\n", r->delta, r->delta_percent,
-            r->delta_nll, r->delta_nll_stderr);
+    char se[32];
+    fprintf(out, "Delta:                   %+.4f (%+.3f%%); mean NLL %+.6f +/- %s\n", r->delta, r->delta_percent,
+            r->delta_nll, se_text(r->delta_nll_stderr, "%.6f", se, sizeof se));
     fprintf(out, "Compression ratio:       %.2fx (vs fp16)\n", r->compression_ratio);
     fprintf(out, "RMSE / SNR / cosine:     %.4f / %.2f dB / %.5f (RMSE keys %.4f, values %.4f)\n", r->rmse, r->snr_db,
             r->cosine_similarity, r->key_rmse, r->value_rmse);
@@ -259,7 +260,8 @@ int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed,
     int have_calib = 0, needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
     if (modeldir_load(&L, o->model_dir, 1, err)) return -1;
     if (!o->ctx) o->ctx = L.model.config.max_seq_len;
-    int rc = calibration_for_run(o->calib_path, o->model_dir, &L.model, needed, &calib, &have_calib, err);
+    if (!o->stride) o->stride = ppl_default_stride(o->ctx);
+    int rc = calibration_for_run(o->calib_path, o->model_dir, NULL, &L.model, needed, &calib, &have_calib, err);
     o->calib = have_calib ? &calib : NULL;
     if (rc == 0) rc = validate_run(&L.model, L.tok, o, out, &r, err);
     modeldir_free(&L);

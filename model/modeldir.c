@@ -3,7 +3,6 @@
  * and checked against a config. */
 #include "model/modeldir.h"
 #include "model/formats/fileio.h"
-#include "model/formats/sha256.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,10 +29,15 @@ int modeldir_load(ModelDir *md, const char *dir, int need_tokenizer, Error *err)
     return 0;
 }
 
+int modeldir_identity(const char *dir, ModelIdentity *id, Error *err) {
+    return model_identity_of(dir, MODEL_IDENTITY_CACHE_MIN_BYTES, id, err);
+}
+
 int modeldir_sha256(const char *dir, char hex[65], Error *err) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    return sha256_file_hex(path, hex, err);
+    ModelIdentity id;
+    if (modeldir_identity(dir, &id, err)) return -1;
+    memcpy(hex, id.weights_sha256, sizeof id.weights_sha256);
+    return 0;
 }
 
 void modeldir_free(ModelDir *md) {

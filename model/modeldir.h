@@ -5,6 +5,7 @@
 #define KVQ_MODELDIR_H
 
 #include "model/formats/kvfile.h"
+#include "model/formats/model_identity.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -17,8 +18,11 @@ typedef struct {
 int modeldir_load(ModelDir *md, const char *dir, int need_tokenizer, Error *err);
 void modeldir_free(ModelDir *md);
 
-/* The sha256 of dir/model.safetensors: the identity a calibration records (SCHEMES.md §8).
- * Hashing reads the whole file (TinyLlama's 2.2 GB take seconds): asked for only when needed. */
+/* dir's identity by content (model/formats/model_identity.h): the sha256 of model.safetensors and
+ * config.json together, and of model.safetensors alone. A large file's hash is cached beside it
+ * (DIR/kvq-identity.cache), so only the first run on a model pays for reading it all. */
+int modeldir_identity(const char *dir, ModelIdentity *id, Error *err);
+/* The sha256 of dir/model.safetensors alone: what a calibration records (SCHEMES.md §8). */
 int modeldir_sha256(const char *dir, char hex[65], Error *err);
 
 /* Runs tokens[0..n) from position 0 in batches of at most s->max_batch; leaves the last

@@ -234,6 +234,8 @@ for name, value in (("badsha", "not-a-sha256"), ("nosha", None)):
     s += b" " * (-len(s) % 8)
     open(f"{t}/{name}.st", "wb").write(struct.pack("<Q", len(s)) + s + b[8 + n:])
 PY
+# sealed again (its CRC-32Cs), so that the calib_sha256 checks answer, not the header's checksum
+python3 tests/compressed_seal.py "$T/badsha.st" "$T/nosha.st"
 refused "calib: decompress of a file with a malformed calib_sha256" "metadata 'calib_sha256' = 'not-a-sha256' is invalid" \
     ./run decompress -input "$T/badsha.st" -output "$T/d2.st" --calib $CAL
 refused "calib: kv-info of a fitted file without calib_sha256" "without metadata 'calib_sha256'" \

@@ -107,18 +107,24 @@ no_file "compress: bad flags leave no output" "$T/o9.st"
 expect_exit "decompress: a KV cache is not a compressed file" 2 ./run decompress -input $REF/kv-mini-llama.safetensors -output "$T/o10.st"
 no_file "decompress: bad input leaves no output" "$T/o10.st"
 
-# a compressed file whose scales are NaN, and one whose packed units are short
+# a compressed file whose scales are NaN, and one whose packed units are short: made format-2
+# files (no checksums, still read) so that the checks past the CRCs answer; a format-3 file so
+# edited is refused by its CRC-32C first (tests/test_kvfile_hostile.c, tests/test_cli_integrity.sh)
 python3 - "$T" <<'PY'
 import json, struct, sys
 t = sys.argv[1]
 raw = open(t + "/c.st", "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]; header = json.loads(raw[8:8 + n]); data = bytearray(raw[8 + n:])
-assert header["__metadata__"]["format"] == "kvq-compressed-2" and header["__metadata__"]["v_scheme"] == "int4-g64"
+assert header["__metadata__"]["format"] == "kvq-compressed-3" and header["__metadata__"]["v_scheme"] == "int4-g64"
+meta = header["__metadata__"]
+for key in [k for k in meta if k.startswith("crc32c.") or k in ("header_crc32c", "model_id", "model_sha256")]:
+    del meta[key]
+meta["format"] = "kvq-compressed-2"
 s, e = header["layer_1_value.packed"]["data_offsets"]
 data[s + 32:s + 34] = struct.pack("<H", 0x7E00)    # int4-g64 unit: 32 code bytes, then the fp16 scale: NaN
 h = json.dumps(header).encode()
 open(t + "/nan.st", "wb").write(struct.pack("<Q", len(h)) + h + bytes(data))
-header2 = json.loads(raw[8:8 + n]); data2 = bytearray(raw[8 + n:])
+header2 = json.loads(json.dumps(header)); data2 = bytearray(raw[8 + n:])
 s, e = header2["layer_0_key.packed"]["data_offsets"]
 header2["layer_0_key.packed"]["shape"] = [e - s - 8]; header2["layer_0_key.packed"]["data_offsets"] = [s, e - 8]
 h = json.dumps(header2).encode()

@@ -266,7 +266,25 @@ static void test_typed_getters(void) {
     json_free(v);
 }
 
+/* json_truncated: every proper prefix of a document ends too soon (a reader then says
+ * "truncated"); the document itself, and texts broken elsewhere, do not. */
+static void test_truncated(void) {
+    const char *doc = "{\"a\": [1, 2.5e3, \"x\\\"y\", true, null], \"b\": {\"c\": \"caf\u00e9\"}}\n";
+    size_t n = strlen(doc);
+    int wrong = -1;
+    for (size_t k = 0; k + 1 < n && wrong < 0; k++)   /* the last byte is a newline: the prefix without it is whole */
+        if (!json_truncated(doc, k)) wrong = (int)k;
+    check(wrong < 0, "json_truncated: every prefix of a document, the empty one included", "prefix of %d bytes not", wrong);
+    check(!json_truncated(doc, n) && !json_truncated(doc, n - 1), "json_truncated: the whole document is not", "");
+    const char *broken[] = {"{\"a\": 1,, \"b\": 2}", "[1, 2] x", "{\"a\": tru}", "{\"a\": 01}"};
+    int flagged = -1;
+    for (int i = 0; i < 4; i++)
+        if (json_truncated(broken[i], strlen(broken[i]))) flagged = i;
+    check(flagged < 0, "json_truncated: a text broken before its end is not truncated", "'%s'", flagged >= 0 ? broken[flagged] : "");
+}
+
 int main(void) {
+    test_truncated();
     test_basic_document();
     test_typed_getters();
     test_strings();

@@ -239,7 +239,31 @@ static void test_eta(void) {
           "%g %g %g %g", before, after_first, after_second, after_fifth);
 }
 
+/* One scored token says nothing of a spread: every standard error is undefined (NaN; JSON null,
+ * "undefined" in reports), not 0; two tokens give finite ones. */
+static void test_one_token_se(void) {
+    TokenSums s;
+    memset(&s, 0, sizeof s);
+    token_sums_add(&s, 2.0, 1, 2.5, 0.01, 1, 0.1);
+    PplSummary y = token_sums_summarize(&s);
+    double se[] = {y.ppl_se, y.base_ppl_se, y.delta_se, y.delta_pct_se, y.ln_ratio_se, y.kl_se, y.top1_se};
+    int finite = -1;
+    for (int i = 0; i < 7; i++)
+        if (!isnan(se[i])) finite = i;
+    check(finite < 0, "stats: one scored token leaves every standard error undefined (NaN), not 0", "se %d is %g", finite,
+          finite >= 0 ? se[finite] : 0.0);
+    char buf[32];
+    check(!strcmp(se_text(y.delta_se, "%.4f", buf, sizeof buf), "undefined") &&
+              !strcmp(se_text(0.25, "%.4f", buf, sizeof buf), "0.2500"),
+          "stats: se_text writes 'undefined' for an undefined error, the number otherwise", "'%s'", buf);
+    token_sums_add(&s, 3.0, 1, 2.0, 0.02, 0, -0.1);
+    y = token_sums_summarize(&s);
+    check(isfinite(y.delta_se) && isfinite(y.kl_se) && isfinite(y.top1_se), "stats: two scored tokens give finite errors",
+          "delta %g, kl %g, top-1 %g", y.delta_se, y.kl_se, y.top1_se);
+}
+
 int main(void) {
+    test_one_token_se();
     uint64_t rng = 20261123;
     Tokens *t = malloc(sizeof *t);
     make_tokens(t, &rng);

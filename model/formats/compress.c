@@ -2,16 +2,21 @@
  * model/formats/compress.h for the file. */
 #include "model/formats/compress.h"
 #include "model/formats/calib_bind.h"
+#include "model/formats/crc32c.h"
 #include "quant/lz4.h"
 #include "quant/half.h"
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#define FORMAT_NAME "kvq-compressed-2"
+#define FORMAT_NAME "kvq-compressed-3"
+#define FORMAT_V2 "kvq-compressed-2"        /* still read: without checksums */
+#define TENSOR_CRC_PREFIX "crc32c."         /* + a tensor's name: the CRC-32C of its bytes */
+#define HEADER_CRC_KEY "header_crc32c"      /* the CRC-32C of the header's content (header_crc) */
 
 const char *quality_level(double rmse, double snr_db) {
     if (rmse < 0.01 && snr_db > 40) return "EXCELLENT";
@@ -142,6 +147,104 @@ static void unpack_tensor(const TensorPlan *p, const unsigned char *packed, cons
     }
 }
 
+/* ---- checksums (format 3) ---- */
+
+/* One tensor as the header describes it. */
+typedef struct {
+    const char *name;
+    DType dtype;
+    int ndim;
+    const int64_t *shape;
+    uint64_t offset;
+    size_t nbytes;
+} HeaderTensor;
+
+static uint32_t crc_text(uint32_t crc, const char *fmt, ...) {
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return crc32c(crc, buf, n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+static uint32_t crc_string(uint32_t crc, const char *s) {
+    size_t n = strlen(s);
+    return crc32c(crc_text(crc, "%zu:", n), s, n);   /* length first: no two lists read alike */
+}
+
+/* The CRC-32C of the header's content: every metadata pair but HEADER_CRC_KEY, then every
+ * tensor's name, dtype, shape and byte range, in header order. Whitespace and the padding are
+ * the only bytes of a header it does not see, and they carry nothing. */
+static uint32_t header_crc(const char *const *keys, const char *const *values, int n_meta, const HeaderTensor *t,
+                           int n_tensors) {
+    uint32_t crc = 0;
+    for (int i = 0; i < n_meta; i++) {
+        if (!strcmp(keys[i], HEADER_CRC_KEY)) continue;
+        crc = crc_string(crc_text(crc, "m "), keys[i]);
+        crc = crc_string(crc_text(crc, " "), values[i]);
+        crc = crc_text(crc, "\n");
+    }
+    for (int i = 0; i < n_tensors; i++) {
+        crc = crc_string(crc_text(crc, "t "), t[i].name);
+        crc = crc_text(crc, " %s %d", dtype_name(t[i].dtype), t[i].ndim);
+        for (int d = 0; d < t[i].ndim; d++) crc = crc_text(crc, " %lld", (long long)t[i].shape[d]);
+        crc = crc_text(crc, " @%llu+%zu\n", (unsigned long long)t[i].offset, t[i].nbytes);
+    }
+    return crc;
+}
+
+/* A format-3 file's header against its header_crc32c. */
+static int check_header_crc(const SafeTensors *st, Error *err) {
+    const char *stored = st_meta(st, HEADER_CRC_KEY);
+    uint32_t want;
+    char shown[72];
+    if (!stored) return error_set(err, "%s: metadata '" HEADER_CRC_KEY "' missing: a " FORMAT_NAME " file has one", st->path);
+    if (crc32c_from_hex(stored, &want))
+        return error_set(err, "%s: metadata '" HEADER_CRC_KEY "' = '%s' is invalid (8 lowercase hex digits)", st->path,
+                         error_shown(stored, shown));
+    HeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
+    if (!t) return error_set(err, "%s: out of memory", st->path);
+    for (int i = 0; i < st->n_tensors; i++) {
+        const Tensor *x = &st->tensors[i];
+        t[i] = (HeaderTensor){x->name, x->dtype, x->ndim, x->shape, x->offset, x->nbytes};
+    }
+    uint32_t got = header_crc((const char *const *)st->meta_keys, (const char *const *)st->meta_values, st->n_meta, t,
+                              st->n_tensors);
+    free(t);
+    if (got != want)
+        return error_set(err, "%s: the header fails its CRC-32C (stored %08x, computed %08x): the file is damaged or "
+                         "was edited", st->path, (unsigned)want, (unsigned)got);
+    return 0;
+}
+
+/* A format-2 file has no checksums: one that holds format 3's was a format-3 file whose format
+ * name changed (one flipped bit turns -3 into -2), and is refused rather than read unchecked. */
+static int check_no_crc(const SafeTensors *st, Error *err) {
+    for (int i = 0; i < st->n_meta; i++)
+        if (!strcmp(st->meta_keys[i], HEADER_CRC_KEY) || !strncmp(st->meta_keys[i], TENSOR_CRC_PREFIX, 7))
+            return error_set(err, "%s: format " FORMAT_V2 " with the checksums of " FORMAT_NAME " (metadata '%s'): its "
+                             "format name is damaged or was edited", st->path, st->meta_keys[i]);
+    return 0;
+}
+
+/* A stored tensor's bytes against their crc32c.NAME. */
+static int check_tensor_crc(const SafeTensors *st, const Tensor *t, Error *err) {
+    char key[96], shown[72];
+    snprintf(key, sizeof key, TENSOR_CRC_PREFIX "%s", t->name);
+    const char *stored = st_meta(st, key);
+    uint32_t want;
+    if (!stored) return error_set(err, "%s: tensor '%s' has no checksum (metadata '%s' missing)", st->path, t->name, key);
+    if (crc32c_from_hex(stored, &want))
+        return error_set(err, "%s: metadata '%s' = '%s' is invalid (8 lowercase hex digits)", st->path, key,
+                         error_shown(stored, shown));
+    uint32_t got = crc32c(0, t->data, t->nbytes);
+    if (got != want)
+        return error_set(err, "%s: tensor '%s' fails its CRC-32C (stored %08x, computed %08x): the file is damaged or "
+                         "was edited", st->path, t->name, (unsigned)want, (unsigned)got);
+    return 0;
+}
+
 /* ---- compress ---- */
 
 static void judge(CompressReport *r, const CompressOptions *o) {
@@ -168,11 +271,24 @@ typedef struct {
     size_t lz4_len;
 } PackedTensor;
 
+/* The metadata of a written file: the fixed keys, the optional ones, a checksum per tensor and
+ * the header's last. */
+#define MAX_FIXED_META 14
+
 static int write_compressed(const char *path, const KvSnapshot *s, const CompressOptions *o, const KvLayered *k,
                             const KvLayered *v, PackedTensor *pts, Error *err) {
     int n_src = 2 * s->n_layers, n_out = 0;
     StTensorOut *t = calloc((size_t)n_src * 2, sizeof *t);
-    if (!t) return error_set(err, "%s: out of memory", path);
+    HeaderTensor *ht = calloc((size_t)n_src * 2, sizeof *ht);
+    const char **keys = calloc((size_t)n_src * 2 + MAX_FIXED_META + 1, sizeof *keys);
+    const char **vals = calloc((size_t)n_src * 2 + MAX_FIXED_META + 1, sizeof *vals);
+    char (*crc_keys)[48] = calloc((size_t)n_src * 2, sizeof *crc_keys);
+    char (*crc_hex)[CRC32C_HEX_CHARS + 1] = calloc((size_t)n_src * 2, sizeof *crc_hex);
+    int rc = -1;
+    if (!t || !ht || !keys || !vals || !crc_keys || !crc_hex) {
+        error_set(err, "%s: out of memory", path);
+        goto done;
+    }
     for (int i = 0; i < n_src; i++) {
         const PackedTensor *pt = &pts[i];
         StTensorOut *packed = &t[n_out++];
@@ -191,20 +307,42 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
         full->shape[2] = pt->plan.row;
         full->data = pt->full;
     }
-    char num[4][16], sparsity[32];
+    char num[4][16], sparsity[32], header_hex[CRC32C_HEX_CHARS + 1];
     snprintf(num[0], 16, "%d", s->n_layers);
     snprintf(num[1], 16, "%d", s->n_kv_heads);
     snprintf(num[2], 16, "%d", s->seq_len);
     snprintf(num[3], 16, "%d", s->head_dim);
     snprintf(sparsity, sizeof sparsity, "%.17g", o->sparsity);
-    /* calib_sha256 only when a table was used: files of other schemes keep their bytes */
-    int fitted = kv_layered_is_fitted(k) || kv_layered_is_fitted(v);
-    const char *keys[] = {"format", "k_scheme", "v_scheme", "lz4", "sparsity", "num_layers", "num_kv_heads",
-                          "seq_len", "head_dim", "dtype", "model_name", "calib_sha256"};
-    const char *vals[] = {FORMAT_NAME, k->text, v->text, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2], num[3],
-                          s->dtype, s->model_name, fitted ? o->calib->file_sha256 : ""};
-    int rc = st_write(path, t, n_out, keys, vals, fitted ? 12 : 11, err);
+    const char *fixed_keys[] = {"format", "k_scheme", "v_scheme", "lz4", "sparsity", "num_layers", "num_kv_heads",
+                                "seq_len", "head_dim", "dtype", "model_name"};
+    const char *fixed_vals[] = {FORMAT_NAME, k->text, v->text, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2],
+                                num[3], s->dtype, s->model_name};
+    int n_meta = 0;
+    for (size_t i = 0; i < sizeof fixed_keys / sizeof fixed_keys[0]; i++) keys[n_meta] = fixed_keys[i], vals[n_meta++] = fixed_vals[i];
+    /* calib_sha256 only when a table was used; the model's identity when the cache records it */
+    if (kv_layered_is_fitted(k) || kv_layered_is_fitted(v)) keys[n_meta] = "calib_sha256", vals[n_meta++] = o->calib->file_sha256;
+    if (s->model_id[0]) keys[n_meta] = "model_id", vals[n_meta++] = s->model_id;
+    if (s->model_sha256[0]) keys[n_meta] = "model_sha256", vals[n_meta++] = s->model_sha256;
+    uint64_t offset = 0;   /* st_write lays the tensors out back to back, in this order */
+    for (int i = 0; i < n_out; i++) {
+        size_t nbytes = dtype_size(t[i].dtype);
+        for (int d = 0; d < t[i].ndim; d++) nbytes *= (size_t)t[i].shape[d];
+        ht[i] = (HeaderTensor){t[i].name, t[i].dtype, t[i].ndim, t[i].shape, offset, nbytes};
+        offset += nbytes;
+        snprintf(crc_keys[i], sizeof crc_keys[i], TENSOR_CRC_PREFIX "%s", t[i].name);
+        crc32c_to_hex(crc32c(0, t[i].data, nbytes), crc_hex[i]);
+        keys[n_meta] = crc_keys[i], vals[n_meta++] = crc_hex[i];
+    }
+    crc32c_to_hex(header_crc(keys, vals, n_meta, ht, n_out), header_hex);
+    keys[n_meta] = HEADER_CRC_KEY, vals[n_meta++] = header_hex;
+    rc = st_write(path, t, n_out, keys, vals, n_meta, err);
+done:
     free(t);
+    free(ht);
+    free(keys);
+    free(vals);
+    free(crc_keys);
+    free(crc_hex);
     return rc;
 }
 
@@ -245,8 +383,8 @@ static int is_sha256_hex(const char *s) {
 }
 
 /* A compressed file holds a KV cache, not a model: there is no model.safetensors to hash, so a
- * calibration given to compress cannot be checked against its model (model_sha256) as a run on
- * a model directory is; its geometry is checked against the cache's instead. */
+ * calibration given to compress is checked against the cache's geometry, and against its model
+ * only when the cache records that model's sha256 (kv-extract's files do). */
 static int check_calib_geometry(const Calibration *c, int n_layers, int n_kv_heads, int head_dim, const char *what,
                                 Error *err) {
     if (c->n_layers == n_layers && c->n_kv_heads == n_kv_heads && c->head_dim == head_dim) return 0;
@@ -267,6 +405,9 @@ static int bind_options(const KvSnapshot *s, const CompressOptions *o, const cha
     if (bind_for_file(v, s->n_layers, s->head_dim, KV_SIDE_VALUES, why, sizeof why))
         return error_set(err, "value scheme %s", why);
     if (o->calib && check_calib_geometry(o->calib, s->n_layers, s->n_kv_heads, s->head_dim, "the cache", err)) return -1;
+    if (o->calib && s->model_sha256[0] && strcmp(s->model_sha256, o->calib->model_sha256))
+        return error_set(err, "calibration %s is of the model of sha256 %.12s..., but the cache was made by %.12s...",
+                         o->calib->path, o->calib->model_sha256, s->model_sha256);
     if (out_path && o->calib && (kv_layered_is_fitted(k) || kv_layered_is_fitted(v)) && !is_sha256_hex(o->calib->file_sha256))
         return error_set(err, "calibration %s has no file sha256 for the compressed file to record", o->calib->path);
     return 0;
@@ -394,14 +535,15 @@ static size_t first_non_finite(const float *x, size_t n) {
 }
 
 /* Copies one tensor's packed units (inflating LZ4) and full rows out of the file, checked. */
-static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, int lz4, unsigned char *packed,
-                       uint16_t *full, Error *err) {
+static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, int lz4, int checked,
+                       unsigned char *packed, uint16_t *full, Error *err) {
     char name[64];
     size_t want = plan_packed_bytes(p);
     snprintf(name, sizeof name, "%s.packed", base);
     const Tensor *t = st_find(st, name);
     if (!t || t->dtype != DT_U8 || t->ndim != 1)
         return error_set(err, "%s: missing or malformed tensor '%s'", st->path, name);
+    if (checked && check_tensor_crc(st, t, err)) return -1;
     if (lz4) {
         size_t got = 0;
         int e = lz4_decompress(t->data, t->nbytes, packed, want, &got);
@@ -418,6 +560,7 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
     if (rows == 0) return t ? error_set(err, "%s: tensor '%s' is not expected under this scheme", st->path, name) : 0;
     if (!t || t->dtype != DT_F16 || t->ndim != 3 || t->shape[0] != p->heads || t->shape[1] != rows || t->shape[2] != p->row)
         return error_set(err, "%s: tensor '%s' missing or not F16 [%d, %d, %d]", st->path, name, p->heads, rows, p->row);
+    if (checked && check_tensor_crc(st, t, err)) return -1;
     memcpy(full, t->data, t->nbytes);
     return 0;
 }
@@ -439,7 +582,9 @@ static int read_shape(const SafeTensors *st, KvSnapshot *out, long *lz4, Error *
 }
 
 /* A file packed with fitted tables records the sha256 of the calibration that held them
- * (calib_sha256); it decodes only with that file. A file without fitted bases has no such key. */
+ * (calib_sha256); it decodes only with that file, which must be a calibration of the model the
+ * cache came from when the file records it (model_sha256). A file without fitted bases has no
+ * such key. */
 static int check_calibration(const SafeTensors *st, const KvSnapshot *shape, const KvLayered *k, const KvLayered *v,
                              const Calibration *calib, Error *err) {
     const char *sha = st_meta(st, "calib_sha256");
@@ -461,6 +606,9 @@ static int check_calibration(const SafeTensors *st, const KvSnapshot *shape, con
     Error why;
     if (check_calib_geometry(calib, shape->n_layers, shape->n_kv_heads, shape->head_dim, "the file", &why))
         return error_set(err, "%s: %s", st->path, why.msg);
+    if (shape->model_sha256[0] && strcmp(shape->model_sha256, calib->model_sha256))
+        return error_set(err, "%s: a cache of the model of sha256 %.12s..., but --calib %s is a calibration of %.12s...",
+                         st->path, shape->model_sha256, calib->path, calib->model_sha256);
     return 0;
 }
 
@@ -472,11 +620,15 @@ static void free_plans(TensorPlan *plans, int n) {
 int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, Error *err) {
     memset(out, 0, sizeof *out);
     const char *format = st_meta(st, "format");
-    if (!format || strcmp(format, FORMAT_NAME) != 0)
-        return error_set(err, "%s: not a kvq compressed file (metadata format is not %s)", st->path, FORMAT_NAME);
+    int v3 = format && !strcmp(format, FORMAT_NAME), v2 = format && !strcmp(format, FORMAT_V2);
+    if (!v3 && !v2)
+        return error_set(err, "%s: not a kvq compressed file (metadata format is not %s or %s)", st->path, FORMAT_NAME,
+                         FORMAT_V2);
+    /* the header first, so that damage anywhere in it is named as such, not as what it broke */
+    if (v3 ? check_header_crc(st, err) : check_no_crc(st, err)) return -1;
     long lz4 = 0;
     KvLayered k, v;
-    if (read_shape(st, out, &lz4, err) ||
+    if (read_shape(st, out, &lz4, err) || kv_snapshot_read_identity(st, out, err) ||
         meta_scheme(st, "k_scheme", out->n_layers, out->head_dim, KV_SIDE_KEYS, &k, err) ||
         meta_scheme(st, "v_scheme", out->n_layers, out->head_dim, KV_SIDE_VALUES, &v, err) ||
         check_calibration(st, out, &k, &v, calib, err))
@@ -519,7 +671,7 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
     for (int i = 0; rc == 0 && i < n_src; i++) {
         char base[32];
         snprintf(base, sizeof base, "layer_%d_%s", i / 2, i % 2 ? "value" : "key");
-        rc = read_tensor(st, base, &plans[i], (int)lz4, packed, full, err);
+        rc = read_tensor(st, base, &plans[i], (int)lz4, v3, packed, full, err);
         if (rc) break;
         float *x = (i % 2 ? out->v : out->k) + (size_t)(i / 2) * n;
         unpack_tensor(&plans[i], packed, full, x);
@@ -541,7 +693,7 @@ int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, cha
     SafeTensors st;
     if (st_open(&st, path, err)) return -1;
     const char *format = st_meta(&st, "format"), *k = st_meta(&st, "k_scheme"), *v = st_meta(&st, "v_scheme");
-    int compressed = format && !strcmp(format, FORMAT_NAME);
+    int compressed = format && (!strcmp(format, FORMAT_NAME) || !strcmp(format, FORMAT_V2));
     snprintf(k_scheme, len, "%s", compressed && k ? k : "");
     snprintf(v_scheme, len, "%s", compressed && v ? v : "");
     int rc = compressed ? kv_decompress_safetensors(&st, calib, out, err) : kv_snapshot_from_safetensors(&st, out, err);

@@ -2,7 +2,8 @@
  * the form a scheme of the scheme language gives it (quant/scheme.h), the damage measured, and
  * the file read back.
  *
- * Compressed file (format kvq-compressed-2): safetensors with, per cache tensor NAME
+ * Compressed file (format kvq-compressed-3; kvq-compressed-2 files, the same without the
+ * checksums and the model's identity, are still read): safetensors with, per cache tensor NAME
  * (layer_L_key, layer_L_value, [heads, seq, head_dim]) under the layer's scheme:
  *   NAME.packed  U8: the codec units of the quantized positions [S, Q), head after head (the
  *                same bytes the in-memory cache holds), or their LZ4 block when lz4 is on;
@@ -15,7 +16,13 @@
  * dtype, model_name}, and calib_sha256 when a layer's scheme has a fitted base (nuqB-gG, nuqB-tG,
  * vqC-dD: SCHEMES.md §8): the sha256 of the calibration file whose tables packed it, bound per
  * layer, side and KV head as the KV cache binds them; reading such a file needs that same
- * calibration (compared by sha256), and a file of other schemes has no such key. A plain integer base whose groups are longer than a row (int4-g128 at
+ * calibration (compared by sha256), and a file of other schemes has no such key. model_id and
+ * model_sha256 when the cache recorded its model (kvfile.h); a calibration given to compress or
+ * decompress must then be that model's. Checksums (format 3): crc32c.NAME.packed / .full, the
+ * CRC-32C of each stored tensor's bytes (8 lowercase hex digits), and header_crc32c last, the
+ * CRC-32C of the header's content (every other metadata pair, then each tensor's name, dtype,
+ * shape and byte range, in header order; see header_crc in compress.c): a mismatch is refused
+ * naming the tensor or the header, before anything is decoded. A plain integer base whose groups are longer than a row (int4-g128 at
  * head_dim 64) packs each tensor as one flat run of rows of G values, as the seed's tool did.
  * +prerope needs positions and RoPE, which a stored tensor does not have: refused. */
 #ifndef KVQ_COMPRESS_H
@@ -73,7 +80,8 @@ void compress_report_free(CompressReport *r);
  * packed with fitted bases. Refused with one line naming the file: a tensor missing or of the
  * wrong size, a scheme the file's shape cannot take, a tensor that decodes to NaN or infinity
  * (a non-finite scale, minimum or stored value), a malformed calib_sha256, a fitted scheme
- * without one, and a fitted file read without the calibration it records or with another. */
+ * without one, and a fitted file read without the calibration it records or with another; in
+ * format 3 a header or a tensor that fails its CRC-32C; a format-2 file holding checksums. */
 int kv_decompress_file(const char *path, const Calibration *calib, KvSnapshot *out, Error *err);
 int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, Error *err);
 

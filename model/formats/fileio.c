@@ -86,6 +86,12 @@ int path_exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
+int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int make_directory(const char *path, Error *err) {
     struct stat sb;
     if (stat(path, &sb) == 0) return S_ISDIR(sb.st_mode) ? 0 : error_set(err, "%s: exists and is not a directory", path);

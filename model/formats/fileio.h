@@ -40,4 +40,8 @@ int truncate_to(const char *path, size_t len, Error *err);
 /* 1 if path exists (any type). */
 int path_exists(const char *path);
 
+/* 1 when a and b name one file (the same device and inode: "x", "./x", a symlink or a hard link
+ * to it), 0 when either does not exist or they are two files. Names are never compared. */
+int same_file(const char *a, const char *b);
+
 #endif

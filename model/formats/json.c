@@ -141,9 +141,11 @@ typedef struct {
     Key *keys;               /* keys of the open objects' children */
     size_t n_keys, cap_keys;
     Error *err;
+    int ran_out;             /* the failure was the end of the input (json_truncated) */
 } Parser;
 
 static int fail(Parser *p, size_t at, const char *fmt, ...) {
+    if (at >= p->len) p->ran_out = 1;
     char what[256];
     va_list ap;
     va_start(ap, fmt);
@@ -244,7 +246,10 @@ static int parse_string(Parser *p, char **out, size_t *out_len) {
     /* Find the closing quote first so the decoded copy can be sized exactly once
      * (escapes only ever shrink the text). */
     while (end < p->len && p->s[end] != '"') end += (p->s[end] == '\\') ? 2 : 1;
-    if (end >= p->len) return fail(p, open, "unterminated string");
+    if (end >= p->len) {
+        p->ran_out = 1;
+        return fail(p, open, "unterminated string");
+    }
     char *dst = palloc(p, end - open);
     if (!dst) return -1;
     size_t n = 0;
@@ -343,8 +348,9 @@ static int parse_number(Parser *p, JsonValue *v) {
 static int parse_value(Parser *p, int depth, JsonValue *v);
 
 static int parse_literal(Parser *p, const char *word, JsonValue *v) {
-    size_t n = strlen(word);
-    if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0) return unexpected(p);
+    size_t n = strlen(word), left = p->len - p->pos;
+    if (left < n && memcmp(p->s + p->pos, word, left) == 0) p->ran_out = 1;   /* "tr" at the end: cut short */
+    if (left < n || memcmp(p->s + p->pos, word, n) != 0) return unexpected(p);
     memset(v, 0, sizeof *v);
     p->pos += n;
     return 0;
@@ -472,7 +478,8 @@ static int parse_value(Parser *p, int depth, JsonValue *v) {
     return unexpected(p);
 }
 
-JsonValue *json_parse(const char *text, size_t len, Error *err) {
+/* The parse itself; *ran_out (may be NULL): it failed because the input ended. */
+static JsonValue *parse_document(const char *text, size_t len, int *ran_out, Error *err) {
     Parser p;
     memset(&p, 0, sizeof p);
     p.s = (const unsigned char *)text;
@@ -487,11 +494,20 @@ JsonValue *json_parse(const char *text, size_t len, Error *err) {
     }
     free(p.vals);
     free(p.keys);
+    if (ran_out) *ran_out = rc != 0 && p.ran_out;
     if (rc != 0) {
         arena_free(p.arena.first);
         return NULL;
     }
     return root;
+}
+
+JsonValue *json_parse(const char *text, size_t len, Error *err) { return parse_document(text, len, NULL, err); }
+
+int json_truncated(const char *text, size_t len) {
+    int ran_out;
+    json_free(parse_document(text, len, &ran_out, NULL));
+    return ran_out;
 }
 
 void json_free(JsonValue *root) {

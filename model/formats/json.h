@@ -32,6 +32,10 @@ struct JsonValue {
 /* Parses text[0..len). On failure returns NULL and sets err ("byte N: problem"). */
 JsonValue *json_parse(const char *text, size_t len, Error *err);
 void json_free(JsonValue *root);
+/* 1 when text[0..len) is not a JSON document because it ends too soon (every prefix of a
+ * document, the empty text included, where the value is not yet complete), so that a reader can
+ * say "truncated" instead of quoting a parse error; 0 for a document and for other faults. */
+int json_truncated(const char *text, size_t len);
 
 /* Object member by key (first match; duplicate keys are kept), or NULL. NULL-safe on obj. */
 const JsonValue *json_get(const JsonValue *obj, const char *key);

@@ -1,6 +1,7 @@
 /* model/formats/kvfile.c: save, load, check and describe KV cache files (layout in kvfile.h). */
 #include "model/formats/kvfile.h"
 #include "model/formats/fileio.h"
+#include "model/formats/sha256.h"
 #include "quant/half.h"
 #include <math.h>
 #include <stdint.h>
@@ -32,21 +33,28 @@ void kv_snapshot_free(KvSnapshot *s) {
 
 /* ---- saving ---- */
 
-/* The metadata, as pairs: into __metadata__ (all strings) and the sidecar JSON. */
-#define KV_META_FIELDS 7
+/* The metadata, as pairs: into __metadata__ (all strings) and the sidecar JSON; the optional
+ * fields (tokens, model_id, model_sha256) only when known. Returns how many. */
+#define KV_META_FIELDS 9
 
 static int meta_pairs(const KvSnapshot *s, char values[KV_META_FIELDS][4096], const char **keys) {
-    static const char *names[KV_META_FIELDS] = {"num_layers", "num_kv_heads", "seq_len", "head_dim",
-                                               "dtype", "model_name", "tokens"};
+    static const char *names[KV_META_FIELDS] = {"num_layers", "num_kv_heads", "seq_len", "head_dim", "dtype",
+                                               "model_name", "tokens", "model_id", "model_sha256"};
+    const char *optional[3] = {s->tokens, s->model_id, s->model_sha256};
     snprintf(values[0], 4096, "%d", s->n_layers);
     snprintf(values[1], 4096, "%d", s->n_kv_heads);
     snprintf(values[2], 4096, "%d", s->seq_len);
     snprintf(values[3], 4096, "%d", s->head_dim);
     snprintf(values[4], 4096, "%s", s->dtype);
     snprintf(values[5], 4096, "%s", s->model_name);
-    snprintf(values[6], 4096, "%s", s->tokens);
-    for (int i = 0; i < KV_META_FIELDS; i++) keys[i] = names[i];
-    return s->tokens[0] ? KV_META_FIELDS : KV_META_FIELDS - 1;
+    int n = 6;
+    for (int i = 0; i < 3; i++) {
+        if (!optional[i][0]) continue;
+        keys[n] = names[6 + i];
+        snprintf(values[n++], 4096, "%s", optional[i]);
+    }
+    for (int i = 0; i < 6; i++) keys[i] = names[i];
+    return n;
 }
 
 static void json_escaped(char *out, size_t cap, const char *s) {
@@ -61,18 +69,16 @@ static void json_escaped(char *out, size_t cap, const char *s) {
 }
 
 static int write_sidecar(const char *path, const KvSnapshot *s, Error *err) {
-    char values[KV_META_FIELDS][4096], esc[3][8192], sidecar[4200];
+    char values[KV_META_FIELDS][4096], esc[8192], sidecar[4200];
     const char *keys[KV_META_FIELDS];
     int n = meta_pairs(s, values, keys);
-    json_escaped(esc[0], sizeof esc[0], values[4]);
-    json_escaped(esc[1], sizeof esc[1], values[5]);
-    json_escaped(esc[2], sizeof esc[2], values[6]);
-    char text[20000];
-    int len = snprintf(text, sizeof text,
-                       "{\n \"num_layers\": %d,\n \"num_kv_heads\": %d,\n \"seq_len\": %d,\n \"head_dim\": %d,\n"
-                       " \"dtype\": \"%s\",\n \"model_name\": \"%s\"",
-                       s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim, esc[0], esc[1]);
-    if (n == KV_META_FIELDS) len += snprintf(text + len, sizeof text - (size_t)len, ",\n \"tokens\": \"%s\"", esc[2]);
+    char text[40000];
+    int len = snprintf(text, sizeof text, "{\n \"num_layers\": %d,\n \"num_kv_heads\": %d,\n \"seq_len\": %d,\n"
+                       " \"head_dim\": %d", s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
+    for (int i = 4; i < n; i++) {   /* the strings */
+        json_escaped(esc, sizeof esc, values[i]);
+        len += snprintf(text + len, sizeof text - (size_t)len, ",\n \"%s\": \"%s\"", keys[i], esc);
+    }
     snprintf(text + len, sizeof text - (size_t)len, "\n}\n");
     snprintf(sidecar, sizeof sidecar, "%s.metadata.json", path);
     return write_text_file(sidecar, text, err);
@@ -188,6 +194,21 @@ static int read_geometry(const SafeTensors *st, KvSnapshot *s, Error *err) {
     snprintf(s->model_name, sizeof s->model_name, "%s", name ? name : "");
     snprintf(s->tokens, sizeof s->tokens, "%s", tokens ? tokens : "");
     snprintf(s->dtype, sizeof s->dtype, k0->dtype == DT_F32 ? "float32" : k0->dtype == DT_F16 ? "float16" : "bfloat16");
+    return kv_snapshot_read_identity(st, s, err);
+}
+
+int kv_snapshot_read_identity(const SafeTensors *st, KvSnapshot *s, Error *err) {
+    const char *keys[2] = {"model_id", "model_sha256"};
+    char *fields[2] = {s->model_id, s->model_sha256}, shown[72];
+    for (int i = 0; i < 2; i++) {
+        const char *v = st_meta(st, keys[i]);
+        fields[i][0] = '\0';
+        if (!v) continue;
+        if (!sha256_hex_valid(v))
+            return error_set(err, "%s: metadata '%s' = '%s' is invalid (64 lowercase hex digits)", st->path, keys[i],
+                             error_shown(v, shown));
+        memcpy(fields[i], v, 65);
+    }
     return 0;
 }
 

@@ -267,6 +267,7 @@ static int parse_entries(SafeTensors *st, const JsonValue *root, const unsigned 
         rc = parse_tensor(st, key, &root->items[i], data_size, t, r, err);
         if (rc == 0) {
             t->data = data + r->begin;
+            t->offset = r->begin;
             r->index = st->n_tensors++;
         }
     }

@@ -30,6 +30,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     size_t numel;
     size_t nbytes;
+    uint64_t offset;       /* data_offsets' begin: where in the data area the tensor lies */
     const void *data;      /* points into the mapping (or the memory buffer); NOT aligned in
                               general (the format does not align the data area): load with memcpy */
 } Tensor;

@@ -145,3 +145,8 @@ int sha256_file_hex(const char *path, char hex[SHA256_HEX_CHARS + 1], Error *err
     sha256_to_hex(digest, hex);
     return 0;
 }
+
+int sha256_hex_valid(const char *s) {
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == SHA256_HEX_CHARS && s[n] == '\0';
+}

@@ -35,4 +35,7 @@ void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_CHARS + 1]);
  * Errors name the file: "path: cannot open: No such file or directory", "path: read error: ...". */
 int sha256_file_hex(const char *path, char hex[SHA256_HEX_CHARS + 1], Error *err);
 
+/* 1 when s is a hex digest as kvq writes one: exactly 64 lowercase hex digits. */
+int sha256_hex_valid(const char *s);
+
 #endif

@@ -75,7 +75,23 @@ def run_seeds():
                     "--quiet"] + window, stdout=subprocess.DEVNULL, check=True)
     put("fuzz_sweep_dir", "sweep-2x2", read(f"{out}/sweep.json") + b"\0" + read(f"{out}/journal.jsonl"))
     put("fuzz_sweep_dir", "settings-only", read(f"{out}/sweep.json"))
+    # 'R': the target leaves the checksums as they are (else it computes them again)
+    put("fuzz_sweep_dir", "raw-sweep-2x2", b"R" + read(f"{out}/sweep.json") + b"\0" + read(f"{out}/journal.jsonl"))
     shutil.rmtree(tmp)
+
+
+def as_format2(raw):
+    """A kvq-compressed-3 file as format 2 wrote it: no checksums, no model identity. The fuzzer
+    cannot keep a CRC right, so format-2 seeds are where it explores the decoding."""
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    meta = header["__metadata__"]
+    for key in [k for k in meta if k.startswith("crc32c.") or k in ("header_crc32c", "model_id", "model_sha256")]:
+        del meta[key]
+    meta["format"] = "kvq-compressed-2"
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + raw[8 + n:]
 
 
 def calibration_seeds():
@@ -135,7 +151,8 @@ def main():
     os.makedirs("build", exist_ok=True)
     with open(src10, "wb") as f:
         f.write(kv_fixture_small(10)[0])
-    # compressed files (kvq-compressed-2): name, input, compress flags
+    # compressed files, as format 2 (compressed-NAME) and for two of them as written, format 3
+    # (compressed-v3-NAME, checksums and all): name, input, compress flags
     for name, cut, flags in (
             ("int4-g64-lz4", src, ["--kv-scheme", "int4-g64", "--lz4"]),
             ("int8-g64-asym-lz4", src, ["--kv-scheme", "int8-g64-asym", "--lz4"]),
@@ -154,6 +171,11 @@ def main():
         for side in (dst + ".metadata.json",):
             if os.path.exists(side):
                 os.remove(side)
+        if name in ("int4-g64-lz4", "int4-g32-res1-sink1"):
+            put("fuzz_kvfile", f"compressed-v3-{name}.safetensors", read(dst))
+        v2 = as_format2(read(dst))
+        with open(dst, "wb") as f:
+            f.write(v2)
     os.remove(src10)
     n = struct.unpack("<Q", kv[:8])[0]
     put("fuzz_json", "kv-header.json", kv[8:8 + n])
