@@ -57,7 +57,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: sweep-demo allocate-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo allocate-demo calibrations sweep-calibrated all test check test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -90,6 +90,11 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HDR) $(BUILD)/libkvq.a $(FLAGS_STAMP)
 
 test: run $(TEST_BIN)
 	@sh tests/run_tests.sh $(BUILD)/tests
+
+# `make check`: the quick tier for everyday work, every test program with the long reference
+# checks on a sample of their rows (KVQ_QUICK=1; each says which). `make test` (CI's) checks all.
+check: run $(TEST_BIN)
+	@KVQ_QUICK=1 sh tests/run_tests.sh $(BUILD)/tests
 
 bench: run
 	./run bench --random tinyllama --ppl

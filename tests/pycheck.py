@@ -2,6 +2,7 @@
 "PASS name" or "FAIL name: why" (tests/run_tests.sh counts those lines) and remembers failures."""
 
 import math
+import os
 
 failures = 0
 
@@ -13,6 +14,12 @@ def check(ok, name, why=""):
     else:
         failures += 1
         print("FAIL %s: %s" % (name, why))
+
+
+def quick():
+    """KVQ_QUICK=1 (`make check`): a long test checks a sample of its reference rows and says
+    which; unset or 0 (`make test`, CI) it checks all (tests/test.h's test_quick)."""
+    return os.environ.get("KVQ_QUICK", "0") not in ("", "0")
 
 
 def max_abs_diff(a, b):

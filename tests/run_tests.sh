@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs every test program in $1 and every tests/test_*.sh and tests/test_*.py,
-# counts PASS/FAIL lines, and ends with "N passed, N failed".
+# counts PASS/FAIL lines, and ends with "N passed, N failed" and the seconds taken (each test's
+# too). KVQ_QUICK=1 in the environment (`make check`) makes the long tests sample their rows.
 # A program that crashes or exits nonzero without printing FAIL counts as one failure.
 # Every check name appears once across the whole run, so N passed counts distinct checks:
 # a repeated name is itself a FAIL (see repeated_names).
@@ -22,6 +23,7 @@ else
 fi
 passed=0
 failed=0
+began=$(date +%s)
 log=$(mktemp)
 all=$(mktemp)
 
@@ -56,9 +58,11 @@ for t in $tests; do
         *)    cmd="$runner $t" ;;
     esac
     echo "== $t"
+    start=$(date +%s)
     KVQ_TEST_BIN=$bindir $cmd >"$log" 2>&1
     rc=$?
     cat "$log"
+    echo "   ($t: $(($(date +%s) - start)) s)"
     cat "$log" >>"$all"
     p=$(grep -c '^PASS ' "$log")
     f=$(grep -c '^FAIL ' "$log")
@@ -79,5 +83,5 @@ else
     passed=$((passed + 1))
 fi
 rm -f "$log" "$all"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed ($(($(date +%s) - began)) s)"
 [ "$failed" -eq 0 ]

@@ -19,7 +19,10 @@ sweep's 8703 tokens; counts are integers and must be equal), and for smaller one
 percentages: differences whose relative change is larger) 5% relative or 1e-3 absolute; to each is
 added half a unit of the last digit each side printed (tests/pycheck.py's Printed), since a
 figure printed to 2 significant digits (a standard error, 0.12) moves by a whole unit (0.13, 8%)
-when a path rounds its value the other way."""
+when a path rounds its value the other way.
+
+`make check` (KVQ_QUICK=1) re-runs one configuration in QUICK_STEP of each sweep (same windows) and
+compares those rows of results.md, but for the front column, which depends on all of them."""
 import json
 import re
 import os
@@ -28,9 +31,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pycheck import Printed  # noqa: E402
+from pycheck import Printed, quick  # noqa: E402
 
 MODEL = "data/models/mini-llama-brown"
+QUICK_STEP = 4
 README = open("README.md", encoding="utf-8").read()
 
 
@@ -177,14 +181,40 @@ def check_sweep(name, demo, make_target, args_variable, quoted_whole):
         report(f"README: the {name} table is {demo}/results.md's", table in README,
                f"regenerate the README's table from results.md (make {make_target})")
     args = re.search(rf"^{args_variable} := (.*)$", open("Makefile", encoding="utf-8").read(), re.M).group(1).split()
+    sample = None
+    if quick():
+        args, sample = quick_sweep_args(args)
+        print(f"{name}: configurations {', '.join(str(i + 1) for i in sample)} re-run (KVQ_QUICK)")
     with tempfile.TemporaryDirectory() as out:
         got = run(["sweep", "data/models/mini-llama-brown-outliers"] + args + ["--out-dir", out])
         fresh = open(os.path.join(out, "results.md"), encoding="utf-8").read() if got.returncode == 0 else got.stderr
+    if sample is not None and got.returncode == 0:
+        committed, fresh = sampled_rows(committed, sample), sampled_rows(fresh, range(len(sample)))
     ok, worst = agree(committed, fresh)
     report(f"README: a fresh run of the {name} writes the committed results.md" + PATH_NOTE, ok,
            f"worst number at {worst:.3g}x its tolerance; first lines {fresh[:300]!r}")
     if not SAME_PATH:
         print(f"     {name}: worst number at {worst:.3g}x its tolerance")
+
+
+def quick_sweep_args(args):
+    """The sweep's arguments with its --configs FILE replaced by every QUICK_STEP-th configuration
+    of the file as --config flags; and the indices of those configurations (= their table rows)."""
+    i = args.index("--configs")
+    lines = [l.split("#")[0].strip() for l in open(args[i + 1], encoding="utf-8")]
+    configs = [l for l in lines if l]
+    sample = list(range(0, len(configs), QUICK_STEP))
+    flags = [x for k in sample for x in ("--config", configs[k])]
+    return args[:i] + flags + args[i + 2:], sample
+
+
+def sampled_rows(results_md, rows):
+    """results.md's first paragraph and the given rows of its table, each without its last cell
+    (the front mark: it depends on every configuration of the sweep)."""
+    head, table = results_md.split("\n\n", 1)
+    lines = table.strip("\n").splitlines()
+    body = [lines[2 + k].rstrip().rstrip("|").rsplit("|", 1)[0] for k in rows if 2 + k < len(lines)]
+    return "\n".join([head] + body)
 
 
 def check_sweep_demo():
