@@ -13,6 +13,8 @@
 #include "tests/test.h"
 #include "tests/test_random.h"
 #include "eval/sweep.h"
+#include "model/formats/checked_line.h"
+#include "model/formats/crc32c.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,12 +64,15 @@ static int write_text(const char *path, const char *text) {
     return fclose(f);
 }
 
+/* A model identity (a sha256 in hex): the shards of one sweep share it. */
+#define MODEL_ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 /* sweep.json of shard `shard` of `shards`, as eval/sweep.c writes it. */
 static int write_settings(const char *dir, const Sweep *sw, int shard, int shards) {
     char path[512], text[4096];
     snprintf(path, sizeof path, "%s/sweep.json", dir);
     int n = snprintf(text, sizeof text,
-                     "{\n  \"kvq_sweep\": 1,\n  \"model\": \"m\",\n  \"text_file\": \"t.txt\",\n  \"precision\": \"bf16\",\n"
+                     "{\n  \"kvq_sweep\": 1,\n  \"model\": \"m\",\n  \"model_id\": \"" MODEL_ID "\",\n  \"text_file\": \"t.txt\",\n  \"precision\": \"bf16\",\n"
                      "  \"calib_sha256\": \"\",\n  \"protocol\": \"hf\",\n  \"ctx\": 64,\n  \"stride\": 32,\n"
                      "  \"max_windows\": 0,\n  \"batch\": 64,\n  \"n_tokens\": 1000,\n  \"tokens_hash\": \"0123456789abcdef\",\n"
                      "  \"windows_total\": %d,\n  \"shard_index\": %d,\n  \"shard_count\": %d,\n  \"configs\": [\n",
@@ -76,12 +81,20 @@ static int write_settings(const char *dir, const Sweep *sw, int shard, int shard
         n += snprintf(text + n, sizeof text - (size_t)n,
                       "    {\"k\": \"int%d-g64\", \"v\": \"int%d-g64\", \"k_bits\": [4.5, 4.5], \"v_bits\": [4.5, 4.5]}%s\n",
                       8 >> c, 8 >> c, c + 1 < sw->configs ? "," : "");
-    snprintf(text + n, sizeof text - (size_t)n, "  ]\n}\n");
+    n += snprintf(text + n, sizeof text - (size_t)n, "  ],\n");
+    char hex[CRC32C_HEX_CHARS + 1];   /* the last member: the CRC-32C of the text before it */
+    crc32c_to_hex(crc32c(0, text, (size_t)n), hex);
+    snprintf(text + n, sizeof text - (size_t)n, "  \"crc32c\": \"%s\"\n}\n", hex);
     return write_text(path, text);
 }
 
-static void print_record(FILE *f, const Sweep *sw, int w, int c) {
+/* One record's line as eval/sweep.c writes it: the object, then its CRC-32C (checked_line_seal). */
+static void print_record(FILE *out, const Sweep *sw, int w, int c) {
     const Rec *r = &sw->rec[w][c];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return;
     fprintf(f, "{\"window\": %d, \"config\": %d, \"k\": \"int%d-g64\", \"v\": \"int%d-g64\"", w, c, 8 >> c, 8 >> c);
     fprintf(f, ", \"scored_tokens\": %ld, \"top1_agree\": %ld, \"tokens\": %ld", r->scored, r->agree, r->tokens);
     fprintf(f, ", \"nll_sum\": %.17g, \"nll_sumsq\": %.17g, \"base_nll_sum\": %.17g, \"base_nll_sumsq\": %.17g", r->nll_sum,
@@ -97,7 +110,13 @@ static void print_record(FILE *f, const Sweep *sw, int w, int c) {
             fprintf(f, "%s[%d, %lld]", first ? "" : ", ", b, r->hist[b]);
             first = 0;
         }
-    fprintf(f, "]}\n");
+    fprintf(f, "]}");
+    fclose(f);
+    size_t line_len;
+    char *line = text ? checked_line_seal(text, len, &line_len) : NULL;
+    if (line) fwrite(line, 1, line_len, out);
+    free(text);
+    free(line);
 }
 
 /* journal.jsonl of one shard: its windows' records, the last window first and each window's
@@ -233,7 +252,7 @@ static void check_refusals(const char *root, Sweep *sw) {
     static const char bad_line[] =
         "{\"window\": 0, \"config\": 1, \"k\": \"int4-g64\", \"v\": \"int4-g64\", \"scored_tokens\": 5, \"top1_agree\": 5, "
         "\"tokens\": 9, \"nll_sum\": 1, \"kl_sumsq\": 0, \"kl_max_value\": 0, \"dp_sum\": 0, \"dp_sumsq\": 0, "
-        "\"kl_histogram\": [[3, 2.5]]}\n";
+        "\"kl_histogram\": [[3, 2.5]]}";
     char dirs[1][512], want[700], path[600], *text = NULL;
     size_t len = 0;
     fill(sw, 2, 2, 99);
@@ -244,7 +263,10 @@ static void check_refusals(const char *root, Sweep *sw) {
 
     FILE *mem = open_memstream(&text, &len);   /* lines 1, 2 (bad), 3, 4 */
     if (!mem || make_shards(root, "badsums", sw, 1, dirs)) return;
-    fputs(bad_line, mem);
+    size_t bad_len;   /* with its CRC: the line's bytes are whole, its histogram does not read */
+    char *bad_sealed = checked_line_seal(bad_line, sizeof bad_line - 1, &bad_len);
+    if (bad_sealed) fputs(bad_sealed, mem);
+    free(bad_sealed);
     for (int i = 1; i < 3; i++) print_record(mem, sw, all[i][0], all[i][1]);
     fclose(mem);
     if (rewrite_journal(dirs[0], sw, all, 1, text)) return;
