@@ -57,13 +57,15 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: sweep-demo probes-demo allocate-demo calibrations sweep-calibrated all test test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo probes-demo allocate-demo calibrations sweep-calibrated all test check test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
-# gives back the optimized one.
+# gives back the optimized one. Copied to a temp name, then renamed over ./run: a ./run still
+# running (a long sweep) keeps its binary, the next start gets the new one (cp onto a running
+# binary fails, "Text file busy"). tests/test_build.sh checks it.
 run: $(BUILD)/run
-	@cp $(BUILD)/run run
+	@cp $(BUILD)/run run.tmp.$$$$ && mv -f run.tmp.$$$$ run || { rm -f run.tmp.$$$$; exit 1; }
 
 $(BUILD)/run: $(BUILD)/run.o $(BUILD)/libkvq.a $(FLAGS_STAMP)
 	$(CC) $(LDFLAGS) -o $@ $(BUILD)/run.o $(BUILD)/libkvq.a $(LDLIBS)
@@ -88,6 +90,11 @@ $(BUILD)/tests/%: tests/%.c $(TEST_HDR) $(BUILD)/libkvq.a $(FLAGS_STAMP)
 
 test: run $(TEST_BIN)
 	@sh tests/run_tests.sh $(BUILD)/tests
+
+# `make check`: the quick tier for everyday work, every test program with the long reference
+# checks on a sample of their rows (KVQ_QUICK=1; each says which). `make test` (CI's) checks all.
+check: run $(TEST_BIN)
+	@KVQ_QUICK=1 sh tests/run_tests.sh $(BUILD)/tests
 
 bench: run
 	./run bench --random tinyllama --ppl
@@ -163,7 +170,7 @@ test-aarch64:
 	@sh tests/run_tests.sh --runner qemu-aarch64 $(AARCH64_TESTS)
 
 clean:
-	rm -rf build run
+	rm -rf build run run.tmp.*
 
 # ---------------------------------------------------------------------------
 # Fuzzing (tests/fuzz/, see tests/README.md). `make fuzz` builds every

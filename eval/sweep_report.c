@@ -28,7 +28,8 @@ static void summaries(const SweepSettings *s, const SweepTotals *t, PplSummary *
     for (int i = 0; i < s->n_configs; i++) {
         y[i] = token_sums_summarize(&t->sums[i]);
         config_label(&s->configs[i], labels[i], sizeof labels[i]);
-        points[i] = (ChartPoint){labels[i], config_bits(&s->configs[i], 1), y[i].kl_mean, y[i].delta_pct};
+        points[i] = (ChartPoint){labels[i], config_bits(&s->configs[i], 1), y[i].kl_mean, y[i].delta_pct,
+                                 y[i].delta_pct_se};
     }
     chart_pareto_front(points, s->n_configs, front);
 }

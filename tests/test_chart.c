@@ -1,8 +1,13 @@
-/* tests/test_chart.c: eval/chart.c. chart_pareto_front on hand-made cases whose front is known
- * (ties, dominated points, KL 0 against rounding below 0, non-finite values); then SVGs of a
- * realistic 12-point sweep, of no points, and of hostile values (NaN, inf, 1e300, control bytes,
- * invalid UTF-8) written to temp files and read back: no "nan"/"inf", every label XML-escaped in
- * both panels, every coordinate inside the viewBox, the front drawn filled, the same bytes twice.
+/* tests/test_chart.c: eval/chart.c. chart_pareto_front (and the delta-ppl panel's) on hand-made
+ * cases whose front is known (ties, dominated points, KL 0 against rounding below 0, non-finite
+ * values); then SVGs of a realistic 12-point sweep, of no points, and of hostile values (NaN, inf,
+ * 1e300, control bytes, invalid UTF-8) written to temp files and read back: no "nan"/"inf", every
+ * label XML-escaped in the key after its number, every coordinate inside the viewBox, each panel's
+ * front drawn filled in its colour, a bar per standard error, the same bytes twice. The label boxes
+ * (test_label_boxes): the README's four sweep charts, made from their committed results.csv, a
+ * crowded sweep (12 points within 0.25 bits) and the two above have no text on another, none
+ * outside the viewBox, every number inside its panel and on no marker, measured with DejaVu Sans's
+ * own advance widths.
  * Two checks run outside programs: python3's xml.etree parses each SVG (only basic elements;
  * skipped with a SKIP line when python3 is missing) and rsvg-convert (Debian librsvg2-bin, which
  * .ci/run installs) renders it to a PNG; a missing rsvg-convert is a FAIL. */
@@ -26,34 +31,47 @@ static void check_front(const char *name, const ChartPoint *p, int n, const unsi
 }
 
 static void test_pareto(void) {
-    ChartPoint one[] = {{"a", 4, 1e-3, 0}};
+    ChartPoint one[] = {{"a", 4, 1e-3, 0, 0}};
     check_front("pareto: a single point is the front", one, 1, (const unsigned char[]){1});
-    ChartPoint dom[] = {{"a", 4, 1e-3, 0}, {"b", 5, 2e-3, 0}, {"c", 3, 5e-3, 0}};
+    ChartPoint dom[] = {{"a", 4, 1e-3, 0, 0}, {"b", 5, 2e-3, 0, 0}, {"c", 3, 5e-3, 0, 0}};
     check_front("pareto: more bits and more KL is dominated, fewer bits and more KL is not", dom, 3,
                 (const unsigned char[]){1, 0, 1});
-    ChartPoint ties[] = {{"a", 4, 1e-3, 0}, {"b", 4, 1e-3, 0}, {"c", 4, 2e-3, 0}, {"d", 6, 1e-3, 0}};
+    ChartPoint ties[] = {{"a", 4, 1e-3, 0, 0}, {"b", 4, 1e-3, 0, 0}, {"c", 4, 2e-3, 0, 0}, {"d", 6, 1e-3, 0, 0}};
     check_front("pareto: equal points are both on it; same bits worse KL and same KL more bits are not", ties, 4,
                 (const unsigned char[]){1, 1, 0, 0});
-    ChartPoint zero[] = {{"a", 4, 0, 0}, {"b", 4, -1e-12, 0}, {"c", 5, 1e-9, 0}};
+    ChartPoint zero[] = {{"a", 4, 0, 0, 0}, {"b", 4, -1e-12, 0, 0}, {"c", 5, 1e-9, 0, 0}};
     check_front("pareto: KL -1e-12 ties KL 0 (rounding), and both dominate KL 1e-9 at more bits", zero, 3,
                 (const unsigned char[]){1, 1, 0});
-    ChartPoint bad[] = {{"a", NAN, 0, 0}, {"b", 2, NAN, 0}, {"c", 3, INFINITY, 0}, {"d", 4, 1e-3, 0}, {"e", INFINITY, 0, 0}};
+    ChartPoint bad[] = {{"a", NAN, 0, 0, 0}, {"b", 2, NAN, 0, 0}, {"c", 3, INFINITY, 0, 0}, {"d", 4, 1e-3, 0, 0},
+                        {"e", INFINITY, 0, 0, 0}};
     check_front("pareto: non-finite bits or KL are off the front and dominate nothing", bad, 5,
                 (const unsigned char[]){0, 0, 0, 1, 0});
     chart_pareto_front(NULL, 0, NULL);
     check(1, "pareto: n = 0 touches nothing", "%s", "");
+    /* the delta-ppl panel's front: its own values, negative ones included, KL not looked at */
+    unsigned char got[4];
+    ChartPoint d[] = {{"a", 4, 1e-3, 0.5, 0}, {"b", 4, 1e-9, 0.7, 0}, {"c", 5, 1e-2, -0.1, 0}, {"d", 3, 1, NAN, 0}};
+    chart_pareto_front_dppl(d, 4, got);
+    check(got[0] == 1 && got[1] == 0 && got[2] == 1 && got[3] == 0,
+          "pareto delta ppl: by delta ppl (a negative one too), not KL; a non-finite one is off it", "%d%d%d%d", got[0],
+          got[1], got[2], got[3]);
 }
 
-/* A sweep like the README's, bits 2..16, KL 1e-5..1 and one 0, delta ppl -0.1..+40. */
+/* A sweep like the README's, bits 2..16, KL 1e-5..1 and one 0, delta ppl -0.1..+40 with standard
+ * errors (none for fp16: no bar). */
 static const ChartPoint SAMPLE[] = {
-    {"fp16", 16, 0, 0.0},        {"fp8-e4m3", 8, 3.1e-4, 0.08}, {"int8-g64", 8.5, 1.2e-5, -0.1},
-    {"int4-g64", 4.5, 1.8e-3, 0.235}, {"int4-g32", 5.0, 1.1e-3, 0.15}, {"nf4-g64", 4.5, 1.5e-3, 0.2},
-    {"int3-g64", 3.5, 9e-3, 1.4}, {"int2-g64", 2.5, 0.21, 18.0}, {"int2-g32", 3.0, 0.12, 9.5},
-    {"K int2-t32 / V int2-g32", 2.0, 1.0, 40.0}, {"tq3 <&>\"'", 3.25, 5e-3, 0.9}, {"int4-g128", 4.25, 2.4e-3, 0.31},
+    {"fp16", 16, 0, 0.0, 0}, {"fp8-e4m3", 8, 3.1e-4, 0.08, 0.02}, {"int8-g64", 8.5, 1.2e-5, -0.1, 0.01},
+    {"int4-g64", 4.5, 1.8e-3, 0.235, 0.05}, {"int4-g32", 5.0, 1.1e-3, 0.15, 0.04}, {"nf4-g64", 4.5, 1.5e-3, 0.2, 0.05},
+    {"int3-g64", 3.5, 9e-3, 1.4, 0.2}, {"int2-g64", 2.5, 0.21, 18.0, 1.5}, {"int2-g32", 3.0, 0.12, 9.5, 1.0},
+    {"K int2-t32 / V int2-g32", 2.0, 1.0, 40.0, 3.0}, {"tq3 <&>\"'", 3.25, 5e-3, 0.9, 0.1},
+    {"int4-g128", 4.25, 2.4e-3, 0.31, 0.06},
 };
 #define N_SAMPLE 12
 /* int4-g64 is dominated by nf4-g64 (same bits, less KL), int3-g64 by tq3 (fewer bits, less KL). */
 static const unsigned char SAMPLE_FRONT[N_SAMPLE] = {1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1};
+/* By delta ppl: int4-g64 by nf4-g64 again, int3-g64 by tq3 (1.4 against 0.9), fp16 by int8-g64
+ * (8.5 bits and -0.1 against 16 and 0). */
+static const unsigned char SAMPLE_DFRONT[N_SAMPLE] = {0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1};
 
 /* The whole file as a string (NULL when it cannot be read). */
 static char *slurp(const char *path, size_t *len) {
@@ -195,37 +213,107 @@ static void check_common(const char *what, const char *svg, int rc) {
           strstr(svg, ">delta perplexity (%)<"), name, "missing");
 }
 
+/* Point number's key entry: the text of the key lines after its bold number, put together (the
+ * key breaks a long label over lines), as written (escaped). 0 when the number is not in the key. */
+static int key_entry(const char *svg, int number, char *out, size_t len) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "font-weight=\"bold\">%d</text>\n", number);
+    const char *s = strstr(svg, pat);
+    if (!s) return 0;
+    s += strlen(pat);
+    out[0] = 0;
+    while (!strncmp(s, "<text class=\"key\"", 17)) {
+        const char *close = strchr(s, '>'), *stop = close ? strstr(close, "</text>") : NULL, *bold = strstr(s, "bold");
+        if (!stop || (bold && bold < close)) break;
+        strncat(out, close + 1, (size_t)(stop - close - 1) < len - strlen(out) - 1 ? (size_t)(stop - close - 1)
+                                                                                   : len - strlen(out) - 1);
+        s = stop + 8;
+    }
+    return 1;
+}
+
+/* px per delta-ppl unit of the bottom panel, from its tick labels (y = tick + 4, right-aligned at
+ * x 80) "0" and "10": read from the file, not from eval/chart.c's mapping. */
+static double dppl_scale(const char *svg, double *zero_y) {
+    double y0 = NAN, y10 = NAN;
+    for (const char *s = svg; (s = strstr(s, "<text x=\"80.00\" y=\"")); s++) {
+        double y;
+        char label[16];
+        if (sscanf(s, "<text x=\"80.00\" y=\"%lf\" text-anchor=\"end\" font-size=\"12\">%15[^<]", &y, label) != 2) continue;
+        if (!strcmp(label, "0") && y > 372) y0 = y - 4;
+        if (!strcmp(label, "10") && y > 372) y10 = y - 4;
+    }
+    *zero_y = y0;
+    return (y0 - y10) / 10;
+}
+
+/* The bottom panel's bars: each vertical #666 line centred on a marker there, and its half length
+ * in delta ppl units; returns how many; *worst the largest |half length - SE| over the points. */
+static int bars_found(const char *svg, double *worst) {
+    double zero_y, scale = dppl_scale(svg, &zero_y);
+    int found = 0;
+    *worst = isfinite(scale) && scale > 0 ? 0 : INFINITY;
+    for (const char *s = svg; (s = strstr(s, "<line x1=\"")); s++) {
+        double x1, y1, x2, y2;
+        if (sscanf(s, "<line x1=\"%lf\" y1=\"%lf\" x2=\"%lf\" y2=\"%lf\" stroke=\"#666\"", &x1, &y1, &x2, &y2) != 4 ||
+            x1 != x2 || y1 < 372) continue;
+        double mid = (y1 + y2) / 2, half = fabs(y2 - y1) / 2 / scale, dppl = (zero_y - mid) / scale;
+        for (int i = 0; i < N_SAMPLE; i++)    /* the point at this delta ppl (the sample's are apart) */
+            if (fabs(dppl - SAMPLE[i].dppl_pct) < 0.02 * fmax(1, fabs(SAMPLE[i].dppl_pct))) {
+                found++;
+                *worst = fmax(*worst, fabs(half - SAMPLE[i].dppl_pct_se));
+            }
+    }
+    return found;
+}
+
 static void test_sample_svg(const char *title, const char *path, const char *svg) {
     size_t missing = 0;
-    char esc[256], first[256] = "", pat[300];
+    char esc[256], first[300] = "", entry[1200];
     for (int i = 0; i < N_SAMPLE; i++) {
         escape(SAMPLE[i].label, esc);
-        snprintf(pat, sizeof pat, ">%s<", esc);
-        size_t k = count(svg, pat);
-        snprintf(pat, sizeof pat, ">%s (KL", esc);
-        k += count(svg, pat);
-        if (k != 2 && !missing++) snprintf(first, sizeof first, "%s found %zu times", esc, k);
+        if (SAMPLE[i].kl_mean <= 0) strcat(esc, " (KL &lt;= 0)");
+        int found = key_entry(svg, i + 1, entry, sizeof entry);
+        if ((!found || strcmp(entry, esc)) && !missing++)
+            snprintf(first, sizeof first, "number %d: key has '%.120s', want '%.120s'", i + 1, found ? entry : "nothing",
+                     esc);
     }
-    check(missing == 0, "chart sample: every label appears XML-escaped once in each panel", "%s", first);
+    check(missing == 0, "chart sample: the key gives every number its label, XML-escaped", "%s", first);
     check(!strstr(svg, "<&>") && strstr(svg, ">tq3 &lt;&amp;&gt;&quot;&apos;<"),
           "chart sample: the label <&>\"' is written as entities, never raw", "raw or missing");
     check(strstr(svg, ">fp16 (KL &lt;= 0)<") != NULL, "chart sample: the KL 0 point is drawn and says so", "missing");
-    int on = 0;
-    for (int i = 0; i < N_SAMPLE; i++) on += SAMPLE_FRONT[i];
-    size_t filled = count(svg, "<circle class=\"front\""), hollow = count(svg, "<circle class=\"other\"");
-    check(filled == (size_t)(2 * on + 1) && hollow == (size_t)(2 * (N_SAMPLE - on) + 1),
-          "chart sample: front points filled, others hollow, in both panels (+1 legend marker each)",
-          "%zu filled, %zu hollow, want %d and %d", filled, hollow, 2 * on + 1, 2 * (N_SAMPLE - on) + 1);
+    int on = 0, don = 0;
+    for (int i = 0; i < N_SAMPLE; i++) on += SAMPLE_FRONT[i], don += SAMPLE_DFRONT[i];
+    size_t filled = count(svg, "<circle class=\"front\""), dfilled = count(svg, "<circle class=\"dfront\""),
+           hollow = count(svg, "<circle class=\"other\"");
+    check(filled == (size_t)on + 1 && dfilled == (size_t)don + 1 && hollow == (size_t)(2 * N_SAMPLE - on - don + 2),
+          "chart sample: each panel's front filled in its own class, others hollow (+ the legends' markers)",
+          "%zu KL front, %zu delta ppl front, %zu hollow; want %d, %d, %d", filled, dfilled, hollow, on + 1, don + 1,
+          2 * N_SAMPLE - on - don + 2);
+    unsigned char dfront[N_SAMPLE];
+    chart_pareto_front_dppl(SAMPLE, N_SAMPLE, dfront);
+    check(memcmp(dfront, SAMPLE_DFRONT, N_SAMPLE) == 0, "pareto delta ppl: the 12-point sample's front is the hand-derived one",
+          "differs");
     int in[3];
     markers_per_panel(svg, in);
-    check(in[0] == N_SAMPLE && in[1] == N_SAMPLE && in[2] == 2,
+    check(in[0] == N_SAMPLE && in[1] == N_SAMPLE && in[2] == 4,
           "chart sample: every point's marker lies inside each panel's frame (the KL 0 one too)",
-          "%d in the top panel, %d in the bottom one, %d outside (want %d, %d, 2: the legend)", in[0], in[1], in[2],
+          "%d in the top panel, %d in the bottom one, %d outside (want %d, %d, 4: the legends)", in[0], in[1], in[2],
           N_SAMPLE, N_SAMPLE);
-    check(count(svg, "<polyline") == 1, "chart sample: the front is one polyline", "%zu", count(svg, "<polyline"));
-    check(strstr(svg, ">1e-6<") && strstr(svg, ">1e-3<") && strstr(svg, ">1<") && !strstr(svg, ">1e-7<"),
+    check(count(svg, "<polyline") == 2, "chart sample: each panel's front is one polyline", "%zu", count(svg, "<polyline"));
+    check(strstr(svg, ">Pareto front of bits and KL (this panel)<") &&
+          strstr(svg, ">Pareto front of bits and delta ppl (this panel)<") && strstr(svg, ">+/- 1 standard error<"),
+          "chart sample: each panel's legend names its own front, the bottom one its bars", "missing");
+    double worst;
+    int bars = bars_found(svg, &worst);
+    check(bars == N_SAMPLE - 1 && worst < 0.01, "chart sample: a bar of +/- one standard error on each delta ppl (none "
+          "where it is 0), read against the axis' ticks", "%d bars (want %d), worst |half length - SE| %g", bars,
+          N_SAMPLE - 1, worst);
+    check(strstr(svg, "end\" font-size=\"12\">1e-6<") && strstr(svg, "end\" font-size=\"12\">1e-3<") &&
+          strstr(svg, "end\" font-size=\"12\">1<") && !strstr(svg, ">1e-7<"),
           "chart sample: KL decade labels 1e-6 .. 1 (one below 1.2e-5 for the KL 0 point)", "missing");
-    check(strstr(svg, ">16<") && strstr(svg, ">40<") && strstr(svg, ">0<") && !strstr(svg, ">-0<"),
+    check(strstr(svg, "middle\" font-size=\"12\">16<") && strstr(svg, "end\" font-size=\"12\">40<") &&
+          strstr(svg, "end\" font-size=\"12\">0<") && !strstr(svg, ">-0<"),
           "chart sample: nice tick labels for bits and delta ppl", "missing");
     int rc;
     char path2[64];
@@ -251,7 +339,7 @@ static int have(const char *program) {
 }
 
 /* python3 checks the file is XML with an <svg> root of basic elements only; with want_hex, that
- * the label with those UTF-8 bytes is the text of two <text> elements (once "... (KL" in the top). */
+ * the label with those UTF-8 bytes is the text of one <text> element (its key entry). */
 static const char PY_CHECK[] =
     "import sys, xml.etree.ElementTree as ET\n"
     "NS = '{http://www.w3.org/2000/svg}'\n"
@@ -262,7 +350,7 @@ static const char PY_CHECK[] =
     "if len(sys.argv) > 2:\n"
     "    want = bytes.fromhex(sys.argv[2]).decode('utf-8')\n"
     "    hits = sum(t == want or t.startswith(want + ' (KL') for t in (e.text or '' for e in root.iter(NS + 'text')))\n"
-    "    if hits != 2: sys.exit('xml: label %r found %d times' % (want, hits))\n";
+    "    if hits != 1: sys.exit('xml: label %r found %d times' % (want, hits))\n";
 
 static void check_xml(const char *what, const char *script, const char *svg_path, const char *want) {
     char cmd[512], hex[128] = "", name[160];
@@ -289,6 +377,212 @@ static void check_render(const char *what, const char *svg_path, const char *png
     free(png);
 }
 
+/* --- label boxes: no text on another, every number inside its panel and off every marker --------- */
+
+/* Advance widths of DejaVu Sans (the sans-serif face librsvg uses on Debian), in 1/1000 em rounded
+ * up, for ' ' .. '~', read from DejaVuSans.ttf and DejaVuSans-Bold.ttf's hmtx tables; any other
+ * character counts 1 em. Taken here from the font, independently of eval/chart.c's estimate. */
+static const short DEJAVU[95] = {
+    318, 401, 460, 838, 637, 951, 780, 275, 391, 391, 500, 838, 318, 361, 318, 337,
+    637, 637, 637, 637, 637, 637, 637, 637, 637, 637, 337, 337, 838, 838, 838, 531,
+    1000, 685, 687, 699, 771, 632, 576, 775, 752, 295, 295, 656, 558, 863, 749, 788,
+    604, 788, 695, 635, 611, 732, 685, 989, 686, 611, 686, 391, 337, 391, 838, 500,
+    500, 613, 635, 550, 635, 616, 353, 635, 634, 278, 278, 580, 278, 975, 634, 612,
+    635, 635, 412, 521, 393, 634, 592, 818, 592, 592, 525, 637, 337, 637, 838,
+};
+static const short DEJAVU_BOLD[95] = {
+    349, 457, 521, 838, 696, 1002, 873, 307, 458, 458, 523, 838, 380, 416, 380, 366,
+    696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 400, 400, 838, 838, 838, 581,
+    1000, 774, 763, 734, 831, 684, 684, 821, 837, 373, 373, 775, 638, 996, 837, 851,
+    733, 851, 771, 721, 683, 813, 774, 1104, 771, 725, 726, 458, 366, 458, 838, 500,
+    500, 675, 716, 593, 716, 679, 436, 716, 712, 343, 343, 666, 343, 1042, 712, 688,
+    716, 716, 494, 596, 479, 712, 652, 924, 646, 652, 583, 712, 366, 712, 838,
+};
+#define FONT_ASCENT 0.929     /* the face's line box above and below the baseline, in em */
+#define FONT_DESCENT 0.236
+
+typedef struct { double x0, y0, x1, y1; char cls[8], text[48]; } TextBox;
+
+/* The value of attribute name (" x=\"") inside the tag [tag, end), or def. */
+static double attr(const char *tag, const char *end, const char *name, double def) {
+    const char *s = strstr(tag, name);
+    return s && s < end ? strtod(s + strlen(name), NULL) : def;
+}
+
+static int attr_is(const char *tag, const char *end, const char *name_value) {
+    const char *s = strstr(tag, name_value);
+    return s && s < end;
+}
+
+/* The width of XML character data (entities as their character) in em. */
+static double xml_em(const char *s, const char *end, int bold) {
+    double em = 0;
+    for (; s < end; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '&') {
+            const char *semi = memchr(s, ';', (size_t)(end - s));
+            c = !strncmp(s, "&amp;", 5) ? '&' : !strncmp(s, "&lt;", 4) ? '<' : !strncmp(s, "&gt;", 4) ? '>'
+              : !strncmp(s, "&quot;", 6) ? '"' : '\'';
+            if (semi) s = semi;
+        }
+        if ((c & 0xC0) == 0x80) continue;
+        em += c < 32 || c >= 127 ? 1.0 : (bold ? DEJAVU_BOLD[c - 32] : DEJAVU[c - 32]) / 1000.0;
+    }
+    return em;
+}
+
+/* Every <text> not rotated, as its box in the face above (font-size its own, else the root's 12). */
+static int text_boxes(const char *svg, TextBox *out, int max) {
+    int n = 0;
+    for (const char *s = svg; (s = strstr(s, "<text ")) && n < max; s++) {
+        const char *close = strchr(s, '>'), *stop = close ? strstr(close, "</text>") : NULL;
+        if (!close || !stop) break;
+        if (attr_is(s, close, "transform=")) continue;
+        double x = attr(s, close, " x=\"", 0), y = attr(s, close, " y=\"", 0), fs = attr(s, close, " font-size=\"", 12);
+        double w = xml_em(close + 1, stop, attr_is(s, close, "font-weight=\"bold\"")) * fs;
+        double x0 = attr_is(s, close, "text-anchor=\"middle\"") ? x - w / 2 : attr_is(s, close, "text-anchor=\"end\"") ? x - w : x;
+        TextBox *b = &out[n++];
+        *b = (TextBox){x0, y - FONT_ASCENT * fs, x0 + w, y + FONT_DESCENT * fs, "", ""};
+        const char *cls = strstr(s, "class=\"");
+        if (cls && cls < close) snprintf(b->cls, sizeof b->cls, "%.*s", (int)strcspn(cls + 7, "\""), cls + 7);
+        snprintf(b->text, sizeof b->text, "%.*s", (int)(stop - close - 1 < 47 ? stop - close - 1 : 47), close + 1);
+    }
+    return n;
+}
+
+static int boxes_meet(double ax0, double ay0, double ax1, double ay1, double bx0, double by0, double bx1, double by1) {
+    return ax0 < bx1 && bx0 < ax1 && ay0 < by1 && by0 < ay1;
+}
+
+/* The label-box checks of one chart: no two texts overlap; every text inside the viewBox; every
+ * number inside a panel frame and on no marker; want_numbers numbers in all (both panels). */
+static void check_label_boxes(const char *what, const char *svg, int want_numbers) {
+    enum { MAX_TEXTS = 2000 };
+    TextBox *t = calloc(MAX_TEXTS, sizeof *t);
+    char name[200], why[300] = "";
+    if (!t || !svg) { free(t); return; }
+    int n = text_boxes(svg, t, MAX_TEXTS), clash = 0, outside = 0, off_frame = 0, on_marker = 0, numbers = 0;
+    double w = 0, h = 0, fx[2][4] = {{0}};
+    const char *vb = strstr(svg, "viewBox=\"");
+    if (vb) sscanf(vb, "viewBox=\"0 0 %lf %lf\"", &w, &h);
+    int frames = 0;
+    for (const char *s = svg; frames < 2 && (s = strstr(s, "<rect x=\""));) {
+        int end = -1;
+        s += 6;
+        sscanf(s, "x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\" fill=\"none\"%n", &fx[frames][0], &fx[frames][1],
+               &fx[frames][2], &fx[frames][3], &end);
+        frames += end > 0;
+    }
+    for (int i = 0; i < n; i++) {
+        const TextBox *a = &t[i];
+        for (int j = i + 1; j < n; j++)
+            if (boxes_meet(a->x0, a->y0, a->x1, a->y1, t[j].x0, t[j].y0, t[j].x1, t[j].y1) && !clash++)
+                snprintf(why, sizeof why, "'%s' (%.1f,%.1f)-(%.1f,%.1f) on '%s' (%.1f,%.1f)-(%.1f,%.1f)", a->text, a->x0,
+                         a->y0, a->x1, a->y1, t[j].text, t[j].x0, t[j].y0, t[j].x1, t[j].y1);
+        if (!(a->x0 >= 0 && a->y0 >= 0 && a->x1 <= w && a->y1 <= h)) outside++;
+        if (strcmp(a->cls, "num")) continue;
+        numbers++;
+        int in = 0;
+        for (int k = 0; k < frames; k++)
+            in |= a->x0 >= fx[k][0] && a->x1 <= fx[k][0] + fx[k][2] && a->y0 >= fx[k][1] && a->y1 <= fx[k][1] + fx[k][3];
+        off_frame += !in;
+        for (const char *s = svg; (s = strstr(s, "<circle class=\"")); s++) {
+            double cx, cy, r;
+            const char *c = strstr(s, " cx=\"");
+            if (!c || sscanf(c, " cx=\"%lf\" cy=\"%lf\" r=\"%lf\"", &cx, &cy, &r) != 3) break;
+            on_marker += boxes_meet(a->x0, a->y0, a->x1, a->y1, cx - r, cy - r, cx + r, cy + r);
+        }
+    }
+    snprintf(name, sizeof name, "chart %s: no two texts overlap (numbers, key, legends, ticks, title)", what);
+    check(n > 10 && clash == 0, name, "%d texts, %d overlaps, first %s", n, clash, why);
+    snprintf(name, sizeof name, "chart %s: every text inside the viewBox", what);
+    check(outside == 0, name, "%d outside %.0f x %.0f", outside, w, h);
+    snprintf(name, sizeof name, "chart %s: every point numbered in both panels, each number inside its frame and on "
+                                "no marker", what);
+    check(numbers == want_numbers && off_frame == 0 && on_marker == 0 && frames == 2, name,
+          "%d numbers (want %d), %d outside the frames, %d on a marker, %d frames", numbers, want_numbers, off_frame,
+          on_marker, frames);
+    free(t);
+}
+
+/* A committed sweep's results.csv as chart points (labels as eval/sweep_report.c writes them: the
+ * scheme, or "K k / V v"); the number of points, -1 when the file does not read. */
+static int read_sweep_csv(const char *path, ChartPoint *p, char (*labels)[160], int max) {
+    char *text = slurp(path, NULL);
+    if (!text) return -1;
+    static const char *const want[] = {"k_scheme", "v_scheme", "effective_bits", "kl_mean", "delta_percent",
+                                       "delta_percent_stderr"};
+    int col[6] = {-1, -1, -1, -1, -1, -1}, n = 0, k = 0;
+    char *save = NULL, *row = strtok_r(text, "\n", &save);
+    for (char *f = row; f; f = strchr(f, ','), f = f ? f + 1 : NULL, k++)
+        for (int c = 0; c < 6; c++)
+            if (!strncmp(f, want[c], strlen(want[c])) && (f[strlen(want[c])] == ',' || !f[strlen(want[c])])) col[c] = k;
+    for (int c = 0; c < 6; c++)
+        if (col[c] < 0) { free(text); return -1; }
+    while ((row = strtok_r(NULL, "\n", &save)) && n < max) {
+        char field[32][128] = {{0}};
+        int nf = 0;
+        for (const char *s = row; nf < 32;) {    /* quoted fields: the schemes; "" is a quote */
+            size_t len = 0;
+            if (*s == '"') {
+                for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
+                    if (*s == '"') s++;
+                    if (len < 127) field[nf][len++] = *s;
+                }
+                if (*s == '"') s++;
+            } else {
+                while (*s && *s != ',') { if (len < 127) field[nf][len++] = *s; s++; }
+            }
+            nf++;
+            if (*s != ',') break;
+            s++;
+        }
+        const char *ks = field[col[0]], *vs = field[col[1]];
+        if (!strcmp(ks, vs)) snprintf(labels[n], 160, "%s", ks);
+        else snprintf(labels[n], 160, "K %s / V %s", ks, vs);
+        p[n] = (ChartPoint){labels[n], atof(field[col[2]]), atof(field[col[3]]), atof(field[col[4]]), atof(field[col[5]])};
+        n++;
+    }
+    free(text);
+    return n;
+}
+
+/* The README's charts, from the committed sweeps' results.csv, and a crowded synthetic sweep: 12
+ * points within 0.25 bits, KL and delta ppl close together, labels as long as a sweep's. */
+static void test_label_boxes(void) {
+    static const char *const demos[] = {"data/sweeps/mini-llama-brown", "data/sweeps/mini-llama-brown-outliers",
+                                        "data/sweeps/calibrated-mini-llama-brown",
+                                        "data/sweeps/calibrated-mini-llama-brown-outliers"};
+    ChartPoint p[64];
+    char labels[64][160], path[300], svg_path[64];
+    for (int d = 0; d < 4; d++) {
+        snprintf(path, sizeof path, "%s/results.csv", demos[d]);
+        int n = read_sweep_csv(path, p, labels, 64), rc;
+        char what[200];
+        snprintf(what, sizeof what, "of %s", demos[d]);
+        char name[260];
+        snprintf(name, sizeof name, "chart %s: results.csv read (more than 10 configurations)", what);
+        if (!check(n > 10, name, "%d", n)) continue;
+        char *svg = write_chart("KV-cache schemes on data/models/mini-llama-brown-outliers (ctx 1024, 8703 tokens)", p, n,
+                                svg_path, &rc);
+        check_label_boxes(what, rc == 0 ? svg : NULL, 2 * n);
+        free(svg);
+        unlink(svg_path);
+    }
+    ChartPoint crowd[12];
+    static const char *const names[12] = {"int4-g64", "int4-g64+had", "q4_0", "q4_0+had", "nf4-g64", "tq4",
+                                          "K int4-g64+prerope / V int4-g64", "iq4_nl", "nuq4-g64", "int4-g32",
+                                          "K int4-t32-asym+res32 / V int4-g32-asym+res32", "q4_1"};
+    for (int i = 0; i < 12; i++)
+        crowd[i] = (ChartPoint){names[i], 4.25 + 0.25 * i / 11.0, 0.01 * (1 + 0.05 * (i % 5)), 0.5 + 0.1 * (i % 4),
+                                0.3};
+    int rc;
+    char *svg = write_chart("crowded", crowd, 12, svg_path, &rc);
+    check_label_boxes("of 12 points within 0.25 bits", rc == 0 ? svg : NULL, 24);
+    free(svg);
+    unlink(svg_path);
+}
+
 int main(void) {
     test_pareto();
     unsigned char front[N_SAMPLE];
@@ -297,9 +591,9 @@ int main(void) {
           "differs");
 
     static const ChartPoint HOSTILE[] = {
-        {"nan bits", NAN, 1e-3, 1}, {"inf dppl", 4, 1e-3, INFINITY}, {NULL, 4, NAN, 1e300}, {"\x01" "ctl\xff\xc3(", 1e-320, -1e-12, -1e300},
-        {"huge KL", 1e300, 1e300, 0}, {"same", 4, 1e-3, 0},
-        {"a very long configuration label that runs past the right edge of the plot area by far", 16, 1e-3, 0},
+        {"nan bits", NAN, 1e-3, 1, 0}, {"inf dppl", 4, 1e-3, INFINITY, 0}, {NULL, 4, NAN, 1e300, NAN},
+        {"\x01" "ctl\xff\xc3(", 1e-320, -1e-12, -1e300, INFINITY}, {"huge KL", 1e300, 1e300, 0, 1e300}, {"same", 4, 1e-3, 0, -1},
+        {"a very long configuration label that runs past the right edge of the plot area by far", 16, 1e-3, 0, 0.1},
     };
     char sample_path[64], empty_path[64], hostile_path[64], script[64] = "/tmp/kvq-chart-py-XXXXXX";
     int rc_sample, rc_empty, rc_hostile;
@@ -311,14 +605,16 @@ int main(void) {
     check_common("with no points", empty, rc_empty);
     check_common("of hostile values", hostile, rc_hostile);
     if (sample && rc_sample == 0) test_sample_svg(title, sample_path, sample);
-    check(empty && strstr(empty, ">no points<") && count(empty, "<circle") == 2,
+    check(empty && strstr(empty, ">no points<") && count(empty, "<circle") == 4,
           "chart with no points: says \"no points\" and draws only the legend markers", "missing");
-    check(hostile && strstr(hostile, "2 of 7 configurations not shown") && strstr(hostile, ">?ctl?" "?(<"),
+    check(hostile && strstr(hostile, "2 of 7 configurations not shown") && strstr(hostile, ">?ctl?" "?( (KL &lt;= 0)<"),
           "chart of hostile values: the two non-finite points are counted out, bad bytes become '?'", "missing");
     int in[3] = {0};
     if (hostile) markers_per_panel(hostile, in);
-    check(in[0] == 5 && in[1] == 5 && in[2] == 2, "chart of hostile values: the 5 drawable points lie inside both frames",
+    check(in[0] == 5 && in[1] == 5 && in[2] == 4, "chart of hostile values: the 5 drawable points lie inside both frames",
           "%d in the top panel, %d in the bottom one, %d outside", in[0], in[1], in[2]);
+    check_label_boxes("sample", sample, 2 * N_SAMPLE);
+    check_label_boxes("of hostile values", hostile, 10);
 
     int fd = mkstemp(script);
     if (!have("python3") || fd < 0) {
@@ -345,5 +641,6 @@ int main(void) {
     unlink(empty_path);
     unlink(hostile_path);
     if (fd >= 0) unlink(script);
+    test_label_boxes();
     return test_exit_code();
 }
