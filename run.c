@@ -469,7 +469,8 @@ static const char PROBE_HELP[] =
     "  ./run probe data/models/mini-llama-brown --task copy --kv-scheme int2-g64\n"
     "  ./run probe data/models/mini-llama-brown --task passkey --kv-scheme q4_0 --sequences 2\n"
     "  ./run probe data/models/mini-llama-brown-outliers --task diverge --kv-scheme int3-g64+had --json\n"
-    "  ./run sweep data/models/mini-llama-brown --configs data/sweeps/configs.txt --out-dir out --probe copy\n"
+    "\n"
+    "On every configuration of a sweep: ./run sweep ... --probe TASK (./run sweep --help).\n"
     "\n"
     "exit codes: 0 ok, 2 bad input or usage\n";
 
