@@ -1,4 +1,4 @@
-# kvq build. `make` builds ./run; `make test` builds and runs the test suite;
+# kvq build. `make` builds ./run; `make test` builds and runs the test suite (`make check`: its quick tier);
 # `make OMP=0` builds without OpenMP; `make SANITIZE=1 test` adds ASan/UBSan.
 CC      ?= cc
 SANITIZE ?= 0

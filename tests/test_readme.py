@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pycheck import Printed, quick  # noqa: E402
 
 MODEL = "data/models/mini-llama-brown"
-QUICK_STEP = 4
+QUICK_STEP = 8
 README = open("README.md", encoding="utf-8").read()
 
 
