@@ -1401,16 +1401,18 @@ static int print_help(int argc, char **argv) {
 
 /* OpenMP's idle threads spin before they sleep (libgomp: 300,000 rounds after every parallel region).
  * On cores that other processes share, a spinning thread takes a core from the thread everyone waits
- * for: under a load of two busy processes on 2 cores, --validate took several times as long as with
- * OMP_WAIT_POLICY=passive, which sleeps at once and costs nothing measurable unloaded (README, "A
- * shared machine"). libgomp reads the variable once, before main, so it is set and the program
- * started again: same pid, same binary (/proc/self/exe, even if ./run was replaced meanwhile). Where
- * that exec fails (no /proc), the variable still reaches runtimes that read it at their first
- * parallel region (LLVM's libomp). A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
-static void wait_passively(char **argv) {
+ * for: under a load of two busy processes on 2 cores, --validate took up to twice as long. Sleeping at
+ * once (OMP_WAIT_POLICY=passive) cured that but cost ~2% of prefill and some decode on free cores
+ * (wake-ups after each of decode's many short regions); a brief spin of 10,000 rounds, then sleep,
+ * was as fast as either where each is best (model/kernels/README.md, "A shared machine"). libgomp
+ * reads the variable once, before main, so it is set and the program started again: same pid, same
+ * binary (/proc/self/exe, even if ./run was replaced meanwhile). Where that exec fails (no /proc),
+ * the run goes on with libgomp's default. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
+#define SPIN_ROUNDS_BEFORE_SLEEP "10000"
+static void wait_briefly(char **argv) {
 #ifdef _OPENMP
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    if (setenv("GOMP_SPINCOUNT", SPIN_ROUNDS_BEFORE_SLEEP, 1) != 0) return;
     execv("/proc/self/exe", argv);    /* returns only when it failed: go on as started */
 #else
     (void)argv;
@@ -1418,7 +1420,7 @@ static void wait_passively(char **argv) {
 }
 
 int main(int argc, char **argv) {
-    wait_passively(argv);
+    wait_briefly(argv);
     if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
     if (asks_for_help(argc, argv)) return print_help(argc, argv);
     const Command *c = find_command(argv[1]);

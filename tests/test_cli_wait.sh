@@ -1,17 +1,17 @@
 #!/bin/sh
-# tests/test_cli_wait.sh: ./run's OpenMP threads wait passively unless the user says otherwise
-# (run.c, wait_passively). libgomp reads OMP_WAIT_POLICY before main, so the variable must be in
+# tests/test_cli_wait.sh: ./run's OpenMP threads spin briefly, then sleep, unless the user says otherwise
+# (run.c, wait_briefly). libgomp reads GOMP_SPINCOUNT before main, so the variable must be in
 # the environment the program was started with: ./run sets it and starts itself again. Here ./run
 # is caught blocked reading a FIFO (tokenize --text-file) and its /proc/PID/environ read (the
 # environment of its last exec: a setenv without the exec would not show there): started without
-# OMP_WAIT_POLICY it holds OMP_WAIT_POLICY=passive, under the pid it was started with and as the
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT it holds GOMP_SPINCOUNT=10000, under the pid it was started with and as the
 # same binary; a user's OMP_WAIT_POLICY=active or GOMP_SPINCOUNT is kept; the output is the
 # same as without the FIFO. Needs Linux's /proc; a ./run without OpenMP (make OMP=0) has nothing
 # to set: SKIP lines then.
 . tests/cli_helpers.sh
 MODEL=data/models/mini-llama-brown
 if [ ! -r /proc/self/environ ] || ! ldd ./run 2>/dev/null | grep -q 'libgomp\|libomp'; then
-    echo "SKIP passive waiting: no /proc, or ./run is built without OpenMP"
+    echo "SKIP brief spinning: no /proc, or ./run is built without OpenMP"
     exit 0
 fi
 mkfifo "$T/fifo"
@@ -37,19 +37,19 @@ started() {
 }
 
 started -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT
-[ "$(cat "$T/env")" = "OMP_WAIT_POLICY=passive" ] && [ "$(cat "$T/exe")" = "$(readlink -f ./run)" ] \
-    && pass "passive waiting: ./run started without OMP_WAIT_POLICY runs (same pid, same binary) with OMP_WAIT_POLICY=passive from its start" \
-    || fail "passive waiting: ./run started without OMP_WAIT_POLICY runs (same pid, same binary) with OMP_WAIT_POLICY=passive from its start" \
+[ "$(cat "$T/env")" = "GOMP_SPINCOUNT=10000" ] && [ "$(cat "$T/exe")" = "$(readlink -f ./run)" ] \
+    && pass "brief spinning: ./run started without OMP_WAIT_POLICY or GOMP_SPINCOUNT runs (same pid, same binary) with GOMP_SPINCOUNT=10000 from its start" \
+    || fail "brief spinning: ./run started without OMP_WAIT_POLICY or GOMP_SPINCOUNT runs (same pid, same binary) with GOMP_SPINCOUNT=10000 from its start" \
             "environment '$(cat "$T/env")', exe $(cat "$T/exe")"
 [ "$(cat "$T/rc")" = 0 ] && [ "$(cat "$T/out")" = "$want" ] \
-    && pass "passive waiting: the started-again ./run reads its input and prints what a plain run prints" \
-    || fail "passive waiting: the started-again ./run reads its input and prints what a plain run prints" \
+    && pass "brief spinning: the started-again ./run reads its input and prints what a plain run prints" \
+    || fail "brief spinning: the started-again ./run reads its input and prints what a plain run prints" \
             "exit $(cat "$T/rc"): $(head -c 200 "$T/out")"
 
 started -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active
-[ "$(cat "$T/env")" = "OMP_WAIT_POLICY=active" ] && pass "passive waiting: a user's OMP_WAIT_POLICY=active is kept" \
-    || fail "passive waiting: a user's OMP_WAIT_POLICY=active is kept" "environment '$(cat "$T/env")'"
+[ "$(cat "$T/env")" = "OMP_WAIT_POLICY=active" ] && pass "brief spinning: a user's OMP_WAIT_POLICY=active is kept" \
+    || fail "brief spinning: a user's OMP_WAIT_POLICY=active is kept" "environment '$(cat "$T/env")'"
 
 started -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1000
-[ "$(cat "$T/env")" = "GOMP_SPINCOUNT=1000" ] && pass "passive waiting: a user's GOMP_SPINCOUNT is kept, no wait policy added" \
-    || fail "passive waiting: a user's GOMP_SPINCOUNT is kept, no wait policy added" "environment '$(cat "$T/env")'"
+[ "$(cat "$T/env")" = "GOMP_SPINCOUNT=1000" ] && pass "brief spinning: a user's GOMP_SPINCOUNT is kept, no wait policy added" \
+    || fail "brief spinning: a user's GOMP_SPINCOUNT is kept, no wait policy added" "environment '$(cat "$T/env")'"
