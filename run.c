@@ -1402,7 +1402,7 @@ static int print_help(int argc, char **argv) {
 /* OpenMP's idle threads spin before they sleep (libgomp: 300,000 rounds after every parallel region).
  * On cores that other processes share, a spinning thread takes a core from the thread everyone waits
  * for: under a load of two busy processes on 2 cores, --validate took up to twice as long. Sleeping at
- * once (OMP_WAIT_POLICY=passive) cured that but cost ~2% of prefill and some decode on free cores
+ * once (OMP_WAIT_POLICY=passive) cured that but cost 0.7-3.7% of prefill on free cores
  * (wake-ups after each of decode's many short regions); a brief spin of 10,000 rounds, then sleep,
  * was as fast as either where each is best (model/kernels/README.md, "A shared machine"). libgomp
  * reads the variable once, before main, so it is set and the program started again: same pid, same
