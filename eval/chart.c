@@ -11,6 +11,7 @@
  * by its box (text widths of DejaVu Sans, the widest usual sans-serif face, rounded up), so none
  * covers another number or a marker or leaves its panel. */
 #include "eval/chart.h"
+#include "eval/svg.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,35 +171,6 @@ static double point_y(const Chart *c, int i, int top) {
 
 /* --- text ------------------------------------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at s, or 0: XML parsers reject a file with invalid UTF-8. */
-static int utf8_len(const unsigned char *s) {
-    unsigned char c = s[0];
-    int len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (len < 2) return len;
-    unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
-    if (s[1] < lo || s[1] > hi) return 0;
-    for (int i = 2; i < len; i++)    /* stops at the NUL, which is no continuation byte */
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    return len;
-}
-
-/* The first n bytes of s as XML character data; control bytes and invalid UTF-8 become '?'. */
-static void xml_text_n(FILE *f, const char *s, size_t n) {
-    static const char special[] = "&<>\"'", *const entity[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
-    const unsigned char *u = (const unsigned char *)s, *end = u + n;
-    while (u < end && *u) {
-        int len = utf8_len(u);
-        const char *hit = strchr(special, *u);
-        if (len > end - u) len = 0;    /* a sequence cut by the line's end */
-        if (hit) fputs(entity[hit - special], f);
-        else if (len == 0 || *u < 0x20) fputc('?', f);
-        else fwrite(u, 1, (size_t)len, f);
-        u += len ? len : 1;
-    }
-}
-
-static void xml_text(FILE *f, const char *s) { xml_text_n(f, s, strlen(s)); }
-
 /* A character's advance in DejaVu Sans, in em, rounded up by class (i 0.278 -> 0.28, r 0.412 -> 0.42,
  * digits 0.636 -> 0.64, O 0.787 -> 0.79, W 0.989 -> 1); the usual other faces are narrower, so boxes
  * sized by it hold. Its bold face is at most 1.25 times as wide (i 0.343, W 1.104). */
@@ -224,7 +196,7 @@ static double text_width(const char *s, double fs) { return text_width_n(s, strl
 static void text_at(const Chart *c, double x, double y, const char *anchor, double fs, const char *attrs, const char *s) {
     fprintf(c->f, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\" font-size=\"%.4g\"%s>", fit(x, W), fit(y, c->h), anchor,
             fs, attrs);
-    xml_text(c->f, s);
+    svg_text(c->f, s);
     fputs("</text>\n", c->f);
 }
 
@@ -615,7 +587,7 @@ static void key(Chart *c) {
             size_t len = key_line_len(s);
             fprintf(c->f, "<text class=\"key\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"start\" font-size=\"%.0f\">",
                     fit(x + KEY_NUM_W + 6, W), fit(y, c->h), KEY_FS);
-            xml_text_n(c->f, s, len);
+            svg_text_n(c->f, s, len);
             fputs("</text>\n", c->f);
             s += len;
         }

@@ -15,17 +15,21 @@ static int utf8_len(const unsigned char *s) {
     return len;
 }
 
-void svg_text(FILE *f, const char *s) {
+void svg_text_n(FILE *f, const char *s, size_t n) {
     static const char special[] = "&<>\"'", *const entity[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
-    for (const unsigned char *u = (const unsigned char *)s; u && *u;) {
+    const unsigned char *u = (const unsigned char *)s, *end = u + (s ? n : 0);
+    while (u < end && *u) {
         int len = utf8_len(u);
         const char *hit = strchr(special, *u);
+        if (len > end - u) len = 0;    /* a sequence cut by the end of the n bytes */
         if (hit) fputs(entity[hit - special], f);
         else if (len == 0 || *u < 0x20 || *u == 0x7f) fputc('?', f);
         else fwrite(u, 1, (size_t)len, f);
         u += len ? len : 1;
     }
 }
+
+void svg_text(FILE *f, const char *s) { svg_text_n(f, s, s ? strlen(s) : 0); }
 
 void svg_ramp(double t, int rgb[3]) {
     static const int stops[4][3] = {{24, 18, 84}, {33, 120, 142}, {94, 201, 98}, {253, 231, 37}};

@@ -4,11 +4,14 @@
 #ifndef KVQ_SVG_H
 #define KVQ_SVG_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 /* s as XML character data: & < > " ' as entities; control bytes, DEL and bytes that are not
  * valid UTF-8 as '?' (a label can be any string a user gave: a path, a scheme, a model name). */
 void svg_text(FILE *f, const char *s);
+/* The same for the first n bytes of s (a UTF-8 sequence cut by the n-th byte becomes '?'). */
+void svg_text_n(FILE *f, const char *s, size_t n);
 
 /* A heatmap colour for t in [0, 1] (clamped): dark blue (lowest) through teal and green to
  * yellow (highest), linear between four stops, as viridis. */
