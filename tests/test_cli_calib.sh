@@ -265,3 +265,10 @@ ok "calib: calibrate mini-llama-brown (1024 tokens, ctx 256, --fit nuq2-g64)" \
 refused "calib: kvq's calibration of mini-llama-brown on mini-llama-brown-outliers" "$T/brown.st: calibration of another model" \
     ./run ppl $O $W --kv-scheme nuq2-g64 --calib "$T/brown.st"
 ok "calib: kvq's calibration on its own model" ./run ppl $M $W --kv-scheme nuq2-g64 --calib "$T/brown.st"
+
+# --- calibrate's progress lines (stderr, not a terminal): the fits count tables, and give no tok/s
+./run calibrate $M --tokens 1024 --ctx 256 --fit nuq2-g64 --out "$T/progress.st" 2>"$T/progress.err" >/dev/null
+grep -q '^calibrate: fits: 8/8 tables, ETA' "$T/progress.err" && ! grep '^calibrate: fits' "$T/progress.err" | grep -q 'tok/s' &&
+    grep -q '^calibrate: rows: 4/4 windows, [0-9]* tok/s' "$T/progress.err" &&
+    pass "calib: calibrate's progress counts the rows' windows with tok/s and the fits' tables without" ||
+    fail "calib: calibrate's progress counts the rows' windows with tok/s and the fits' tables without" "$(cat "$T/progress.err")"
