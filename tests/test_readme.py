@@ -151,9 +151,10 @@ def results_rows(demo):
             ([c.strip() for c in l.strip("|").split("|")] for l in lines[2:])}
 
 
-def readme_rows(marker):
-    """The cells of each row of the README table under `<!-- marker ... -->` (header lines left out)."""
-    m = re.search(rf"<!-- {marker}.*?-->\n(.*?)\n\n", README, re.S)
+def readme_rows(marker, text=README):
+    """The cells of each row of the table under `<!-- marker ... -->` in text, the README by default (header
+    lines left out)."""
+    m = re.search(rf"<!-- {marker}.*?-->\n(.*?)\n\n", text, re.S)
     return [[c.strip() for c in line.strip("|").split("|")] for line in m.group(1).splitlines()[2:]] if m else []
 
 
@@ -244,19 +245,29 @@ def probe_rows(path):
 
 
 def check_diverge_table():
-    """The README's greedy-divergence table: each row's cells are both models' probe-diverge.md cells."""
+    """The greedy-divergence figures: eval/README.md's table rows are both models' probe-diverge.md cells,
+    and the README's summary quotes them rounded to one decimal."""
     brown = probe_rows("data/sweeps/mini-llama-brown/probe-diverge.md")
     outliers = probe_rows("data/sweeps/mini-llama-brown-outliers/probe-diverge.md")
-    rows = readme_rows("diverge table")
+    rows = readme_rows("diverge table", open("eval/README.md", encoding="utf-8").read())
     bad = []
     for cells in rows:
         name = cells[0]
         if name not in brown or name not in outliers:
             bad.append(f"{name}: not in both reports")
         elif cells != [name, brown[name][1], brown[name][2], outliers[name][1], outliers[name][2]]:
-            bad.append(f"README {cells} != the reports' {brown[name][1:3]} {outliers[name][1:3]}")
-    report("README: the greedy-divergence table's rows are both models' probe-diverge.md cells", rows and not bad,
-           "; ".join(bad[:3]) or "table not found")
+            bad.append(f"eval/README.md {cells} != the reports' {brown[name][1:3]} {outliers[name][1:3]}")
+    report("eval/README.md: the greedy-divergence table has every row of both models' probe-diverge.md, cell for cell",
+           rows and len(rows) == len(brown) == len(outliers) and not bad, "; ".join(bad[:3]) or f"{len(rows)} rows")
+    m = re.search(r"<!-- diverge summary.*?-->\n(.*?)\n\n", README, re.S)
+    quoted = re.findall(r"(\S+) (\d+\.\d) / (\d+\.\d)", m.group(1)) if m else []
+    bad = []
+    for name, b, o in quoted:
+        mean = lambda rep: "%.1f" % float(rep[name][1].split()[0]) if name in rep else None
+        if (b, o) != (mean(brown), mean(outliers)):
+            bad.append(f"{name}: README {b} / {o}, reports {mean(brown)} / {mean(outliers)}")
+    report("README: the greedy-divergence summary quotes both models' probe-diverge.md", len(quoted) >= 4 and not bad,
+           "; ".join(bad) or f"{len(quoted)} figures found")
 
 
 PATH_NOTE = "" if SAME_PATH else f" (on {current_kernel()}, not {readme_kernel()}: within the stated tolerances)"

@@ -4,7 +4,7 @@ committed files' (data/sensitivity/, `make allocate-demo`), and today's ./run al
 choices from the committed sensitivities. Cheap: no forward pass runs (the held-out sweeps took minutes).
 
 - each table after an `<!-- allocate-demo table: FILE -->` marker is, line for line, the first table of FILE
-  (allocate --verify's allocation.md);
+  (allocate --verify's allocation.md): the outlier model's in the README, mini-llama-brown's in eval/README.md;
 - the ratios after `<!-- allocate-demo ratios -->` are the allocations' measured / predicted KL in the
   verify-test and verify-valid allocation.json files, to the two decimals shown, in the order named;
 - `./run allocate MODEL --from data/sensitivity/MODEL --budget 2.5,3,3.5 --json` gives the committed
@@ -16,6 +16,7 @@ import re
 import subprocess
 
 README = open("README.md", encoding="utf-8").read()
+DOCS = {"README.md": README, "eval/README.md": open("eval/README.md", encoding="utf-8").read()}
 MODELS = ["mini-llama-brown-outliers", "mini-llama-brown"]
 
 
@@ -36,18 +37,24 @@ def first_table(text):
 
 
 def tables():
-    marks = list(re.finditer(r"<!-- allocate-demo table: (\S+) -->\n", README))
-    report("README: an allocate-demo table for each bundled model", len(marks) == 2, f"{len(marks)} markers")
-    for m in marks:
+    marks = [(doc, m) for doc, text in DOCS.items()
+             for m in re.finditer(r"<!-- allocate-demo table: (\S+) -->\n", text)]
+    shown_files = sorted(m.group(1) for _, m in marks)
+    want_files = sorted(f"data/sensitivity/{model}/verify-test/allocation.md" for model in MODELS)
+    report("README and eval/README.md: an allocate-demo table for each bundled model", shown_files == want_files,
+           f"markers for {shown_files}")
+    report("README: the outlier model's allocate-demo table is in the README itself",
+           any(doc == "README.md" and "outliers" in m.group(1) for doc, m in marks), "not found")
+    for doc, m in marks:
         path = m.group(1)
         shown = []
-        for line in README[m.end():].splitlines():
+        for line in DOCS[doc][m.end():].splitlines():
             if not line.startswith("|"):
                 break
             shown.append(line)
         want = first_table(open(path, encoding="utf-8").read()) if os.path.exists(path) else None
-        report(f"README: the allocation table of {path} is the file's, line for line", shown == want and len(shown) == 8,
-               f"README {len(shown)} lines, file {None if want is None else len(want)}: "
+        report(f"{doc}: the allocation table of {path} is the file's, line for line", shown == want and len(shown) == 8,
+               f"{doc} {len(shown)} lines, file {None if want is None else len(want)}: "
                f"{next((a for a, b in zip(shown, want or []) if a != b), '')}")
 
 
