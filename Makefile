@@ -92,9 +92,10 @@ test: run $(TEST_BIN)
 	@sh tests/run_tests.sh $(BUILD)/tests
 
 # `make check`: the quick tier for everyday work, every test program with the long reference
-# checks on a sample of their rows (KVQ_QUICK=1; each says which). `make test` (CI's) checks all.
+# checks on a sample of their rows (KVQ_QUICK=1; each says which), two programs at a time
+# (KVQ_TEST_JOBS=N for another number). `make test` (CI's) checks all, one program at a time.
 check: run $(TEST_BIN)
-	@KVQ_QUICK=1 sh tests/run_tests.sh $(BUILD)/tests
+	@KVQ_QUICK=1 KVQ_TEST_JOBS=$${KVQ_TEST_JOBS:-2} sh tests/run_tests.sh $(BUILD)/tests
 
 bench: run
 	./run bench --random tinyllama --ppl

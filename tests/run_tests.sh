@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs every test program in $1 and every tests/test_*.sh and tests/test_*.py,
 # counts PASS/FAIL lines, and ends with "N passed, N failed" after the seconds taken (each test's
-# too). KVQ_QUICK=1 in the environment (`make check`) makes the long tests sample their rows.
+# too). KVQ_QUICK=1 in the environment (`make check`) makes the long tests sample their rows;
+# KVQ_TEST_JOBS=N runs N programs at a time (`make check`: 2), each report still whole and in order.
 # A program that crashes or exits nonzero without printing FAIL counts as one failure.
 # Every check name appears once across the whole run, so N passed counts distinct checks:
 # a repeated name is itself a FAIL (see repeated_names).
@@ -27,11 +28,13 @@ if [ -z "${OMP_WAIT_POLICY-}" ] && [ -z "${GOMP_SPINCOUNT-}" ]; then
     GOMP_SPINCOUNT=10000
     export GOMP_SPINCOUNT
 fi
+jobs=${KVQ_TEST_JOBS:-1}
+case "$jobs" in ''|*[!0-9]*|0) echo "FAIL KVQ_TEST_JOBS=$jobs: not a positive number"; exit 2 ;; esac
 passed=0
 failed=0
 began=$(date +%s)
-log=$(mktemp)
 all=$(mktemp)
+work=$(mktemp -d)
 
 # Names printed more than once in the PASS/FAIL lines of file $1, one "Nx name" a line. A FAIL
 # line is "FAIL name: why" and a name may hold ": " itself, so a FAIL repeats a name when it
@@ -50,6 +53,52 @@ repeated_names() {
             }
         }' "$1"
 }
+# One test: its output, seconds and exit status into $work/N.out, N.secs, N.rc (the status last,
+# so that N.rc existing means N is done).
+run_one() {
+    one_start=$(date +%s)
+    KVQ_TEST_BIN=$bindir $2 >"$work/$1.out" 2>&1
+    one_rc=$?
+    echo $(($(date +%s) - one_start)) >"$work/$1.secs"
+    echo "$one_rc" >"$work/$1.rc.tmp" && mv "$work/$1.rc.tmp" "$work/$1.rc"
+}
+# Test N's report, printed in the order the tests were started, whatever order they end in.
+report_one() {
+    t=$(cat "$work/$1.name")
+    rc=$(cat "$work/$1.rc")
+    echo "== $t"
+    cat "$work/$1.out"
+    echo "   ($t: $(cat "$work/$1.secs") s)"
+    cat "$work/$1.out" >>"$all"
+    p=$(grep -c '^PASS ' "$work/$1.out")
+    f=$(grep -c '^FAIL ' "$work/$1.out")
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $t: exited with status $rc" | tee -a "$all"
+        f=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+}
+# Reports every finished test that is next in order; with "all", waits for every test first.
+report_ready() {
+    while [ "$reported" -lt "$started" ]; do
+        n=$((reported + 1))
+        if [ ! -f "$work/$n.rc" ]; then
+            [ "$1" = all ] || return 0
+            sleep 0.1
+            continue
+        fi
+        report_one "$n"
+        reported=$n
+    done
+}
+# Tests still running: started, and without an exit status yet.
+running_count() {
+    done_count=$(ls "$work" | grep -c '\.rc$')
+    echo $((started - done_count))
+}
+started=0
+reported=0
 for t in $tests; do
     if [ ! -f "$t" ]; then
         # a glob that matched nothing is fine; a program asked for by name must exist
@@ -63,22 +112,17 @@ for t in $tests; do
         *.py) cmd="python3 $t" ;;
         *)    cmd="$runner $t" ;;
     esac
-    echo "== $t"
-    start=$(date +%s)
-    KVQ_TEST_BIN=$bindir $cmd >"$log" 2>&1
-    rc=$?
-    cat "$log"
-    echo "   ($t: $(($(date +%s) - start)) s)"
-    cat "$log" >>"$all"
-    p=$(grep -c '^PASS ' "$log")
-    f=$(grep -c '^FAIL ' "$log")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "FAIL $t: exited with status $rc" | tee -a "$all"
-        f=1
-    fi
-    passed=$((passed + p))
-    failed=$((failed + f))
+    while [ "$(running_count)" -ge "$jobs" ]; do
+        report_ready
+        sleep 0.1
+    done
+    started=$((started + 1))
+    echo "$t" >"$work/$started.name"
+    run_one "$started" "$cmd" &
+    report_ready
 done
+report_ready all
+wait
 repeats=$(repeated_names "$all")
 if [ -n "$repeats" ]; then
     echo "FAIL every check name is printed once across the run: repeated:"
@@ -88,7 +132,7 @@ else
     echo "PASS every check name is printed once across the run"
     passed=$((passed + 1))
 fi
-rm -f "$log" "$all"
+rm -rf "$all" "$work"
 echo "all tests: $(($(date +%s) - began)) s"
 echo "$passed passed, $failed failed"   # the last line, exactly so: CI reads it
 [ "$failed" -eq 0 ]
