@@ -123,7 +123,7 @@ int runstate_init(RunState *s, const Config *c, int max_batch, Error *err) {
             return error_set(err, "out of memory for a batch of %d tokens", max_batch);
         }
     }
-    s->logits = malloc(T * c->vocab_size * sizeof(float));
+    s->logits = huge_alloc(T * c->vocab_size * sizeof(float));
     s->rope_cs = malloc(T * c->head_dim * sizeof(float));
     s->norm_w = malloc((size_t)c->dim * sizeof(float));
     /* mlp_swiglu_add's need, the largest; in size_t: each size may be up to 2^30 */
