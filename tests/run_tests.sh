@@ -64,16 +64,16 @@ run_one() {
 }
 # Test N's report, printed in the order the tests were started, whatever order they end in.
 report_one() {
-    t=$(cat "$work/$1.name")
-    rc=$(cat "$work/$1.rc")
-    echo "== $t"
+    name=$(cat "$work/$1.name")
+    status=$(cat "$work/$1.rc")
+    echo "== $name"
     cat "$work/$1.out"
-    echo "   ($t: $(cat "$work/$1.secs") s)"
+    echo "   ($name: $(cat "$work/$1.secs") s)"
     cat "$work/$1.out" >>"$all"
     p=$(grep -c '^PASS ' "$work/$1.out")
     f=$(grep -c '^FAIL ' "$work/$1.out")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "FAIL $t: exited with status $rc" | tee -a "$all"
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $name: exited with status $status" | tee -a "$all"
         f=1
     fi
     passed=$((passed + p))
@@ -112,12 +112,12 @@ for t in $tests; do
         *.py) cmd="python3 $t" ;;
         *)    cmd="$runner $t" ;;
     esac
+    echo "$t" >"$work/$((started + 1)).name"
     while [ "$(running_count)" -ge "$jobs" ]; do
         report_ready
         sleep 0.1
     done
     started=$((started + 1))
-    echo "$t" >"$work/$started.name"
     run_one "$started" "$cmd" &
     report_ready
 done

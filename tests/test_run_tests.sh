@@ -56,3 +56,21 @@ KVQ_TEST_JOBS=0 timeout 60 sh tests/run_tests.sh --runner "" "$T/slow.sh" >"$T/z
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "KVQ_TEST_JOBS=0" "$T/zero" && pass "run_tests.sh: KVQ_TEST_JOBS=0 is refused (exit 2)" ||
     fail "run_tests.sh: KVQ_TEST_JOBS=0 is refused (exit 2)" "exit $rc: $(cat "$T/zero")"
+# Each report is headed by its own program's name: 30 short programs of uneven length (0 to 0.05 s),
+# so that programs end while the runner waits for a free slot (a stop 47 bug: a report printed there
+# gave the next program the name of the one reported, seen once in a run of 40 under qemu).
+many=""
+i=1
+while [ $i -le 30 ]; do
+    printf 'sleep 0.0%s\necho "PASS program %s"\n' "$(( (i * 7) % 6 ))" "$i" >"$T/prog$i.sh"
+    many="$many $T/prog$i.sh"
+    i=$((i + 1))
+done
+for jobs in 1 2; do
+    KVQ_TEST_JOBS=$jobs sh tests/run_tests.sh --runner "" $many >"$T/many$jobs" 2>&1
+    wrong=$(awk '/^== / { n = $2; sub(/.*prog/, "", n); sub(/\.sh$/, "", n) }
+                 /^PASS program / && $3 != n { print "header prog" n ".sh over PASS program " $3 }' "$T/many$jobs" | head -3)
+    count=$(grep -c '^PASS program ' "$T/many$jobs")
+    [ -z "$wrong" ] && [ "$count" -eq 30 ] && pass "run_tests.sh, $jobs at a time: each of 30 reports is headed by its own program" ||
+        fail "run_tests.sh, $jobs at a time: each of 30 reports is headed by its own program" "$count reports; $wrong"
+done
