@@ -13,6 +13,7 @@
  * .ci/run installs) renders it to a PNG; a missing rsvg-convert is a FAIL. */
 #include "tests/test.h"
 #include "eval/chart.h"
+#include "eval/svg.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -583,8 +584,43 @@ static void test_label_boxes(void) {
     unlink(svg_path);
 }
 
+/* svg_text_n's output for the first n bytes of s, into out. */
+static void svg_of(const char *s, size_t n, char *out, size_t len) {
+    FILE *f = tmpfile();
+    if (!f) { out[0] = 0; return; }
+    svg_text_n(f, s, n);
+    rewind(f);
+    size_t got = fread(out, 1, len - 1, f);
+    out[got] = 0;
+    fclose(f);
+}
+
+/* The escaper every SVG writer shares (eval/svg.c), by hand: entities, control bytes, a UTF-8
+ * sequence kept whole or, when the n bytes cut it, replaced. */
+static void test_svg_text(void) {
+    static const struct { const char *in; size_t n; const char *want; } cases[] = {
+        {"a<b&\"c'>", 9, "a&lt;b&amp;&quot;c&apos;&gt;"},
+        {"a\xc3\xa9z", 4, "a\xc3\xa9z"},      /* e-acute kept */
+        {"a\xc3\xa9z", 2, "a?"},               /* cut after its first byte */
+        {"\xe2\x82\xac", 2, "??"},            /* a euro sign cut after two of three bytes */
+        {"\xe2\x82\xac", 3, "\xe2\x82\xac"},
+        {"ab\x01\x7f\xff", 5, "ab???"},
+        {"abc", 2, "ab"},
+        {"a\0bc", 4, "a"},                     /* stops at a NUL */
+    };
+    size_t n_cases = sizeof cases / sizeof cases[0], bad = n_cases;
+    char got[64] = "";
+    for (size_t i = 0; i < n_cases && bad == n_cases; i++) {
+        svg_of(cases[i].in, cases[i].n, got, sizeof got);
+        if (strcmp(got, cases[i].want) != 0) bad = i;
+    }
+    check(bad == n_cases, "svg_text_n: entities, control bytes, UTF-8 kept whole or cut to '?' (8 cases)",
+          "case %zu: got '%s', want '%s'", bad, got, bad < n_cases ? cases[bad].want : "");
+}
+
 int main(void) {
     test_pareto();
+    test_svg_text();
     unsigned char front[N_SAMPLE];
     chart_pareto_front(SAMPLE, N_SAMPLE, front);
     check(memcmp(front, SAMPLE_FRONT, N_SAMPLE) == 0, "pareto: the 12-point sample's front is the hand-derived one",
