@@ -41,8 +41,14 @@ static void fp32_decode(const KvBase *b, const void *units, int n, int r0, int c
 }
 
 const KvCodec kv_codec_fp32 = {
-    "fp32", "float32 as computed: no quantization (the baseline)", "fp32",
-    fp32_parse, any_width, row_bytes, fp32_encode, fp32_decode, NULL, NULL, 0, NULL,
+    .syntax = "fp32",
+    .summary = "float32 as computed: no quantization (the baseline)",
+    .examples = "fp32",
+    .parse = fp32_parse,
+    .check = any_width,
+    .unit_bytes = row_bytes,
+    .encode = fp32_encode,
+    .decode = fp32_decode,
 };
 
 /* ---- fp16 ---- */
@@ -63,8 +69,14 @@ static void fp16_decode(const KvBase *b, const void *units, int n, int r0, int c
 }
 
 const KvCodec kv_codec_fp16 = {
-    "fp16", "IEEE half, nearest-even", "fp16",
-    fp16_parse, any_width, row_bytes, fp16_encode, fp16_decode, NULL, NULL, 0, NULL,
+    .syntax = "fp16",
+    .summary = "IEEE half, nearest-even",
+    .examples = "fp16",
+    .parse = fp16_parse,
+    .check = any_width,
+    .unit_bytes = row_bytes,
+    .encode = fp16_encode,
+    .decode = fp16_decode,
 };
 
 /* ---- bf16 ---- */
@@ -87,6 +99,12 @@ static void bf16_decode(const KvBase *b, const void *units, int n, int r0, int c
 }
 
 const KvCodec kv_codec_bf16 = {
-    "bf16", "bfloat16, nearest-even", "bf16",
-    bf16_parse, any_width, row_bytes, bf16_encode, bf16_decode, NULL, NULL, 0, NULL,
+    .syntax = "bf16",
+    .summary = "bfloat16, nearest-even",
+    .examples = "bf16",
+    .parse = bf16_parse,
+    .check = any_width,
+    .unit_bytes = row_bytes,
+    .encode = bf16_encode,
+    .decode = bf16_decode,
 };

@@ -209,15 +209,25 @@ static void fp8_decode_t64(const KvBase *b, const void *units, int n, int r0, in
 }
 
 const KvCodec kv_codec_fp8_e4m3 = {
-    "fp8-e4m3",
-    "OCP FP8 E4M3FN (max 448, no inf), nearest-even, saturating; no scale",
-    "fp8-e4m3",
-    e4m3_parse, fp8_check, fp8_unit_bytes, fp8_encode, fp8_decode, fp8_decode_t64, NULL, 0, NULL,
+    .syntax = "fp8-e4m3",
+    .summary = "OCP FP8 E4M3FN (max 448, no inf), nearest-even, saturating; no scale",
+    .examples = "fp8-e4m3",
+    .parse = e4m3_parse,
+    .check = fp8_check,
+    .unit_bytes = fp8_unit_bytes,
+    .encode = fp8_encode,
+    .decode = fp8_decode,
+    .decode_t64 = fp8_decode_t64,
 };
 
 const KvCodec kv_codec_fp8_e5m2 = {
-    "fp8-e5m2",
-    "OCP FP8 E5M2 (max 57344), nearest-even, saturating; no scale",
-    "fp8-e5m2",
-    e5m2_parse, fp8_check, fp8_unit_bytes, fp8_encode, fp8_decode, fp8_decode_t64, NULL, 0, NULL,
+    .syntax = "fp8-e5m2",
+    .summary = "OCP FP8 E5M2 (max 57344), nearest-even, saturating; no scale",
+    .examples = "fp8-e5m2",
+    .parse = e5m2_parse,
+    .check = fp8_check,
+    .unit_bytes = fp8_unit_bytes,
+    .encode = fp8_encode,
+    .decode = fp8_decode,
+    .decode_t64 = fp8_decode_t64,
 };

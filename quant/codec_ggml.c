@@ -291,8 +291,13 @@ static void ggml_decode(const KvBase *b, const void *units, int n, int r0, int c
 }
 
 const KvCodec kv_codec_ggml = {
-    "q8_0, q4_0, q4_1, q5_0, q5_1",
-    "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
-    "q8_0 q4_0 q4_1 q5_0 q5_1",
-    ggml_parse, ggml_check, ggml_unit_bytes, ggml_encode, ggml_decode, NULL, NULL, 1, NULL,
+    .syntax = "q8_0, q4_0, q4_1, q5_0, q5_1",
+    .summary = "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
+    .examples = "q8_0 q4_0 q4_1 q5_0 q5_1",
+    .parse = ggml_parse,
+    .check = ggml_check,
+    .unit_bytes = ggml_unit_bytes,
+    .encode = ggml_encode,
+    .decode = ggml_decode,
+    .llama_key_order = 1,
 };

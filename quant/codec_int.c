@@ -467,8 +467,13 @@ static void int_decode_t64(const KvBase *b, const void *units, int n, int r0, in
 }
 
 const KvCodec kv_codec_int = {
-    "intB-gG[-asym], intB-tG[-asym]",
-    "B = 2, 3, 4, 8 bit integers, an fp16 scale (and minimum) per group of G: gG along the row, tG along positions",
-    "int8-g64 int4-g64 int4-g32-asym int3-g64 int2-g64 int2-t32-asym int4-t32-asym",
-    int_parse, int_check, int_unit_bytes, int_encode, int_decode, int_decode_t64, NULL, 0, NULL,
+    .syntax = "intB-gG[-asym], intB-tG[-asym]",
+    .summary = "B = 2, 3, 4, 8 bit integers, an fp16 scale (and minimum) per group of G: gG along the row, tG along positions",
+    .examples = "int8-g64 int4-g64 int4-g32-asym int3-g64 int2-g64 int2-t32-asym int4-t32-asym",
+    .parse = int_parse,
+    .check = int_check,
+    .unit_bytes = int_unit_bytes,
+    .encode = int_encode,
+    .decode = int_decode,
+    .decode_t64 = int_decode_t64,
 };

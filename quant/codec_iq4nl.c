@@ -252,10 +252,14 @@ static void iq4nl_decode_t64(const KvBase *b, const void *units, int n, int r0, 
 #endif
 
 const KvCodec kv_codec_iq4nl = {
-    "iq4_nl",
-    "llama.cpp's iq4_nl KV block type: blocks of 32, an fp16 scale, 4-bit codes of a non-linear table",
-    "iq4_nl",
-    iq4nl_parse, iq4nl_check, iq4nl_unit_bytes, iq4nl_encode, iq4nl_decode, IQ4NL_DECODE_T64, NULL,
-    1,      /* a llama.cpp cache type: keys in llama.cpp's channel order */
-    NULL,
+    .syntax = "iq4_nl",
+    .summary = "llama.cpp's iq4_nl KV block type: blocks of 32, an fp16 scale, 4-bit codes of a non-linear table",
+    .examples = "iq4_nl",
+    .parse = iq4nl_parse,
+    .check = iq4nl_check,
+    .unit_bytes = iq4nl_unit_bytes,
+    .encode = iq4nl_encode,
+    .decode = iq4nl_decode,
+    .decode_t64 = IQ4NL_DECODE_T64,
+    .llama_key_order = 1,   /* a llama.cpp cache type: keys in llama.cpp's channel order */
 };

@@ -230,8 +230,13 @@ static void nf4_decode_t64(const KvBase *b, const void *units, int n, int r0, in
 #endif
 
 const KvCodec kv_codec_nf4 = {
-    "nf4-gG",
-    "4-bit NormalFloat (QLoRA's NF4) codes, an fp16 absmax per group of G along the row",
-    "nf4-g64 nf4-g32 nf4-g128",
-    nf4_parse, nf4_check, nf4_unit_bytes, nf4_encode, nf4_decode, NF4_DECODE_T64, NULL, 0, NULL,
+    .syntax = "nf4-gG",
+    .summary = "4-bit NormalFloat (QLoRA's NF4) codes, an fp16 absmax per group of G along the row",
+    .examples = "nf4-g64 nf4-g32 nf4-g128",
+    .parse = nf4_parse,
+    .check = nf4_check,
+    .unit_bytes = nf4_unit_bytes,
+    .encode = nf4_encode,
+    .decode = nf4_decode,
+    .decode_t64 = NF4_DECODE_T64,
 };

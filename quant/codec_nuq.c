@@ -436,9 +436,15 @@ static void nuq_fit_start(const KvBase *b, const float *points, size_t n_points,
 static const KvFit NUQ_FIT = {nuq_table_shape, nuq_fit_points, nuq_fit_start};
 
 const KvCodec kv_codec_nuq = {
-    "nuqB-gG, nuqB-tG",
-    "B = 2, 3, 4 bit codes into a table fitted to the model (KVQuant's nuqB; ./run calibrate), an fp16 absmax "
-    "per group of G: gG along the row, tG along positions",
-    "nuq4-g64 nuq3-g64 nuq2-g64 nuq2-t64",
-    nuq_parse, nuq_check, nuq_unit_bytes, nuq_encode, nuq_decode, NUQ_DECODE_T64, NULL, 0, &NUQ_FIT,
+    .syntax = "nuqB-gG, nuqB-tG",
+    .summary = "B = 2, 3, 4 bit codes into a table fitted to the model (KVQuant's nuqB; ./run calibrate), an fp16 absmax "
+        "per group of G: gG along the row, tG along positions",
+    .examples = "nuq4-g64 nuq3-g64 nuq2-g64 nuq2-t64",
+    .parse = nuq_parse,
+    .check = nuq_check,
+    .unit_bytes = nuq_unit_bytes,
+    .encode = nuq_encode,
+    .decode = nuq_decode,
+    .decode_t64 = NUQ_DECODE_T64,
+    .fit = &NUQ_FIT,
 };

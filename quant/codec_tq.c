@@ -262,9 +262,14 @@ static void tq_decode(const KvBase *b, const void *units, int n, int r0, int cou
 }
 
 const KvCodec kv_codec_tq = {
-    "tqB",
-    "B = 1..4 bit Lloyd-Max codes of N(0,1) after random signs and a Hadamard rotation, an fp16 norm per row "
-    "(TurboQuant, MSE)",
-    "tq4 tq3 tq2 tq1",
-    tq_parse, tq_check, tq_unit_bytes, tq_encode, tq_decode, NULL, tq_rotate, 0, NULL,
+    .syntax = "tqB",
+    .summary = "B = 1..4 bit Lloyd-Max codes of N(0,1) after random signs and a Hadamard rotation, an fp16 norm per row "
+        "(TurboQuant, MSE)",
+    .examples = "tq4 tq3 tq2 tq1",
+    .parse = tq_parse,
+    .check = tq_check,
+    .unit_bytes = tq_unit_bytes,
+    .encode = tq_encode,
+    .decode = tq_decode,
+    .rotate = tq_rotate,
 };

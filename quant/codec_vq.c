@@ -359,9 +359,15 @@ static void vq_fit_start(const KvBase *b, const float *points, size_t n_points, 
 static const KvFit VQ_FIT = {vq_table_shape, vq_fit_points, vq_fit_start};
 
 const KvCodec kv_codec_vq = {
-    "vqC-dD",
-    "C-bit codes of D-value sub-vectors into codebooks fitted to the model (CQ, CommVQ; ./run calibrate), an fp16 "
-    "norm per row",
-    "vq8-d4 vq8-d8 vq12-d8",
-    vq_parse, vq_check, vq_unit_bytes, vq_encode, vq_decode, VQ_DECODE_T64, NULL, 0, &VQ_FIT,
+    .syntax = "vqC-dD",
+    .summary = "C-bit codes of D-value sub-vectors into codebooks fitted to the model (CQ, CommVQ; ./run calibrate), an fp16 "
+        "norm per row",
+    .examples = "vq8-d4 vq8-d8 vq12-d8",
+    .parse = vq_parse,
+    .check = vq_check,
+    .unit_bytes = vq_unit_bytes,
+    .encode = vq_encode,
+    .decode = vq_decode,
+    .decode_t64 = VQ_DECODE_T64,
+    .fit = &VQ_FIT,
 };
