@@ -19,7 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tokenizer/tokenizer_internal.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/pieces.h"
 
 static const char SPACE_SYMBOL[] = "\xE2\x96\x81";          /* U+2581, 3 bytes */
 static const char UNKNOWN_SURFACE[] = " \xE2\x81\x87 ";     /* " ⁇ ", as sentencepiece decodes unk */

@@ -10,7 +10,7 @@
  * The real tokenizer is the only state kept between inputs, and is read-only. */
 #include <string.h>
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/tokenizer_internal.h"   /* flags, to know when the round trip must hold */
+#include "tokenizer/pieces.h"   /* flags, to know when the round trip must hold */
 #include "tests/fuzz/fuzz.h"
 
 #define REAL_TOKENIZER "data/models/mini-llama-brown/tokenizer.bin"

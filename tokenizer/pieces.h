@@ -1,12 +1,14 @@
-/* tokenizer/tokenizer_internal.h: the Tokenizer struct and helpers shared by
- * tokenizer_load.c (file reading, validation, piece lookup) and tokenizer.c
- * (encode/decode). Not part of the public API. */
-#ifndef KVQ_TOKENIZER_INTERNAL_H
-#define KVQ_TOKENIZER_INTERNAL_H
+/* tokenizer/pieces.h: the Tokenizer struct and its lookup tables (tokenizer/pieces.c), below
+ * both tokenizer_load.c, which fills them from the file, and tokenizer.c, which encodes and
+ * decodes with them. Not part of the public API. */
+#ifndef KVQ_TOKENIZER_PIECES_H
+#define KVQ_TOKENIZER_PIECES_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "tokenizer/tokenizer.h"
+
+/* The same typedef as tokenizer.h's (C11 allows it twice): the tables need not see the API. */
+typedef struct Tokenizer Tokenizer;
 
 /* sentencepiece's ModelProto.SentencePiece.Type */
 enum { PIECE_NORMAL = 1, PIECE_UNKNOWN = 2, PIECE_CONTROL = 3,
@@ -46,6 +48,12 @@ struct Tokenizer {
     int has_unused;             /* any UNUSED piece: encode must resegment those */
 };
 
+/* Inserts piece id into its hash table (t->mergeable or t->reserved, each -1 filled, hash_mask
+ * set); -1 when that table holds its text already (sentencepiece refuses those too). */
+int tok_insert_piece(Tokenizer *t, int id);
+/* Fills t->bigrams with the character pairs found inside mergeable pieces (texts valid UTF-8);
+ * -1 when out of memory. */
+int tok_build_bigrams(Tokenizer *t);
 /* Id of a mergeable piece with this text, or -1. */
 int tok_find_mergeable(const Tokenizer *t, const char *text, size_t len);
 /* Id like sentencepiece's PieceToId: reserved first, then mergeable, else -1. */
