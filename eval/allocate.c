@@ -2,7 +2,7 @@
  * set up from a sensitivity, the LAYERED values of the choice, and its check on held-out windows
  * (a sweep). The report is written by eval/allocate_report.c. */
 #include "eval/allocate.h"
-#include "eval/allocate_internal.h"
+#include "eval/allocate_report.h"
 #include "model/config.h"
 #include "model/formats/fileio.h"
 #include "model/formats/sha256.h"
@@ -241,7 +241,7 @@ static int check_model(const Alloc *a, Error *err) {
     return 0;
 }
 
-void alloc_free(Alloc *a) {
+static void alloc_free(Alloc *a) {
     sens_data_free(&a->d);
     free(a->weight);
     free(a->damage);
@@ -251,7 +251,8 @@ void alloc_free(Alloc *a) {
 
 /* ---- --verify: a sweep on held-out windows ---- */
 
-int alloc_uniform_fits(const Alloc *a, int c, BitsFraction budget) {
+/* 1 when candidate c used alone on both sides fits budget. */
+static int uniform_fits(const Alloc *a, int c, BitsFraction budget) {
     /* the mean of the two sides' bits, (k + v) / 2D <= num / den, in whole numbers */
     long long sum = a->weight[c] + a->weight[(size_t)a->d.g.n_layers * a->n_cand + c];
     long long lhs = times(sum, budget.den), rhs = times(2 * budget.num, a->D);
@@ -285,8 +286,9 @@ static int verify_configs(Alloc *a, Verify *v, SweepSettings *s, Error *err) {
         if (config_of(s, a->k_scheme[b], a->v_scheme[b], &v->cfg_alloc[b], err)) return -1;
     }
     for (int c = 0; c < a->n_cand; c++) {
-        if (!alloc_uniform_fits(a, c, most)) continue;
+        if (!uniform_fits(a, c, most)) continue;
         v->uniform[v->n_uniform] = c;
+        for (int b = 0; b < a->o->n_budgets; b++) v->fits[b][v->n_uniform] = uniform_fits(a, c, a->o->budgets[b]);
         if (config_of(s, a->names[c], a->names[c], &v->cfg_uniform[v->n_uniform], err)) return -1;
         v->n_uniform++;
     }

@@ -17,14 +17,7 @@
 #ifndef KVQ_ALLOCATE_H
 #define KVQ_ALLOCATE_H
 
-#include "eval/sensitivity.h"
-
-#define ALLOC_MAX_BUDGETS 8
-
-/* A number of bits as an exact fraction num / den (den > 0, in lowest terms). */
-typedef struct {
-    long long num, den;
-} BitsFraction;
+#include "eval/allocation.h"
 
 /* The effective bits per value of spec over rows of n values in a cache of ctx positions (ctx <=
  * 0: stored bits), exactly: kv_spec_effective_bits' arithmetic in whole numbers. */
@@ -43,22 +36,6 @@ int alloc_parse_budgets(const char *list, BitsFraction *out, char (*texts)[32], 
  * LAYERED value holds (KV_MAX_LAYER_ITEMS) or more than n characters. */
 int alloc_layered_text(const int *choice, int n_layers, const char (*names)[SENS_SPEC_LEN], char *out, size_t n,
                        Error *err);
-
-typedef struct {
-    const char *model_dir;       /* the model the sensitivity measured (checked by its sha256) */
-    const char *from;            /* the sensitivity's out dir (its sensitivity.json) */
-    const char *candidates;      /* a subset of the sensitivity's ("SPEC,SPEC"); NULL: all of them */
-    BitsFraction budgets[ALLOC_MAX_BUDGETS];
-    char budget_texts[ALLOC_MAX_BUDGETS][32];
-    int n_budgets;
-    int json, quiet;
-    /* --verify: */
-    int verify;
-    const char *out_dir;         /* the verification sweep's directory */
-    const char *text_file;       /* held-out text (default WikiText-2 test) */
-    const char *calib_path;      /* NULL: the model directory's kv-calib.safetensors */
-    int windows, max_tokens, batch;
-} AllocateOptions;
 
 /* ./run allocate below its flags: reads o->from, checks the model, solves every budget, and prints
  * the choices (with --verify, after the verification sweep, with its table). */

@@ -2,7 +2,7 @@
  * chosen LAYERED values with their bits and predicted KL, and after --verify the held-out table —
  * each allocation against the best uniform candidate within its budget, predicted against
  * measured KL — as Markdown and JSON. */
-#include "eval/allocate_internal.h"
+#include "eval/allocate_report.h"
 #include "eval/json_out.h"
 #include "model/formats/fileio.h"
 #include <math.h>
@@ -26,12 +26,12 @@ static double uniform_predicted(const Alloc *a, int c) {
 }
 
 /* Budget b's best uniform candidate: least measured KL of those that fit; -1 if none does. */
-static int best_uniform(const Alloc *a, const Verify *v, int b) {
+static int best_uniform(const Verify *v, int b) {
     int best = -1;
     double best_kl = INFINITY;
     for (int i = 0; i < v->n_uniform; i++) {
         double kl = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]).kl_mean;
-        if (alloc_uniform_fits(a, v->uniform[i], a->o->budgets[b]) && kl < best_kl) best = i, best_kl = kl;
+        if (v->fits[b][i] && kl < best_kl) best = i, best_kl = kl;
     }
     return best;
 }
@@ -80,7 +80,7 @@ static void print_verify(FILE *f, const Alloc *a, const Verify *v) {
         PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_alloc[b]]);
         snprintf(label, sizeof label, "allocation: K `%s`, V `%s`", a->k_scheme[b], a->v_scheme[b]);
         print_row(f, a->o->budget_texts[b], label, allocation_bits(a, b), a->result[b].damage, &y);
-        int u = best_uniform(a, v, b);
+        int u = best_uniform(v, b);
         if (u < 0) { fprintf(f, "| %s | no uniform candidate within the budget | | | | | | |\n", a->o->budget_texts[b]); continue; }
         int c = v->uniform[u];
         y = token_sums_summarize(&v->t->sums[v->cfg_uniform[u]]);
@@ -134,7 +134,7 @@ static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
     fprintf(f, "  \"budgets\": [\n");
     for (int b = 0; b < a->o->n_budgets; b++) {
         PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_alloc[b]]);
-        int u = best_uniform(a, v, b);
+        int u = best_uniform(v, b);
         fprintf(f, "   {\"budget\": %.17g, \"rows\": [\n", (double)a->o->budgets[b].num / a->o->budgets[b].den);
         json_measured(f, "allocation", a->k_scheme[b], a->v_scheme[b], allocation_bits(a, b), a->result[b].damage, &y, 0,
                       u < 0);

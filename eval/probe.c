@@ -1,10 +1,9 @@
 /* eval/probe.c: the probes' options, the run over caches (fp32 first, then each scheme, one cache
  * held at a time) and the figures of a cell (see probe.h); each task's inputs and scoring are in
  * probe_copy.c, probe_passkey.c and probe_diverge.c. */
-#include "eval/probe_internal.h"
+#include "eval/probe.h"
 #include "eval/calibration.h"
 #include "model/modeldir.h"
-#include "model/sampler.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,37 +16,6 @@ int probe_task_parse(const char *name) {
     for (int i = 0; i < 3; i++)
         if (!strcmp(name, TASK_NAMES[i])) return i;
     return -1;
-}
-
-unsigned long long probe_draw(unsigned long long seed, unsigned long long a, unsigned long long b, unsigned long long c) {
-    unsigned long long x = seed;
-    unsigned long long parts[3] = {a, b, c};
-    for (int i = 0; i < 4; i++) {   /* splitmix64, the indices mixed in one at a time */
-        x += 0x9e3779b97f4a7c15ULL + (i ? parts[i - 1] * 0xd1342543de82ef95ULL : 0);
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-        x ^= x >> 31;
-    }
-    return x;
-}
-
-double probe_row_nll(const float *row, int n, int target) {
-    double max = row[0];
-    for (int i = 1; i < n; i++)
-        if (row[i] > max) max = row[i];
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += exp((double)row[i] - max);
-    return max + log(sum) - row[target];
-}
-
-void probe_greedy(ProbeWork *w, KvCache *kv, const int *prompt, int n, int count, int *out) {
-    int vocab = w->m->config.vocab_size;
-    kv->len = 0;
-    prefill(w->m, &w->s, kv, prompt, n);
-    for (int i = 0; i < count; i++) {
-        out[i] = logits_argmax(w->s.logits, vocab);
-        if (i + 1 < count) forward(w->m, &w->s, kv, &out[i], 1, n + i, 0);
-    }
 }
 
 /* Powers of two from `first` below `limit`, then `last` (0: none) when above them. */

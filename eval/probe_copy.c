@@ -4,7 +4,7 @@
  * the model that reads the first copy back through the cache (an induction head: find the
  * previous occurrence of the current token, copy what followed it) predicts every token, and one
  * that cannot read it back guesses among the pieces. */
-#include "eval/probe_internal.h"
+#include "eval/probe_common.h"
 #include "model/sampler.h"
 #include <stdlib.h>
 #include <string.h>

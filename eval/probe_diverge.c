@@ -2,7 +2,7 @@
  * split from a seeded offset; M tokens are generated greedily with the fp32 cache, then with each
  * scheme's, and the tokens before the first difference are counted (M when none differs). Every
  * token is the argmax of its logits, EOS included, so each continuation has exactly M tokens. */
-#include "eval/probe_internal.h"
+#include "eval/probe_common.h"
 #include "eval/wikitext.h"
 #include <stdlib.h>
 #include <string.h>

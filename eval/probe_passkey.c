@@ -3,7 +3,7 @@
  * tokens), a sentence with a five-digit number buried at a given depth of the filler, and the
  * question at the end. The digits are decoded greedily; a trial passes when the answer's first
  * digits are exactly the number. The prompt has L tokens in all, BOS included. */
-#include "eval/probe_internal.h"
+#include "eval/probe_common.h"
 #include "eval/wikitext.h"
 #include <stdio.h>
 #include <stdlib.h>

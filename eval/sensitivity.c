@@ -2,6 +2,7 @@
  * recognised in one; the run; sensitivity.json read back for ./run allocate (see
  * eval/sensitivity.h). The report's files are written by eval/sensitivity_report.c. */
 #include "eval/sensitivity.h"
+#include "eval/sensitivity_report.h"
 #include "model/config.h"
 #include "model/formats/fileio.h"
 #include "model/formats/json.h"
@@ -43,10 +44,6 @@ int sens_parse_candidates(const char *list, SensGrid *g, Error *err) {
         if (!p[len]) return 0;
         p += len + 1;
     }
-}
-
-int sens_config_index(const SensGrid *g, int side, int layer, int candidate) {
-    return (side * g->n_layers + layer) * g->n_candidates + candidate;
 }
 
 /* The keys' and values' schemes of one cell: the candidate at one layer of one side. */

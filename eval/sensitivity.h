@@ -11,29 +11,18 @@
  * Its report, beside the sweep's results.*: sensitivity.md (a table of mean KL by layer and
  * candidate for keys and for values, and every figure of every cell), sensitivity.csv,
  * sensitivity.json (what ./run allocate reads) and sensitivity.svg (a heatmap, K and V panels,
- * eval/sensitivity_chart.c). */
+ * eval/sensitivity_chart.c), written by eval/sensitivity_report.c. */
 #ifndef KVQ_SENSITIVITY_H
 #define KVQ_SENSITIVITY_H
 
 #include "eval/sweep.h"
+#include "eval/sensitivity_grid.h"
 
-#define SENS_MAX_CANDIDATES 32
-#define SENS_SPEC_LEN 96                 /* a candidate's canonical spelling (KvSpec.text) */
 #define SENS_DEFAULT_TEXT "data/wikitext-2-raw/wiki.valid.raw"   /* the calibration split */
-
-typedef enum { SENS_KEYS = 0, SENS_VALUES = 1 } SensSide;
-
-/* The grid: candidates (canonical spellings, in the order given) x layers x sides. */
-typedef struct {
-    int n_layers, n_candidates;
-    char candidates[SENS_MAX_CANDIDATES][SENS_SPEC_LEN];
-} SensGrid;
 
 /* --candidates "SPEC,SPEC,...": each one SPEC (no per-layer items), valid for keys and for
  * values, written once. Fills g's candidates (n_layers left as it is). */
 int sens_parse_candidates(const char *list, SensGrid *g, Error *err);
-/* The configuration of (side, layer, candidate): side-major, then layer, then candidate. */
-int sens_config_index(const SensGrid *g, int side, int layer, int candidate);
 /* Appends the grid's 2 x n_layers x n_candidates configurations to s (s->configs holds
  * SWEEP_MAX_CONFIGS). */
 int sens_add_configs(SweepSettings *s, const SensGrid *g, Error *err);
@@ -47,13 +36,6 @@ int sens_grid_of(const SweepSettings *s, SensGrid *g);
  * into out_dir (sweep_run_and_report_as), then writes and prints the report (a shard: its line). */
 int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const char *out_dir, int max_tokens, int quiet, int json,
                                FILE *out, FILE *log, Error *err);
-
-/* The end of a whole sensitivity (eval/sensitivity_report.c): the sweep's results.* and the
- * sensitivity.* files in out_dir, then on out the KL table and the files' names, or with json the
- * sensitivity.json just written. Reads the model directory's config.json (head_dim, the layers)
- * and hashes its model.safetensors (the report names the model by content). */
-int sens_finish_report(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, const SensGrid *g,
-                       int json, Error *err);
 
 /* What ./run sweep-merge ends with: for a sensitivity's configurations its report (the sweep's
  * results.* and the sensitivity.* files, the table printed), otherwise sweep_finish. */
@@ -75,15 +57,5 @@ typedef struct {
 /* Reads and checks dir/sensitivity.json: every cell once, finite, the grid complete. */
 int sens_read(const char *dir, SensData *d, Error *err);
 void sens_data_free(SensData *d);
-
-/* ---- the heatmap (eval/sensitivity_chart.c) ---- */
-
-/* An SVG of kl[sens_config_index] (mean KL; <= 0 or not finite drawn grey), under a fixed title
- * and the line `title` (what was measured, e.g. the model and text): K panel left, V
- * panel right, rows the layers, columns the candidates (labelled with bits[c]), one log colour
- * scale for both panels with its bar. Each cell is a <rect class="cell"> holding a <title>
- * "K layer 3 tq2: KL 0.0123" (so a viewer shows it and a test can read it). 0, or -1 when a
- * write to f failed. */
-int sens_write_heatmap_svg(FILE *f, const char *title, const SensGrid *g, const double *kl, const double *bits);
 
 #endif

@@ -2,7 +2,7 @@
  * by side, keys (K) left and values (V) right; rows are layers (0 at the top), columns the
  * candidates; each cell's colour is its mean KL on one log scale shared by both panels (dark blue
  * the least, yellow the most: svg_ramp), with the value written in it. */
-#include "eval/sensitivity.h"
+#include "eval/sensitivity_chart.h"
 #include "eval/svg.h"
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* eval/sensitivity_report.c: a sensitivity's report (see eval/sensitivity.h): the KL table by
  * side, layer and candidate, every cell's figures (eval/stats.h), CSV, the JSON that ./run
  * allocate reads, and the heatmap (eval/sensitivity_chart.c); the sweep's own results.* too. */
-#include "eval/sensitivity.h"
+#include "eval/sensitivity_report.h"
+#include "eval/sensitivity_chart.h"
 #include "eval/json_out.h"
 #include "eval/report.h"
 #include "model/config.h"

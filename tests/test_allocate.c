@@ -17,6 +17,7 @@
 #include "tests/test.h"
 #include "tests/test_random.h"
 #include "eval/allocate.h"
+#include "eval/sensitivity_chart.h"
 #include "eval/knapsack.h"
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,36 @@
-/* eval/allocate_internal.h: what eval/allocate.c (the choice, the check's sweep) hands to
- * eval/allocate_report.c (its tables and JSON). Not for use beyond those two files. */
-#ifndef KVQ_ALLOCATE_INTERNAL_H
-#define KVQ_ALLOCATE_INTERNAL_H
+/* eval/allocation.h: what one ./run allocate knows (eval/allocate.h): its options, bits as exact
+ * fractions, the sensitivity and the knapsack's answers (Alloc) and the held-out check's
+ * configurations (Verify). eval/allocate.c fills them; eval/allocate_report.c prints them and
+ * needs nothing else of it. */
+#ifndef KVQ_ALLOCATION_H
+#define KVQ_ALLOCATION_H
 
-#include "eval/allocate.h"
+#include "eval/sensitivity.h"
 #include "eval/knapsack.h"
+
+#define ALLOC_MAX_BUDGETS 8
+
+/* A number of bits as an exact fraction num / den (den > 0, in lowest terms). */
+typedef struct {
+    long long num, den;
+} BitsFraction;
+
+/* ./run allocate's flags, as run.c reads them. */
+typedef struct {
+    const char *model_dir;       /* the model the sensitivity measured (checked by its sha256) */
+    const char *from;            /* the sensitivity's out dir (its sensitivity.json) */
+    const char *candidates;      /* a subset of the sensitivity's ("SPEC,SPEC"); NULL: all of them */
+    BitsFraction budgets[ALLOC_MAX_BUDGETS];
+    char budget_texts[ALLOC_MAX_BUDGETS][32];
+    int n_budgets;
+    int json, quiet;
+    /* --verify: */
+    int verify;
+    const char *out_dir;         /* the verification sweep's directory */
+    const char *text_file;       /* held-out text (default WikiText-2 test) */
+    const char *calib_path;      /* NULL: the model directory's kv-calib.safetensors */
+    int windows, max_tokens, batch;
+} AllocateOptions;
 
 /* One allocation run: the sensitivity, the candidates chosen from, the knapsack and its answers. */
 typedef struct {
@@ -31,17 +57,9 @@ typedef struct {
     int n_uniform;
     int uniform[SENS_MAX_CANDIDATES];                  /* candidates used alone that fit the largest budget */
     int cfg_uniform[SENS_MAX_CANDIDATES];
+    int fits[ALLOC_MAX_BUDGETS][SENS_MAX_CANDIDATES];  /* uniform[i] used alone fits budget b (exact arithmetic) */
     const SweepSettings *s;                            /* the finished sweep */
     const SweepTotals *t;
 } Verify;
-
-/* 1 when candidate c used alone on both sides fits budget (exact arithmetic). */
-int alloc_uniform_fits(const Alloc *a, int c, BitsFraction budget);
-void alloc_free(Alloc *a);
-
-/* eval/allocate_report.c: the choices, and with v (NULL: no check) the check's table, as text or
- * JSON on f; alloc_write_report writes both as allocation.md and allocation.json into dir. */
-void alloc_print(FILE *f, const Alloc *a, const Verify *v, int json);
-int alloc_write_report(const char *dir, const Alloc *a, const Verify *v, Error *err);
 
 #endif
