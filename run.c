@@ -1,17 +1,18 @@
-/* run.c: kvq's command line: flags, dispatch, printing and exit codes (0 ok, 1 a quality check
- * failed, 2 bad input or usage). The work is done below, in eval/ and model/.
+/* run.c: kvq's command line: each command's flags, the call into eval/ that does its work, what
+ * it prints and its exit code (0 ok, 1 a quality check failed, 2 bad input or usage).
  *
- * COMMANDS, at the bottom, is the list of commands: their names, the function that runs each,
- * the shared flags it takes, its lines of ./run --help and its own ./run COMMAND --help. The shared flags (MODEL_DIR, --json,
- * --quiet, the scheme flags, the evaluation window) are parsed in one place, shared_flag();
- * each cmd_* function reads its own flags, calls into eval/ and prints. */
+ * COMMANDS, at the bottom, is the list of commands: their names, the function that runs each, the
+ * shared flags it takes and its help (eval/cli_help.c). Each cmd_* function reads its own flags
+ * with eval/cli.h (one or two dashes, --flag=value, the shared flags: MODEL_DIR, --json, --quiet,
+ * the scheme flags, the evaluation window), calls into eval/ and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <errno.h>
 #include <unistd.h>
 
+#include "eval/cli.h"
+#include "eval/cli_help.h"
 #include "eval/report.h"
 #include "eval/sweep.h"
 #include "eval/sensitivity.h"
@@ -31,208 +32,7 @@
 #define EXIT_QUALITY 1
 #define EXIT_BAD_INPUT 2
 
-/* --- Flags: "-name value", "--name value" and "--name=value" are all accepted --------------- */
-
-/* The shared flags, each command taking some (Command.takes). */
-enum {
-    TAKES_DIR = 1 << 0,         /* one argument without a dash: MODEL_DIR (kv-info: FILE) */
-    TAKES_JSON = 1 << 1,        /* --json */
-    TAKES_QUIET = 1 << 2,       /* --quiet */
-    TAKES_KV_SCHEME = 1 << 3,   /* --kv-scheme S: keys and values */
-    TAKES_KV_SIDES = 1 << 4,    /* --k-scheme S, --v-scheme S: one side each, over --kv-scheme */
-    TAKES_WINDOW = 1 << 5,      /* --text-file F, --ctx N, --stride N */
-    TAKES_EVAL = 1 << 6,        /* --windows, --max-tokens, --protocol, --shard, --batch, --precision */
-    TAKES_CALIB = 1 << 7,       /* --calib FILE: the tables of fitted bases (./run calibrate) */
-    TAKES_EVAL_RUN = TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_WINDOW | TAKES_EVAL,   /* ppl's and sweep's */
-};
-
-/* The evaluation flags' values (TAKES_WINDOW, TAKES_EVAL). */
-typedef struct {
-    const char *text_file, *protocol, *precision;
-    int ctx, stride, windows, max_tokens, batch, shard_i, shard_n;
-} EvalFlags;
-
-typedef struct {
-    int argc;
-    char **argv;
-    int i;                      /* next argument to read */
-    const char *value;          /* value of the last matched flag */
-    const char *typed;          /* that flag as typed ("-t", "--temperature"), for messages */
-    int typed_len;              /* its length, without any "=value" */
-    char bad[256];              /* the usage error */
-    const char *cmd;            /* the command's name in messages ("validate" for --validate) */
-    unsigned takes;             /* TAKES_* */
-    const char *dir;            /* the shared flags' values */
-    int json, quiet;
-    const char *kv_scheme, *k_scheme, *v_scheme;   /* as given; NULL when not */
-    const char *calib;          /* --calib FILE; NULL: MODEL_DIR's kv-calib.safetensors, if any */
-    EvalFlags e;
-} Args;
-
-/* 1 if argv[i] is the flag `name` (a long name without dashes); takes its value if needed. */
-static int flag(Args *a, const char *name, int takes_value) {
-    const char *s = a->argv[a->i];
-    if (s[0] != '-') return 0;
-    s += (s[1] == '-') ? 2 : 1;
-    size_t n = strlen(name);
-    if (strncmp(s, name, n) != 0 || (s[n] != 0 && s[n] != '=')) return 0;
-    a->typed = a->argv[a->i];
-    a->typed_len = (int)(s + n - a->typed);
-    a->i++;
-    if (!takes_value) {
-        if (s[n] == '=') snprintf(a->bad, sizeof a->bad, "flag %.*s takes no value", a->typed_len, a->typed);
-    } else if (s[n] == '=') {
-        a->value = s + n + 1;
-    } else if (a->i < a->argc) {
-        a->value = a->argv[a->i++];
-    } else {
-        snprintf(a->bad, sizeof a->bad, "flag %.*s needs a value", a->typed_len, a->typed);
-        a->value = "";
-    }
-    return 1;
-}
-
-/* The value parsers read the last matched flag's value; they replace flag()'s "needs a value"
- * with their own error about "". Messages name the flag as it was typed. */
-static void parse_int(Args *a, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(a->value, &end, 10);
-    if (errno || end == a->value || *end || v < lo || v > hi)
-        snprintf(a->bad, sizeof a->bad, "%.*s: expected an integer in [%d, %d], got '%s'", a->typed_len, a->typed, lo, hi,
-                 a->value);
-    else *out = (int)v;
-}
-
-static void parse_float(Args *a, float lo, float hi, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(a->value, &end);
-    if (errno || end == a->value || *end || !(v >= lo && v <= hi))
-        snprintf(a->bad, sizeof a->bad, "%.*s: expected a number in [%g, %g], got '%s'", a->typed_len, a->typed, lo, hi,
-                 a->value);
-    else *out = v;
-}
-
-static void parse_shard(Args *a, int *index, int *count) {
-    char extra;
-    if (sscanf(a->value, "%d/%d%c", index, count, &extra) != 2 || *count < 1 || *index < 0 || *index >= *count)
-        snprintf(a->bad, sizeof a->bad, "--shard: expected I/N with 0 <= I < N, got '%s'", a->value);
-}
-
-/* A LAYERED scheme (quant/scheme.h); a syntax error is a usage error. Checks against the model
- * (head_dim, layers) come when the cache is made, as a bad-input error naming the part. */
-static int parse_scheme(Args *a, const char *text, KvSide side, KvLayered *out) {
-    char why[160];
-    if (kv_layered_parse(text, side, out, why, sizeof why) == 0) return 0;
-    snprintf(a->bad, sizeof a->bad, "KV scheme '%.60s': %.160s", text, why);
-    return -1;
-}
-
-/* A library call's failure on a flag's value, as the usage error. */
-static void take_error(Args *a, int rc, const Error *err) {
-    if (rc) snprintf(a->bad, sizeof a->bad, "%.255s", err->msg);   /* bad holds 256 */
-}
-
-static void unknown_arg(Args *a) {
-    if (!a->bad[0]) snprintf(a->bad, sizeof a->bad, "unknown argument '%s'", a->argv[a->i]);
-    a->i++;
-}
-
-/* The checks after the flags: the first error found is the one reported. */
-static void require(Args *a, int ok, const char *msg) {
-    if (!ok && !a->bad[0]) snprintf(a->bad, sizeof a->bad, "%s", msg);
-}
-
-/* "--precision must be exact or bf16" unless value is one of the two. */
-static void one_of(Args *a, const char *flag_name, const char *value, const char *first, const char *second) {
-    if (!a->bad[0] && strcmp(value, first) && strcmp(value, second))
-        snprintf(a->bad, sizeof a->bad, "--%s must be %s or %s", flag_name, first, second);
-}
-
-/* Takes argv[a->i] if it is a shared flag the command takes, or its MODEL_DIR; 0 leaves it. */
-static int shared_flag(Args *a) {
-    unsigned t = a->takes;
-    EvalFlags *e = &a->e;
-    if ((t & TAKES_DIR) && a->argv[a->i][0] != '-' && !a->dir) a->dir = a->argv[a->i++];
-    else if ((t & TAKES_JSON) && flag(a, "json", 0)) a->json = 1;
-    else if ((t & TAKES_QUIET) && flag(a, "quiet", 0)) a->quiet = 1;
-    else if ((t & TAKES_KV_SCHEME) && flag(a, "kv-scheme", 1)) a->kv_scheme = a->value;
-    else if ((t & TAKES_KV_SIDES) && flag(a, "k-scheme", 1)) a->k_scheme = a->value;
-    else if ((t & TAKES_KV_SIDES) && flag(a, "v-scheme", 1)) a->v_scheme = a->value;
-    else if ((t & TAKES_CALIB) && flag(a, "calib", 1)) a->calib = a->value;
-    else if ((t & TAKES_WINDOW) && flag(a, "text-file", 1)) e->text_file = a->value;
-    else if ((t & TAKES_WINDOW) && flag(a, "ctx", 1)) parse_int(a, 2, 1 << 20, &e->ctx);
-    else if ((t & TAKES_WINDOW) && flag(a, "stride", 1)) parse_int(a, 1, 1 << 20, &e->stride);
-    else if ((t & TAKES_EVAL) && flag(a, "windows", 1)) parse_int(a, 1, 1 << 30, &e->windows);
-    else if ((t & TAKES_EVAL) && flag(a, "max-tokens", 1)) parse_int(a, 2, 1 << 30, &e->max_tokens);
-    else if ((t & TAKES_EVAL) && flag(a, "protocol", 1)) e->protocol = a->value;
-    else if ((t & TAKES_EVAL) && flag(a, "shard", 1)) parse_shard(a, &e->shard_i, &e->shard_n);
-    else if ((t & TAKES_EVAL) && flag(a, "batch", 1)) parse_int(a, 1, 4096, &e->batch);
-    else if ((t & TAKES_EVAL) && flag(a, "precision", 1)) e->precision = a->value;
-    else return 0;
-    return 1;
-}
-
-/* Reads past the shared flags: 1 while an argument is left for the command's own flags, 0 at
- * the end or at the first error. */
-static int next_arg(Args *a) {
-    while (a->i < a->argc && !a->bad[0])
-        if (!shared_flag(a)) return 1;
-    return 0;
-}
-
-/* The shared flags' checks, after the command's own: --protocol and --precision, then the
- * schemes of keys (k) and values (v; NULL for one scheme), default_scheme for a side no flag
- * names. 1 when there is a usage error. */
-static int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayered *v) {
-    if (a->takes & TAKES_EVAL) {
-        one_of(a, "protocol", a->e.protocol, "hf", "llamacpp");
-        one_of(a, "precision", a->e.precision, "exact", "bf16");
-    }
-    const char *both = a->kv_scheme ? a->kv_scheme : default_scheme;
-    if (!a->bad[0] && k) parse_scheme(a, a->k_scheme ? a->k_scheme : both, KV_SIDE_KEYS, k);
-    if (!a->bad[0] && v) parse_scheme(a, a->v_scheme ? a->v_scheme : both, KV_SIDE_VALUES, v);
-    return a->bad[0] != 0;
-}
-
-/* The length of the UTF-8 sequence at s (n bytes left) that a terminal shows as a character: 2 to
- * 4 for a valid sequence (no overlong form, surrogate or C1 control U+0080..U+009F, which some
- * terminals obey as commands), else 0. */
-static int shown_sequence(const unsigned char *s, size_t n) {
-    int len = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 && s[0] < 0xE0 ? 2 : 0;
-    if (len == 0 || (size_t)len > n) return 0;
-    unsigned cp = s[0] & (0x7F >> len);
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    int overlong = (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
-    if (overlong || cp < 0xA0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
-    return len;
-}
-
-/* An error message on one line, whatever the strings in it hold (a path or a --config with a
- * newline or an ESC, a file's text): control bytes, DEL, C1 controls and bytes that are not
- * UTF-8 are written as \n, \t, \r or \xHH, the rest as it is. */
-static void put_escaped(FILE *f, const char *text) {
-    const unsigned char *s = (const unsigned char *)text;
-    size_t n = strlen(text);
-    for (size_t i = 0; i < n;) {
-        int len = s[i] >= 0x80 ? shown_sequence(s + i, n - i) : 1;
-        if (len > 1) {
-            fwrite(s + i, 1, (size_t)len, f);
-            i += (size_t)len;
-            continue;
-        }
-        unsigned char c = s[i++];
-        if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c == '\r') fputs("\\r", f);
-        else if (c < 0x20 || c >= 0x7F) fprintf(f, "\\x%02X", c);
-        else fputc(c, f);
-    }
-}
+/* --- Errors: a usage error points at the command's help ------------------------------------ */
 
 /* "cmd: message" + suffix, one line on stderr. */
 static void print_error(const char *cmd, const char *msg, const char *suffix) {
@@ -410,69 +210,6 @@ static int cmd_sweep(Args *a) {
 }
 
 /* --- probe (eval/probe.h) ------------------------------------------------------------------ */
-
-/* "64,128,256" into out[0..max): each in [lo, hi]; *n set. */
-static void parse_int_list(Args *a, int lo, int hi, int *out, int max, int *n) {
-    const char *p = a->value;
-    *n = 0;
-    while (!a->bad[0]) {
-        char *end;
-        errno = 0;
-        long v = strtol(p, &end, 10);
-        if (errno || end == p || v < lo || v > hi || *n == max || (*end && *end != ',')) {
-            snprintf(a->bad, sizeof a->bad, "%.*s: expected up to %d integers in [%d, %d], comma-separated, got '%.100s'",
-                     a->typed_len, a->typed, max, lo, hi, a->value);
-            return;
-        }
-        out[(*n)++] = (int)v;
-        if (!*end) return;
-        p = end + 1;
-    }
-}
-
-/* ./run probe --help (its row of COMMANDS points here: the text is long). */
-static const char PROBE_HELP[] =
-    "usage: ./run probe MODEL_DIR --task copy|passkey|diverge [flags]\n"
-    "\n"
-    "What a quantized KV cache breaks that perplexity hides, on seeded inputs, the fp32 cache first:\n"
-    "  copy      BOS, S random word pieces, the same S again: top-1 accuracy and mean NLL on the\n"
-    "            second copy from its second token on (only reading the first copy back predicts\n"
-    "            it), per S, with binomial standard errors, and agreement with the fp32 cache\n"
-    "  passkey   a 5-digit number buried at a depth of 0..100% of filler from wiki.valid (the\n"
-    "            calibration split), the question at the end, the digits decoded greedily: exact\n"
-    "            matches per length and depth (meaningful only where fp32 passes: said first)\n"
-    "  diverge   prompts from wiki.test, M tokens generated greedily: tokens until the first that\n"
-    "            differs from the fp32 cache's continuation, and the share identical\n"
-    "\n"
-    "flags (default):\n"
-    "  --task T                  copy, passkey or diverge (required)\n"
-    "  --kv-scheme S             the cache's scheme, keys and values (fp32; ./run schemes)\n"
-    "  --k-scheme S              keys only, over --kv-scheme (--kv-scheme)\n"
-    "  --v-scheme S              values only, over --kv-scheme (--kv-scheme)\n"
-    "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-    "  --ctx N                   the longest input (the model's context)\n"
-    "  --sequences N             copy: sequences per S (8); passkey: trials per cell (4);\n"
-    "                            diverge: prompts (16)\n"
-    "  --seed N                  the inputs' seed (42)\n"
-    "  --lengths L,L,...         copy: S (64, 128, ... up to ctx/2); passkey: prompt tokens in all\n"
-    "                            (256, 512, ... and ctx - 8)\n"
-    "  --depths D,D,...          passkey: depths in percent (0,25,50,75,100)\n"
-    "  --prompt-tokens P         diverge: prompt tokens after BOS (64, or (ctx - 1)/2 when less)\n"
-    "  --new-tokens M            diverge: tokens generated (64, or what ctx leaves)\n"
-    "  --text-file F             passkey's filler (data/wikitext-2-raw/wiki.valid.raw), diverge's\n"
-    "                            prompts (data/wikitext-2-raw/wiki.test.raw)\n"
-    "  --batch N                 positions a forward pass (512)\n"
-    "  --json                    the counts and figures as JSON\n"
-    "  --quiet                   accepted for symmetry with ppl (the probe prints no progress)\n"
-    "\n"
-    "examples:\n"
-    "  ./run probe data/models/mini-llama-brown --task copy --kv-scheme int2-g64\n"
-    "  ./run probe data/models/mini-llama-brown --task passkey --kv-scheme q4_0 --sequences 2\n"
-    "  ./run probe data/models/mini-llama-brown-outliers --task diverge --kv-scheme int3-g64+had --json\n"
-    "\n"
-    "On every configuration of a sweep: ./run sweep ... --probe TASK (./run sweep --help).\n"
-    "\n"
-    "exit codes: 0 ok, 2 bad input or usage\n";
 
 static int cmd_probe(Args *a) {
     ProbeOptions o = {.seed = 42};
@@ -855,518 +592,42 @@ typedef struct {
     const char *names[3];       /* its name, then other spellings */
     int (*run)(Args *a);
     unsigned takes;             /* the shared flags it takes (TAKES_*) */
-    const char *usage;          /* its lines of ./run --help */
-    const char *help;           /* ./run COMMAND --help: synopsis, every flag it takes with its default,
-                                   examples, exit codes (tests/test_cli_help.sh: every flag its parser
-                                   takes, its own and the shared ones, is named here) */
+    const CommandHelp *help;    /* its lines of ./run --help and its ./run COMMAND --help, which names
+                                   every flag its parser takes (tests/test_cli_help.py) */
 } Command;
 
 /* In the order of ./run --help. */
 static const Command COMMANDS[] = {
-    {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB,
-     "  generate MODEL_DIR [-i prompt] [-n steps] [-t temp] [-p top_p] [-s seed] [--chat]\n"
-     "           [--kv-scheme S] [--calib FILE]  stream text; -n counts all positions incl. the prompt\n",
-     "usage: ./run generate MODEL_DIR [flags]\n"
-     "\n"
-     "Streams text from the model to stdout, the KV cache quantized as it is written.\n"
-     "\n"
-     "flags (default):\n"
-     "  -i, --prompt TEXT         the prompt (empty: starts from BOS)\n"
-     "  -n, --steps N             positions in all, the prompt's included (256)\n"
-     "  -t, --temperature T       0: greedy, always the most likely token (1.0)\n"
-     "  -p, --top-p P             nucleus sampling: the fewest tokens with probability P (0.9)\n"
-     "  -s, --seed N              the sampler's seed (the current time)\n"
-     "  --chat                    wrap the prompt in TinyLlama-Chat's template (off)\n"
-     "  --kv-scheme S             the KV cache's scheme, keys and values (fp32; ./run schemes)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "\n"
-     "examples:\n"
-     "  ./run generate data/models/mini-llama-brown -i \"The jury said\" -n 64 -t 0.8\n"
-     "  ./run generate models/tinyllama --chat -i \"What is a KV cache?\" -n 256\n"
-     "  ./run generate data/models/mini-llama-brown -i \"The jury\" -t 0 --kv-scheme int2-g64+had\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"logits"}, cmd_logits, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB,
-     "  logits MODEL_DIR --tokens 1,450,4996 [--out FILE] [--kv-scheme S] [--calib FILE]\n"
-     "                                  logits of every position (float32 [T, vocab] to FILE)\n",
-     "usage: ./run logits MODEL_DIR --tokens IDS [flags]\n"
-     "\n"
-     "Runs token ids through the model and prints each position's top 5 ids, or writes every\n"
-     "position's logits as raw little-endian float32 [T, vocab] to a file.\n"
-     "\n"
-     "flags (default):\n"
-     "  --tokens IDS              comma-separated token ids, e.g. 1,450,4996 (required)\n"
-     "  -o, --out FILE            write the logits there instead of printing the top 5 (none)\n"
-     "  --kv-scheme S             the KV cache's scheme, keys and values (fp32; ./run schemes)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "\n"
-     "examples:\n"
-     "  ./run logits data/models/stories260K --tokens 1,450,4996\n"
-     "  ./run logits data/models/mini-llama-brown --tokens 1,450,4996 --out logits.f32\n"
-     "  ./run logits data/models/mini-llama-brown --tokens 1,450,4996 --kv-scheme int4-g64\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage (an id outside the vocabulary too)\n"},
-    {{"tokenize"}, cmd_tokenize, TAKES_DIR,
-     "  tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
-     "                                  print token ids\n",
-     "usage: ./run tokenize MODEL_DIR (--text STR | --text-file FILE) [--bos]\n"
-     "\n"
-     "Prints the token ids of a text, as the model's tokenizer.bin encodes it.\n"
-     "\n"
-     "flags (default):\n"
-     "  --text STR                the text (one of --text, --text-file is required)\n"
-     "  --text-file FILE          the text, from a file\n"
-     "  --bos                     begin with the BOS id (off)\n"
-     "\n"
-     "examples:\n"
-     "  ./run tokenize data/models/mini-llama-brown --text \"The jury said\"\n"
-     "  ./run tokenize data/models/mini-llama-brown --text \"The jury said\" --bos\n"
-     "  ./run tokenize data/models/stories260K --text-file notes.txt\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
-     "  ppl MODEL_DIR [--text-file F] [--ctx N] [--stride N] [--windows N] [--max-tokens N]\n"
-     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--protocol hf|llamacpp]\n"
-     "           [--shard I/N] [--batch N] [--no-compare] [--no-layer-error] [--precision exact|bf16]\n"
-     "           [--calib FILE] [--quiet] [--json]\n"
-     "                                  perplexity with the KV cache quantized as it is written\n"
-     "                                  (default text: WikiText-2 test; compared with an fp32 cache:\n"
-     "                                  KL, top-1, by position, each layer's attention error;\n"
-     "                                  --ctx: the model's context, --stride: min(512, ctx))\n",
-     "usage: ./run ppl MODEL_DIR [flags]\n"
-     "\n"
-     "Perplexity on a text with the KV cache quantized as it is written, and, for a quantized cache,\n"
-     "the same windows with an fp32 cache beside it: delta ppl with its paired standard error, KL\n"
-     "divergence and top-1 agreement per token, by position in the window, and each layer's\n"
-     "attention-output error on the fp32 run's inputs.\n"
-     "\n"
-     "flags (default):\n"
-     "  --kv-scheme S             the cache's scheme, keys and values (fp32; ./run schemes)\n"
-     "  --k-scheme S              keys only, over --kv-scheme (--kv-scheme)\n"
-     "  --v-scheme S              values only, over --kv-scheme (--kv-scheme)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
-     "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
-     "  --windows N               the first N windows (all)\n"
-     "  --max-tokens N            the text's first N tokens (all)\n"
-     "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
-     "  --shard I/N               windows I, I+N, ...; add the --json files with ppl-merge (0/1)\n"
-     "  --batch N                 positions a forward pass (512)\n"
-     "  --precision P             exact: f32 matmuls; bf16: bf16 products, faster (exact)\n"
-     "  --no-compare              no fp32 run beside a quantized one (compared)\n"
-     "  --no-layer-error          no per-layer attention error (on: about 18% of a compared run)\n"
-     "  --quiet                   no progress on stderr (progress)\n"
-     "  --json                    the report as JSON, its sums included (text)\n"
-     "\n"
-     "examples:\n"
-     "  ./run ppl data/models/mini-llama-brown --windows 4 --kv-scheme int4-g64\n"
-     "  ./run ppl data/models/mini-llama-brown --k-scheme int8-g64 --v-scheme int4-g64\n"
-     "  ./run ppl data/models/stories260K --protocol llamacpp --ctx 128\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"ppl-merge"}, cmd_ppl_merge, 0,
-     "  ppl-merge SHARD.json...         add up the --json outputs of --shard runs\n",
-     "usage: ./run ppl-merge SHARD.json... [--json]\n"
-     "\n"
-     "Adds up the --json outputs of ./run ppl --shard I/N runs (every shard of one evaluation, once)\n"
-     "into the report of the whole run.\n"
-     "\n"
-     "flags (default):\n"
-     "  --json                    the report as JSON (text)\n"
-     "\n"
-     "examples:\n"
-     "  ./run ppl-merge shard0.json shard1.json\n"
-     "  ./run ppl-merge shards/*.json --json > whole.json\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage (a missing, repeated or foreign shard too)\n"},
-    {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB,
-     "  sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [ppl's window flags]\n"
-     "           [--no-layer-error] [--probe copy|passkey|diverge ...] [--probe-sequences N]\n"
-     "                                  many KV-cache configurations over the same windows, each\n"
-     "                                  window's fp32 baseline once; resumable; table, CSV, JSON, SVG\n"
-     "                                  (KL by position, per-layer error); --probe: ./run probe's\n"
-     "                                  task on every configuration at the sweep's ctx (probe-TASK.*)\n",
-     "usage: ./run sweep MODEL_DIR (--config K[:V] ... | --configs FILE) --out-dir DIR [flags]\n"
-     "\n"
-     "Many KV-cache configurations over the same windows, each window's fp32 baseline run once.\n"
-     "Every result goes to DIR/journal.jsonl as it is made: run the same line again to resume.\n"
-     "Writes DIR/results.md, results.csv, results.json, chart.svg, position.svg and layers.svg.\n"
-     "\n"
-     "flags (default):\n"
-     "  --config K[:V]            a configuration: scheme K for keys, V for values (V = K); repeatable\n"
-     "  --configs FILE            one configuration a line, # comments\n"
-     "  --out-dir DIR             the journal and the results (required)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
-     "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
-     "  --windows N               the first N windows (all)\n"
-     "  --max-tokens N            the text's first N tokens (all)\n"
-     "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
-     "  --shard I/N               windows I, I+N, ... into this DIR; sweep-merge puts them together (0/1)\n"
-     "  --batch N                 positions a forward pass (512)\n"
-     "  --precision P             exact: f32 matmuls; bf16: bf16 products, faster (exact)\n"
-     "  --quiet                   no progress on stderr (progress)\n"
-     "  --json                    print results.json instead of the table (table)\n"
-     "  --no-layer-error          no per-layer attention error (on: about 18% of a sweep)\n"
-     "  --probe TASK              also ./run probe's copy, passkey or diverge on every configuration\n"
-     "                            at the sweep's ctx, into probe-TASK.md/.csv/.json; repeatable\n"
-     "  --probe-sequences N       the probes' --sequences (each task's own default)\n"
-     "\n"
-     "examples:\n"
-     "  ./run sweep data/models/mini-llama-brown --config int4-g64 --config tq3 --windows 4 --out-dir sw\n"
-     "  ./run sweep data/models/mini-llama-brown-outliers --configs data/sweeps/configs.txt --out-dir sw\n"
-     "  ./run sweep data/models/mini-llama-brown --configs data/sweeps/configs.txt --shard 0/2 --out-dir s0\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage (other arguments than a journal's, on resume, too)\n"},
-    {{"probe"}, cmd_probe, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
-     "  probe MODEL_DIR --task copy|passkey|diverge [--kv-scheme S | --k-scheme S --v-scheme S]\n"
-     "           [--ctx N] [--sequences N] [--seed N] [--lengths L,...] [--depths D,...]\n"
-     "           [--prompt-tokens P] [--new-tokens M] [--text-file F] [--calib FILE] [--json]\n"
-     "                                  retrieval and generation beside perplexity: copy (induction\n"
-     "                                  over S tokens), passkey, greedy divergence; fp32 cache first\n",
-     PROBE_HELP},
-    {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON,
-     "  sweep-merge DIR... --out-dir OUT [--json]  put together the shards of a sweep (--shard I/N)\n"
-     "                                  (of a sensitivity too: its report with them)\n",
-     "usage: ./run sweep-merge DIR... --out-dir OUT [--json]\n"
-     "\n"
-     "Puts together the --out-dir directories of a sweep's (or a sensitivity's) --shard I/N runs:\n"
-     "their journals, every shard once, into OUT's results (and a sensitivity's report).\n"
-     "\n"
-     "flags (default):\n"
-     "  --out-dir OUT             where the merged results go (required)\n"
-     "  --json                    print results.json instead of the table (table)\n"
-     "\n"
-     "examples:\n"
-     "  ./run sweep-merge s0 s1 --out-dir sw\n"
-     "  ./run sweep-merge shards/* --out-dir sw --json\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage (a missing, repeated or foreign shard too)\n"},
-    {{"sensitivity"}, cmd_sensitivity, TAKES_EVAL_RUN | TAKES_CALIB,
-     "  sensitivity MODEL_DIR --candidates SPEC,SPEC,... --out-dir DIR [ppl's window flags] [--calib FILE]\n"
-     "                                  per layer and side, the damage of each candidate there alone\n"
-     "                                  (the rest fp32): a sweep of 2 x layers x candidates configurations\n"
-     "                                  (resumable, --shard); default text: wiki.valid (calibration split);\n"
-     "                                  table, CSV, JSON, SVG heatmap\n",
-     "usage: ./run sensitivity MODEL_DIR --candidates SPEC,SPEC,... --out-dir DIR [flags]\n"
-     "\n"
-     "Per layer and side (keys, values), the damage of each candidate scheme there alone, the rest\n"
-     "fp32: a sweep of 2 x layers x candidates configurations (journal, resumable, --shard). Writes\n"
-     "DIR/sensitivity.md, .csv, .json and a heatmap, sensitivity.svg; ./run allocate reads them.\n"
-     "\n"
-     "flags (default):\n"
-     "  --candidates SPEC,...     the schemes to try in each layer (required)\n"
-     "  --out-dir DIR             the journal and the report (required)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "  --text-file F             the text (data/wikitext-2-raw/wiki.valid.raw, the calibration split)\n"
-     "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
-     "  --windows N               the first N windows (all)\n"
-     "  --max-tokens N            the text's first N tokens (all)\n"
-     "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
-     "  --shard I/N               windows I, I+N, ... into this DIR; sweep-merge puts them together (0/1)\n"
-     "  --batch N                 positions a forward pass (512)\n"
-     "  --precision P             exact: f32 matmuls; bf16: bf16 products, faster (exact)\n"
-     "  --quiet                   no progress on stderr (progress)\n"
-     "  --json                    print sensitivity.json instead of the table (table)\n"
-     "\n"
-     "examples:\n"
-     "  ./run sensitivity data/models/mini-llama-brown --candidates tq2,nuq3-g64,q8_0 --windows 4 \\\n"
-     "        --ctx 1024 --out-dir sens\n"
-     "  ./run sensitivity data/models/mini-llama-brown --candidates int2-g64+had,int4-g64 --out-dir s \\\n"
-     "        --shard 1/4\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"allocate"}, cmd_allocate, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_CALIB,
-     "  allocate MODEL_DIR --from SENSITIVITY_DIR --budget BITS[,BITS...] [--candidates SPEC,...]\n"
-     "           [--verify --out-dir DIR [--text-file F] [--windows N] [--max-tokens N] [--batch N]\n"
-     "           [--calib FILE]] [--quiet] [--json]\n"
-     "                                  one candidate per layer and side, least summed single-layer KL\n"
-     "                                  within a mean of BITS effective bits per value (exact knapsack);\n"
-     "                                  prints --k-scheme / --v-scheme; --verify: measured on held-out\n"
-     "                                  windows (default wiki.test) against the best uniform candidate\n",
-     "usage: ./run allocate MODEL_DIR --from SENSITIVITY_DIR --budget BITS[,BITS...] [flags]\n"
-     "\n"
-     "One candidate per layer and side, chosen from a ./run sensitivity: the least summed\n"
-     "single-layer KL within a mean of BITS effective bits per cached value (an exact knapsack).\n"
-     "Prints the --k-scheme / --v-scheme strings; --verify measures them, and every uniform\n"
-     "candidate that fits, as a sweep on held-out windows.\n"
-     "\n"
-     "flags (default):\n"
-     "  --from DIR                the --out-dir of ./run sensitivity (required)\n"
-     "  --budget BITS[,BITS...]   mean effective bits per value, e.g. 2.5,3 or 13/4 (required)\n"
-     "  --candidates SPEC,...     a subset of the sensitivity's candidates (all of them)\n"
-     "  --verify                  measure the allocations on held-out windows (off)\n"
-     "  --out-dir DIR             --verify's journal and results (required with --verify)\n"
-     "  --text-file F             --verify's text (data/wikitext-2-raw/wiki.test.raw)\n"
-     "  --windows N               --verify's first N windows (all)\n"
-     "  --max-tokens N            --verify's first N tokens of the text (all)\n"
-     "  --batch N                 --verify's positions a forward pass (512)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "  --quiet                   no progress on stderr (progress)\n"
-     "  --json                    the allocations as JSON (table)\n"
-     "\n"
-     "examples:\n"
-     "  ./run allocate data/models/mini-llama-brown --from sens --budget 2.5,3,3.5\n"
-     "  ./run allocate data/models/mini-llama-brown --from sens --budget 3 --verify --windows 16 \\\n"
-     "        --out-dir verify\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"kv-extract"}, cmd_kv_extract, TAKES_DIR,
-     "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"
-     "                                  run a prompt and save its KV cache (+ .metadata.json)\n",
-     "usage: ./run kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o FILE [--dtype f32|f16]\n"
-     "\n"
-     "Runs a prompt and saves its KV cache as safetensors (and FILE.metadata.json), the input of\n"
-     "compress and kv-info.\n"
-     "\n"
-     "flags (default):\n"
-     "  -i, --prompt TEXT         the prompt (one of -i, --tokens is required)\n"
-     "  --tokens IDS              comma-separated token ids instead\n"
-     "  -o, --output FILE         the KV cache file (required)\n"
-     "  --dtype D                 f32 or f16 (f32)\n"
-     "\n"
-     "examples:\n"
-     "  ./run kv-extract data/models/mini-llama-brown -i \"Some text\" -o kv.safetensors\n"
-     "  ./run kv-extract data/models/mini-llama-brown --tokens 1,450,4996 -o kv.safetensors --dtype f16\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON | TAKES_CALIB,
-     "  kv-info FILE [--model MODEL_DIR] [--calib FILE] [--json]\n"
-     "                                  shape, size and statistics of a KV cache file\n",
-     "usage: ./run kv-info FILE [--model MODEL_DIR] [--calib FILE] [--json]\n"
-     "\n"
-     "Shape, size and statistics of a KV cache file (kv-extract's or compress's); with --model,\n"
-     "checked against that model's shape.\n"
-     "\n"
-     "flags (default):\n"
-     "  --model MODEL_DIR         check the file's shape against this model (no check)\n"
-     "  --calib FILE              the calibration a fitted file was packed with (none)\n"
-     "  --json                    the report as JSON (text)\n"
-     "\n"
-     "examples:\n"
-     "  ./run kv-info kv.safetensors\n"
-     "  ./run kv-info kv.safetensors --model data/models/mini-llama-brown --json\n"
-     "\n"
-     "exit codes: 0 ok, 1 the file does not fit --model's shape, 2 bad input or usage\n"},
-    {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
-     "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--calib FILE] [--lz4] [--metrics-only]\n"
-     "           [-verbose] [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
-     "                                  quantize a KV cache file; JSON metrics on stdout;\n"
-     "                                  exit 1 when a quality threshold fails; a fitted scheme\n"
-     "                                  needs --calib (the file records its sha256)\n",
-     "usage: ./run compress -input IN -output OUT [flags]\n"
-     "\n"
-     "Quantizes a KV cache file (kv-extract's) into a compressed one; prints JSON metrics\n"
-     "(sizes, RMSE, SNR, cosine, keys and values apart) on stdout.\n"
-     "\n"
-     "flags (default):\n"
-     "  -i, --input IN            the KV cache file (required)\n"
-     "  -o, --output OUT          the compressed file (required unless --metrics-only)\n"
-     "  --scheme NAME             intN is intN-g<group-size>; any scheme name as is (int4)\n"
-     "  --group-size N            the group of --scheme intN (64)\n"
-     "  --kv-scheme S             the scheme, keys and values, over --scheme (int4-g64)\n"
-     "  --k-scheme S              keys only, over --kv-scheme (--kv-scheme)\n"
-     "  --v-scheme S              values only, over --kv-scheme (--kv-scheme)\n"
-     "  --calib FILE              the tables of a fitted scheme; the file records its sha256 (none)\n"
-     "  --sparsity F              the fraction of smallest-magnitude values zeroed first, [0, 1) (0)\n"
-     "  --lz4                     LZ4 over the packed bytes (off)\n"
-     "  --metrics-only            the metrics, no file written (off)\n"
-     "  -v, --verbose             a few human lines on stderr (off)\n"
-     "  --max-rmse X              fail (exit 1) when the RMSE is above X (0.10)\n"
-     "  --min-snr DB              fail when the SNR is below DB decibels (18)\n"
-     "  --min-cosine C            fail when the cosine similarity is below C (0.99)\n"
-     "\n"
-     "examples:\n"
-     "  ./run compress -input kv.safetensors -output kv.int4 --scheme int4 -group-size 64 --lz4\n"
-     "  ./run compress -input kv.safetensors -output kv.q --k-scheme int8-g64 --v-scheme int4-g64\n"
-     "  ./run compress -input kv.safetensors --kv-scheme tq3 --metrics-only\n"
-     "\n"
-     "exit codes: 0 ok, 1 a quality threshold failed, 2 bad input or usage\n"},
-    {{"decompress"}, cmd_decompress, TAKES_CALIB,
-     "  decompress -input IN -output OUT [--calib FILE]  a compressed file back to F32 tensors\n"
-     "                                  (--calib: the calibration a fitted file was packed with)\n",
-     "usage: ./run decompress -input IN -output OUT [--calib FILE]\n"
-     "\n"
-     "A compressed file (compress's) back to a KV cache file of F32 tensors.\n"
-     "\n"
-     "flags (default):\n"
-     "  -i, --input IN            the compressed file (required)\n"
-     "  -o, --output OUT          the KV cache file written (required)\n"
-     "  --calib FILE              the calibration a fitted file was packed with (none)\n"
-     "\n"
-     "examples:\n"
-     "  ./run decompress -input kv.int4 -output kv.recon.safetensors\n"
-     "  ./run decompress -input kv.nuq3 -output kv.recon.safetensors --calib kv-calib.safetensors\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"--quick-test", "-quick-test"}, cmd_quick_test, 0,
-     "  --quick-test                    compress a synthetic cache with int4-g64, check thresholds\n",
-     "usage: ./run --quick-test\n"
-     "\n"
-     "Compresses a seeded synthetic KV cache with int4-g64 and checks the RMSE, SNR and cosine\n"
-     "thresholds (no model, no file). Takes no flags.\n"
-     "\n"
-     "examples:\n"
-     "  ./run --quick-test\n"
-     "  ./run --quick-test && echo ok\n"
-     "\n"
-     "exit codes: 0 ok, 1 a threshold failed\n"},
-    {{"calibrate"}, cmd_calibrate, TAKES_DIR | TAKES_QUIET,
-     "  calibrate (MODEL_DIR | --random tinyllama) --out FILE [--fit SPEC ...] [--text-file F]\n"
-     "           [--tokens 16384] [--ctx 1024] [--batch N] [--quiet]\n"
-     "                                  fit the cache to the model (SCHEMES.md 8): statistics of keys,\n"
-     "                                  values, queries and the tables of fitted bases (nuqB-gG,\n"
-     "                                  nuqB-tG, vqC-dD) from wiki.valid (the calibration split);\n"
-     "                                  an outlier table, and a heatmap in FILE.svg\n",
-     "usage: ./run calibrate (MODEL_DIR | --random tinyllama) --out FILE [flags]\n"
-     "\n"
-     "Fits the cache to the model (SCHEMES.md 8): per-channel statistics of its keys, values and\n"
-     "queries and the tables of the fitted bases asked for (nuqB-gG, nuqB-tG, vqC-dD), from the\n"
-     "calibration split; prints an outlier table; a heatmap goes to FILE.svg. Save it as\n"
-     "MODEL_DIR/kv-calib.safetensors and every command uses it.\n"
-     "\n"
-     "flags (default):\n"
-     "  --out, -o FILE            the calibration (required)\n"
-     "  --fit SPEC                a fitted base's tables, e.g. nuq3-g64, vq8-d4+had; repeatable\n"
-     "                            (none: the statistics only)\n"
-     "  --random NAME             seeded random weights of TinyLlama's shape (tinyllama) or of a\n"
-     "                            config.json, instead of MODEL_DIR: for timing\n"
-     "  --text-file F             the text (data/wikitext-2-raw/wiki.valid.raw)\n"
-     "  --tokens N                the text's first N tokens (16384)\n"
-     "  --ctx N                   tokens a window (1024)\n"
-     "  --batch N                 positions a forward pass (the smaller of --ctx and 512)\n"
-     "  --quiet                   no progress on stderr (progress)\n"
-     "\n"
-     "examples:\n"
-     "  ./run calibrate data/models/mini-llama-brown --fit nuq3-g64 --out calib.safetensors\n"
-     "  ./run calibrate data/models/mini-llama-brown --fit nuq2-g64 --fit vq8-d4 --tokens 4096 \\\n"
-     "        --out data/models/mini-llama-brown/kv-calib.safetensors\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
-    {{"schemes"}, cmd_schemes, 0,
-     "  schemes                         list the KV-cache quantization schemes\n",
-     "usage: ./run schemes\n"
-     "\n"
-     "Lists the KV-cache quantization schemes: every base with its bits, the modifiers, and how\n"
-     "to write per-layer and per-side choices. Takes no flags.\n"
-     "\n"
-     "examples:\n"
-     "  ./run schemes\n"
-     "  ./run schemes | grep nuq\n"
-     "\n"
-     "exit codes: 0 ok\n"},
-    {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON | TAKES_QUIET,
-     "  bench (MODEL_DIR | --random tinyllama|CONFIG) [-p 512] [-n 64] [--ctx 2048] [--kv-scheme S]\n"
-     "           [--long-scheme S | --long-k-scheme S --long-v-scheme S] [--threads N] [--repeat R]\n"
-     "           [--precision bf16|exact] [--dtype bf16|f16|f32] [--calib FILE] [--no-probe] [--quiet] [--json]\n"
-     "           [--ppl [--ppl-windows 4] [--ppl-batch 512]]\n"
-     "                                  prefill / decode tok/s, GFLOP/s, GB/s vs this machine;\n"
-     "                                  --random: seeded random weights of TinyLlama's shape, or of\n"
-     "                                  a config.json (the file or its directory); no download\n"
-     "                                  --ppl: the ppl path's positions/s at --ctx, a full pass's time;\n"
-     "                                  each step and the time left on stderr (not with --quiet)\n",
-     "usage: ./run bench (MODEL_DIR | --random tinyllama|CONFIG) [flags]\n"
-     "\n"
-     "Prefill and decode speed (median of --repeat runs: tok/s, GFLOP/s, GB/s, and their share of\n"
-     "this machine's measured peaks), decode at --ctx with an fp32 and a quantized cache, and with\n"
-     "--ppl the perplexity path's positions/s and a full WikiText-2 pass's time.\n"
-     "\n"
-     "flags (default):\n"
-     "  --random NAME             seeded random weights of TinyLlama's shape (tinyllama) or of a\n"
-     "                            config.json (the file or its directory), instead of MODEL_DIR\n"
-     "  --dtype D                 --random's weights: bf16, f16 or f32 (bf16)\n"
-     "  -p N                      prompt tokens of the prefill (512)\n"
-     "  -n N                      tokens decoded after it (64)\n"
-     "  --ctx N                   the long decode's context, and --ppl's window; 0: no long runs (2048)\n"
-     "  --kv-scheme S             the cache of the prefill and decode runs (fp32)\n"
-     "  --long-scheme S           the long runs' quantized cache, keys and values (int4-g64)\n"
-     "  --long-k-scheme S         its keys only (--long-scheme)\n"
-     "  --long-v-scheme S         its values only (--long-scheme)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "  --threads N               threads (OpenMP's default: every core)\n"
-     "  --repeat R                runs of each phase, the median reported (3)\n"
-     "  --precision P             bf16: bf16 products; exact: f32 matmuls (bf16)\n"
-     "  --no-probe                skip the machine's peak FMA and memory-read probes (probed)\n"
-     "  --ppl                     time the perplexity path too, 4 windows of --ctx (off)\n"
-     "  --ppl-windows N           --ppl's windows, 2 or more (4)\n"
-     "  --ppl-batch N             --ppl's positions a forward pass (512)\n"
-     "  --quiet                   no progress on stderr (progress)\n"
-     "  --json                    the figures as JSON (text)\n"
-     "\n"
-     "examples:\n"
-     "  ./run bench --random tinyllama --repeat 3 --no-probe\n"
-     "  ./run bench models/tinyllama --kv-scheme int4-g64 --ppl\n"
-     "  ./run bench data/models/mini-llama-brown -p 32 -n 4 --ctx 128 --json\n"
-     "\n"
-     "exit codes: 0 ok, 2 bad input or usage\n"},
+    {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB, &HELP_GENERATE},
+    {{"logits"}, cmd_logits, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB, &HELP_LOGITS},
+    {{"tokenize"}, cmd_tokenize, TAKES_DIR, &HELP_TOKENIZE},
+    {{"ppl"}, cmd_ppl, TAKES_EVAL_RUN | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB, &HELP_PPL},
+    {{"ppl-merge"}, cmd_ppl_merge, 0, &HELP_PPL_MERGE},
+    {{"sweep"}, cmd_sweep, TAKES_EVAL_RUN | TAKES_CALIB, &HELP_SWEEP},
+    {{"probe"}, cmd_probe,
+     TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB, &HELP_PROBE},
+    {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON, &HELP_SWEEP_MERGE},
+    {{"sensitivity"}, cmd_sensitivity, TAKES_EVAL_RUN | TAKES_CALIB, &HELP_SENSITIVITY},
+    {{"allocate"}, cmd_allocate, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_CALIB, &HELP_ALLOCATE},
+    {{"kv-extract"}, cmd_kv_extract, TAKES_DIR, &HELP_KV_EXTRACT},
+    {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON | TAKES_CALIB, &HELP_KV_INFO},
+    {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB, &HELP_COMPRESS},
+    {{"decompress"}, cmd_decompress, TAKES_CALIB, &HELP_DECOMPRESS},
+    {{"--quick-test", "-quick-test"}, cmd_quick_test, 0, &HELP_QUICK_TEST},
+    {{"calibrate"}, cmd_calibrate, TAKES_DIR | TAKES_QUIET, &HELP_CALIBRATE},
+    {{"schemes"}, cmd_schemes, 0, &HELP_SCHEMES},
+    {{"bench"}, cmd_bench, TAKES_DIR | TAKES_JSON | TAKES_QUIET, &HELP_BENCH},
     /* main() answers --help anywhere on the line before it looks for a command */
-    {{"--help", "-help", "help"}, cmd_help, 0,
-     "  --help                          this text; ./run COMMAND --help: a command's flags and examples\n",
-     "usage: ./run --help | ./run COMMAND --help | ./run help COMMAND\n"
-     "\n"
-     "The list of commands, or one command's synopsis, flags with their defaults, examples and\n"
-     "exit codes.\n"
-     "\n"
-     "examples:\n"
-     "  ./run --help\n"
-     "  ./run sweep --help\n"
-     "  ./run help ppl\n"
-     "\n"
-     "exit codes: 0\n"},
+    {{"--help", "-help", "help"}, cmd_help, 0, &HELP_HELP},
     {{"--validate", "-validate", "validate"}, cmd_validate,
-     TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_WINDOW | TAKES_CALIB,
-     "\n"
-     "  --validate [--model DIR] [--threshold 0.5 | --threshold 0.5%] [--kv-scheme int4-g64]\n"
-     "           [--windows 8] [--ctx N] [--text-file F] [--calib FILE] [--quiet] [--json]\n"
-     "                                  six-step check that the quantized KV cache keeps perplexity\n"
-     "                                  within the threshold (exit 1 when it does not); default:\n"
-     "                                  delta < the larger of 0.5 and 1% of the baseline perplexity\n",
-     "usage: ./run --validate [flags]\n"
-     "\n"
-     "A six-step check that a quantized KV cache keeps perplexity within a threshold: a prompt's\n"
-     "cache compressed to a file and read back, then perplexity with the cache quantized as it is\n"
-     "written against an fp32 cache. Uses models/tinyllama when it is exported, else the bundled\n"
-     "data/models/mini-llama-brown.\n"
-     "\n"
-     "flags (default):\n"
-     "  --model DIR               the model (models/tinyllama, else data/models/mini-llama-brown)\n"
-     "  --threshold X | X%        delta ppl below X points, or below X% of the baseline\n"
-     "                            (the larger of 0.5 and 1% of the baseline)\n"
-     "  --kv-scheme S             the cache's scheme, keys and values (int4-g64; ./run schemes)\n"
-     "  --k-scheme S              keys only, over --kv-scheme (--kv-scheme)\n"
-     "  --v-scheme S              values only, over --kv-scheme (--kv-scheme)\n"
-     "  --calib FILE              the tables of fitted schemes (MODEL_DIR/kv-calib.safetensors if any)\n"
-     "  --windows N               windows scored (8)\n"
-     "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
-     "  --ctx N                   tokens a window (the model's context)\n"
-     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
-     "  --quiet                   no report: the exit code (and --json's output) only (report)\n"
-     "  --json                    the results as JSON on stdout, the report on stderr (text)\n"
-     "\n"
-     "examples:\n"
-     "  ./run --validate\n"
-     "  ./run --validate --kv-scheme int3-g64+had --threshold 2%\n"
-     "  ./run --validate --model models/tinyllama --windows 4 --json\n"
-     "\n"
-     "exit codes: 0 passed, 1 the threshold failed, 2 bad input or usage\n"},
+     TAKES_JSON | TAKES_QUIET | TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_WINDOW | TAKES_CALIB, &HELP_VALIDATE},
 };
 #define N_COMMANDS (int)(sizeof COMMANDS / sizeof COMMANDS[0])
 
 static void print_usage(FILE *f) {
-    fputs("kvq: run Llama models in C and measure what KV-cache quantization costs.\n"
-          "\n"
-          "usage: ./run COMMAND [options]     (flags take one or two dashes: -n 64 = --n 64)\n"
-          "       ./run COMMAND --help        a command's flags with their defaults, examples, exit codes\n"
-          "\n", f);
-    for (int i = 0; i < N_COMMANDS; i++) fputs(COMMANDS[i].usage, f);
-    fputs("\n"
-          "A MODEL_DIR holds config.json, model.safetensors and tokenizer.bin\n"
-          "(python3 export/export.py writes one). Bundled: data/models/mini-llama-brown.\n"
-          "Exit codes: 0 ok, 1 quality check failed, 2 bad input or usage.\n", f);
+    fputs(HELP_OVERVIEW_TOP, f);
+    for (int i = 0; i < N_COMMANDS; i++) fputs(COMMANDS[i].help->usage, f);
+    fputs(HELP_OVERVIEW_END, f);
 }
 
 static const Command *find_command(const char *name) {
@@ -1376,10 +637,28 @@ static const Command *find_command(const char *name) {
     return NULL;
 }
 
-/* A command's --help: its own text, then what every command shares. */
-static void print_command_help(const Command *c, FILE *f) {
-    fputs(c->help ? c->help : c->usage, f);
-    fputs("\nFlags take one or two dashes (-n 64 = --n 64), and --flag=value. ./run --help lists the commands.\n", f);
+/* The name of a command nearest to a mistyped one, within MAX_TYPO_EDITS (the first of the
+ * nearest, in COMMANDS' order); NULL when none is that near. */
+#define MAX_TYPO_EDITS 2
+static const char *nearest_command(const char *typed) {
+    const char *nearest = NULL;
+    int least = MAX_TYPO_EDITS + 1;
+    for (int i = 0; i < N_COMMANDS; i++)
+        for (int k = 0; k < 3 && COMMANDS[i].names[k]; k++) {
+            int d = cli_edit_distance(typed, COMMANDS[i].names[k]);
+            if (d < least) nearest = COMMANDS[i].names[k], least = d;
+        }
+    return nearest;
+}
+
+/* One line, with a guess when the name is near one: "unknown command 'pll'; did you mean 'ppl'?" */
+static int unknown_command(const char *typed) {
+    const char *guess = nearest_command(typed);
+    char msg[400];
+    snprintf(msg, sizeof msg, "unknown command '%.256s'%s%s%s (./run --help lists the commands)", typed,
+             guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");
+    print_error("run", msg, "");
+    return EXIT_BAD_INPUT;
 }
 
 /* "--help", "-help" or "-h" anywhere on the line, or "help" first. (A prompt or path spelled
@@ -1394,20 +673,18 @@ static int asks_for_help(int argc, char **argv) {
 static int print_help(int argc, char **argv) {
     const Command *c = find_command(argv[1]);
     if (c && c->run == cmd_help) c = argc > 2 ? find_command(argv[2]) : NULL;
-    if (c) print_command_help(c, stdout);
+    if (c) fprintf(stdout, "%s%s", c->help->help, HELP_PAGE_END);
     else print_usage(stdout);
     return EXIT_OK;
 }
 
-/* OpenMP's idle threads spin before they sleep (libgomp: 300,000 rounds after every parallel region).
- * On cores that other processes share, a spinning thread takes a core from the thread everyone waits
- * for: under a load of two busy processes on 2 cores, --validate took up to twice as long. Sleeping at
- * once (OMP_WAIT_POLICY=passive) cured that but cost 0.7-3.7% of prefill on free cores
- * (wake-ups after each of decode's many short regions); a brief spin of 10,000 rounds, then sleep,
- * was as fast as either where each is best (model/kernels/README.md, "A shared machine"). libgomp
- * reads the variable once, before main, so it is set and the program started again: same pid, same
- * binary (/proc/self/exe, even if ./run was replaced meanwhile). Where that exec fails (no /proc),
- * the run goes on with libgomp's default. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept. */
+/* OpenMP's idle threads spin before they sleep; on cores that other processes share, a spinning
+ * thread takes a core from the thread everyone waits for. A brief spin, then sleep, is as fast as
+ * either extreme where each is best (measured in model/kernels/README.md, "A shared machine").
+ * libgomp reads the variable once, before main, so it is set and the program started again: same
+ * pid, same binary (/proc/self/exe, even if ./run was replaced meanwhile). Where that exec fails
+ * (no /proc), the run goes on with libgomp's default. A user's own OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT is kept. */
 #define SPIN_ROUNDS_BEFORE_SLEEP "10000"
 static void wait_briefly(char **argv) {
 #ifdef _OPENMP
@@ -1424,13 +701,7 @@ int main(int argc, char **argv) {
     if (argc < 2) { print_usage(stderr); return EXIT_BAD_INPUT; }
     if (asks_for_help(argc, argv)) return print_help(argc, argv);
     const Command *c = find_command(argv[1]);
-    if (!c) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "unknown command '%.256s'", argv[1]);
-        print_error("run", msg, "");
-        print_usage(stderr);
-        return EXIT_BAD_INPUT;
-    }
+    if (!c) return unknown_command(argv[1]);
     Args a = {.argc = argc, .argv = argv, .i = 2, .takes = c->takes};
     a.e = (EvalFlags){.text_file = "data/wikitext-2-raw/wiki.test.raw", .protocol = "hf", .precision = "exact",
                       .stride = 0, .batch = 512, .shard_n = 1};   /* stride 0: min(512, ctx) */

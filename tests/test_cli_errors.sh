@@ -167,6 +167,14 @@ else
     fail "logits: --out onto a directory leaves no temp file" "found: $left"
 fi
 
+# ---- an unknown command: one line, a guess within 2 edits of a name (the nearest; none beyond), exit 2 ----
+expect_error "unknown command pll: did you mean ppl" "unknown command 'pll'; did you mean 'ppl'?" $RUN pll x
+expect_error "unknown command --validat: did you mean --validate" "did you mean '--validate'?" $RUN --validat
+expect_error "unknown command 2 edits away: did you mean calibrate" "did you mean 'calibrate'?" $RUN calibrateXY
+expect_error "unknown command 3 edits away: named without a guess" "unknown command 'calibrateXYZ' (./run" \
+    $RUN calibrateXYZ
+expect_error "unknown command far from every name: named without a guess" "unknown command 'zzzzz' (./run" $RUN zzzzz
+
 # ---- --help after any command: the command's own usage on stdout, exit 0, nothing run
 # (tests/test_cli_help.py checks every command's help against its parser) ----
 for cmd in generate ppl bench compress --validate; do

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """tests/test_cli_help.py: `./run COMMAND --help` for every command of run.c's COMMANDS table.
 
-The flags each command's parser accepts are read from run.c's source, not from the help: the
-flag(a, "name", ...) calls in the body of its cmd_* function, the strcmp'd spellings of one that
-parses by hand (ppl-merge), and the shared flags of the TAKES_* bits in its table row (shared_flag()'s
-`(t & TAKES_X) && flag(a, "name"` lines). Each must be named in its help (as -name or --name); a flag
-added to a parser without a line of help fails here. Each help also has its synopsis ("usage: ./run
+The flags each command's parser accepts are read from the source, not from the help: the
+flag(a, "name", ...) calls in the body of its cmd_* function in run.c, the strcmp'd spellings of one
+that parses by hand (ppl-merge), and the shared flags of the TAKES_* bits in its table row
+(eval/cli.c's shared_flag(), its `(t & TAKES_X) && flag(a, "name"` lines; the bits in eval/cli.h).
+Each must be named in its help (as -name or --name); a flag added to a parser without a line of help
+fails here. A value a flag's line gives as an example ("e.g. 2.5,3 or 3.25") must be one its parser
+takes. Each help also has its synopsis ("usage: ./run
 CMD"), 2-3 examples that call the command with flags it accepts, and its exit codes, and exits 0 on
 stdout; `./run help CMD` and `./run --help CMD` print the same; `./run --help` stays the overview
 (every command's name, and no command's flag table). Run from the repo root after `make`."""
@@ -18,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pycheck import check, exit_code  # noqa: E402
 
 SRC = open("run.c", encoding="utf-8").read()
+CLI_SRC = open("eval/cli.c", encoding="utf-8").read() + open("eval/cli.h", encoding="utf-8").read()
 
 
 def body(function):
@@ -28,7 +31,7 @@ def body(function):
 
 def shared_flags():
     """{TAKES_BIT: [flag names]} from shared_flag()'s body."""
-    text = re.search(r"^static int shared_flag\(Args \*a\) \{\n(.*?)^\}\n", SRC, re.M | re.S).group(1)
+    text = re.search(r"^static int shared_flag\(Args \*a\) \{\n(.*?)^\}\n", CLI_SRC, re.M | re.S).group(1)
     out = {}
     for bit, name in re.findall(r"\(t & (TAKES_\w+)\) && flag\(a, \"([^\"]+)\"", text):
         out.setdefault(bit, []).append(name)
@@ -39,7 +42,7 @@ def takes_bits(expr):
     """TAKES_EVAL_RUN | TAKES_CALIB -> its TAKES_* bits, composites expanded from the enum."""
     bits = set()
     for word in re.findall(r"TAKES_\w+", expr):
-        m = re.search(r"^\s*" + word + r" = ([^,]*?),", SRC, re.M)
+        m = re.search(r"^\s*" + word + r" = ([^,]*?),", CLI_SRC, re.M)
         if m and "|" in m.group(1):
             bits |= takes_bits(m.group(1))
         else:
@@ -77,6 +80,7 @@ check(len(table) >= 19 and len(shared.get("TAKES_EVAL", [])) >= 6 and len(shared
       "help: run.c's COMMANDS table and shared flags are read (19 commands or more)",
       f"{len(table)} commands, shared {shared}")
 overview = run(["--help"])
+examples_found = 0
 for names, function, found, flags in table:
     cmd = names[0]
     check(found, f"help {cmd}: its parser {function} is found in run.c", "no body")
@@ -103,12 +107,25 @@ for names, function, found, flags in table:
         bad += [f"{w} in {line.strip()!r}" for w in words[1:]
                 if re.match(r"^--?[a-z]", w) and w.lstrip("-").split("=")[0] not in flags and not is_help]
     check(not bad, f"help {cmd}: its examples use only its flags", "; ".join(bad[:3]))
+    # a value a flag's line gives as an example is one its parser takes: alone on the line, the
+    # command then stops at what else is missing, never at that flag (its errors name it "--flag:"
+    # or quote the value)
+    for flag_name, values in re.findall(r"^  (?:-\w, )?(--?[\w-]+)\s.*?\be\.g\. (.+?)(?: \(|;|$)", text, re.M):
+        refused = []
+        for value in (v for part in values.split(" or ") for v in part.split(", ")):
+            examples_found += 1
+            got_value = subprocess.run(["./run", cmd, flag_name, value], capture_output=True, text=True, timeout=60)
+            if f"{flag_name}:" in got_value.stderr or f"'{value}'" in got_value.stderr:
+                refused.append(f"{value!r}: {got_value.stderr.strip()[:150]}")
+        check(not refused, f"help {cmd}: the example values on the {flag_name} line are accepted",
+              "; ".join(refused))
     for other in (["help", cmd], ["--help", cmd]):
         again = run(other)
         check(again.returncode == 0 and again.stdout == text, f"help {cmd}: ./run {' '.join(other)} prints the same",
               again.stdout[:200])
     check(re.search(r"^  " + re.escape(cmd) + r"\b", overview.stdout, re.M) is not None,
           f"help {cmd}: listed in ./run --help", "not listed")
+check(examples_found >= 5, "help: the example values of flags' lines are found (5 or more)", f"{examples_found}")
 check(overview.returncode == 0 and "flags (default):" not in overview.stdout and "./run COMMAND --help" in overview.stdout,
       "help: ./run --help is the overview (and says where a command's flags are)", overview.stdout[:300])
 unknown = run(["ppl", "--bogus"])
