@@ -1,8 +1,8 @@
 /* eval/cli.h: how ./run reads a command line, below run.c's commands: flags with one or two dashes
  * and --flag=value, their values checked into one usage error (the first found), the flags that
- * commands share (each takes some: TAKES_*), and text written on one line whatever bytes it holds
- * (run.c prints its errors with it). run.c's cmd_* functions read their own flags with flag() and the value parsers, and the
- * shared ones with next_arg(). */
+ * commands share (each takes some: TAKES_*) and their checks, and text written on one line whatever
+ * bytes it holds (run.c prints its errors with it). run.c's cmd_* functions read their own flags
+ * with flag() and the value parsers, the shared ones with next_arg(). */
 #ifndef KVQ_CLI_H
 #define KVQ_CLI_H
 
@@ -10,7 +10,7 @@
 #include "model/formats/error.h"
 #include "quant/scheme.h"
 
-/* The shared flags, each command taking some (Command.takes). */
+/* The shared flags, each command taking some (run.c: Command.takes). */
 enum {
     TAKES_DIR = 1 << 0,         /* one argument without a dash: MODEL_DIR (kv-info: FILE) */
     TAKES_JSON = 1 << 1,        /* --json */
