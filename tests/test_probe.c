@@ -249,10 +249,27 @@ static void check_refusals(const ModelDir *L) {
     }
 }
 
+/* The seeded draws every probe input comes from (and the committed probe tables with them), against
+ * splitmix64 written out in Python from probe_common.h's description: the seed, then each index
+ * times 0xd1342543de82ef95 added before a round, four rounds. */
+static void check_draws(void) {
+    static const struct { unsigned long long seed, a, b, c, want; } cases[] = {
+        {42, 0, 0, 0, 0xc16129ecd0dc5b93ULL},
+        {42, 16, 3, 7, 0xc69666e6893f73e9ULL},
+        {7, 0x9a55, 5, 0, 0xed298be87992f470ULL},
+        {0xffffffffffffffffULL, 1, 2, 3, 0x4daf074528794c1bULL},
+    };
+    int wrong = -1;
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        if (probe_draw(cases[i].seed, cases[i].a, cases[i].b, cases[i].c) != cases[i].want) wrong = i;
+    check(wrong < 0, "probe: seeded draws are splitmix64 of the seed and the indices", "case %d differs", wrong);
+}
+
 int main(void) {
     ModelDir L;
     Error err;
     if (!check(modeldir_load(&L, MODEL, 1, &err) == 0, "probe: the model loads", "%s", err.msg)) return test_exit_code();
+    check_draws();
     check_sequences(&L);
     check_copy(&L);
     check_passkey(&L);
