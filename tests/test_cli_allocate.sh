@@ -164,6 +164,19 @@ for row, p in [(alloc, pa), (uni, pu)]:
     print(row["kind"], row["kl_mean"], p["kl_mean"])
 sys.exit(0 if ok else 1)
 PY
+# each budget's best uniform candidate fits that budget, not only the largest (tq3, 3.25 bits, fits 3.5
+# but not 2.25: at 2.25 the best uniform is int2-g64+had even though tq3 damages less)
+expect_exit "allocate --verify at 2.25 and 3.5 bits on 1 held-out window" 0 ./run allocate $M --from "$T/full" --budget 2.25,3.5 \
+    --verify --out-dir "$T/verify2" --windows 1 --json --quiet
+python3 - "$T/out" <<'PY' && pass "allocate --verify: each budget's best uniform candidate fits that budget (tq3 at 3.5 bits, not at 2.25)" \
+    || fail "allocate --verify best uniform within each budget" "see above"
+import json, sys
+v = json.load(open(sys.argv[1]))["verify"]
+best = {b["budget"]: [r for r in b["rows"] if r.get("best_uniform")] for b in v["budgets"]}
+print({b: [(r["k_scheme"], r["bits"]) for r in rows] for b, rows in best.items()})
+ok = [r["k_scheme"] for r in best[2.25]] == ["int2-g64+had"] and [r["k_scheme"] for r in best[3.5]] == ["tq3"]
+sys.exit(0 if ok and all(r["bits"] <= b for b, rows in best.items() for r in rows) else 1)
+PY
 [ -s "$T/verify/allocation.md" ] && [ -s "$T/verify/allocation.json" ] && pass "allocate --verify writes allocation.md and allocation.json beside the sweep's files" \
     || fail "allocate --verify files" "$(ls "$T/verify")"
 
