@@ -286,6 +286,24 @@ static void test_small_vocab(void) {
     tokenizer_free(t);
 }
 
+/* A text that is both a reserved piece and a mergeable one (the file may hold it once in each, as
+ * sentencepiece's two maps may): the merges find the mergeable piece, the final symbol's id is the
+ * reserved one, as sentencepiece's PieceToId looks there first. */
+static void test_reserved_before_mergeable(void) {
+    char err[256] = "";
+    Buf b;
+    put_header(&b, 5, -1, -1, 0, -1, 1);
+    put_piece(&b, "<unk>", 0, UNK);
+    put_piece(&b, SP, 0, N);
+    put_piece(&b, "a", 0, N);
+    put_piece(&b, SP "a", -1, N);
+    put_piece(&b, SP "a", 0, CTRL);
+    Tokenizer *t = tokenizer_load_memory(b.data, b.len, "twice", err, sizeof err);
+    check(t && encodes_to(t, "a", (int[]){4}, 1), "a text both reserved and mergeable encodes to the reserved id",
+          "%s", t ? "expected [4]" : err);
+    tokenizer_free(t);
+}
+
 /* Loading must fail with a message that names the file. */
 static int rejects(const void *data, size_t len, const char *why) {
     char err[256] = "";
@@ -409,6 +427,7 @@ int main(void) {
     test_reference_cases(STORIES_TOK, REF_DIR "tokenizer-stories260K.jsonl", "stories260K");
     test_wikitext();
     test_small_vocab();
+    test_reserved_before_mergeable();
     test_hostile();
     test_corrupted_real_file();
     test_invalid_utf8_input();
