@@ -151,7 +151,20 @@ fi
 
 # --- other arguments on an existing journal
 expect_exit "other arguments on an existing sweep directory: exit 2" 2 ./run sweep $M --ctx 128 --stride 32 --windows 6 --configs "$CONFIGS" --out-dir "$T/full"
-grep -q 'sweep.json' "$T/err" && grep -q 'stride' "$T/err" && pass "the refusal names sweep.json and the differing setting" || fail "refusal message" "$(cat "$T/err")"
+grep -q 'sweep.json' "$T/err" && grep -q -- '(--stride: the directory holds a sweep of stride 64; this run asks for stride 32)' "$T/err" \
+    && pass "the refusal names sweep.json, the differing flag and both values in words" || fail "refusal message" "$(cat "$T/err")"
+# the setting of the issue: a sweep of 6 windows resumed without --windows (all of them), then other configurations
+expect_exit "no --windows on a sweep of 6 windows: exit 2" 2 ./run sweep $M --ctx 128 --stride 64 --configs "$CONFIGS" --out-dir "$T/full"
+grep -q -- '(--windows: the directory holds a sweep of 6 windows; this run asks for all windows)' "$T/err" \
+    && pass "the refusal of another --windows says both in words (6 windows, all windows)" || fail "--windows refusal" "$(cat "$T/err")"
+grep -v "^q4_0" "$CONFIGS" >"$T/fewer.txt"
+expect_exit "fewer configurations on an existing sweep: exit 2" 2 ./run sweep $M $W --configs "$T/fewer.txt" --out-dir "$T/full"
+grep -q '(the configurations: the directory holds a sweep of 4; this run asks for 3)' "$T/err" \
+    && pass "the refusal of other configurations counts both" || fail "configurations refusal" "$(cat "$T/err")"
+sed 's/^int4-g64 .*/int3-g64/' "$CONFIGS" >"$T/other.txt"
+expect_exit "another configuration on an existing sweep: exit 2" 2 ./run sweep $M $W --configs "$T/other.txt" --out-dir "$T/full"
+grep -q '(configuration 2: the directory holds a sweep of int4-g64; this run asks for int3-g64)' "$T/err" \
+    && pass "the refusal of another configuration names it and both schemes" || fail "configuration refusal" "$(cat "$T/err")"
 
 # --- shards
 expect_exit "shard 0/2" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/s0" --shard 0/2 --quiet
