@@ -760,7 +760,7 @@ static int cmd_validate(Args *a) {
     o.calib_path = a->calib;
     Error err;
     int passed;
-    FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
+    FILE *out = a->json ? stderr : stdout;   /* --quiet: no progress, as on every command; the report stays */
     if (validate_default_run(&o, out, a->json ? stdout : NULL, &passed, &err)) return bad_input(a, err.msg);
     return passed ? EXIT_OK : EXIT_QUALITY;
 }
@@ -1344,7 +1344,7 @@ static const Command COMMANDS[] = {
      "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
      "  --ctx N                   tokens a window (the model's context)\n"
      "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
-     "  --quiet                   no report: the exit code (and --json's output) only (report)\n"
+     "  --quiet                   no progress on stderr (progress)\n"
      "  --json                    the results as JSON on stdout, the report on stderr (text)\n"
      "\n"
      "examples:\n"

@@ -676,6 +676,38 @@ static void test_label_boxes(void) {
     unlink(svg_path);
 }
 
+/* The note of numbers left out agrees with its count ("1 number ... its point", "N numbers ...
+ * their points"): crowded sweeps of 30..40 points, among which some leave one number out and some
+ * more (checked too, so the check cannot pass on charts that leave none out). */
+static void test_left_out_note(void) {
+    static char labels[40][8];
+    ChartPoint p[40];
+    int ones = 0, more = 0, wrong = 0;
+    char why[160] = "";
+    for (int n = 30; n <= 40; n++) {
+        for (int i = 0; i < n; i++) {
+            snprintf(labels[i], sizeof labels[i], "s%d", i);
+            p[i] = (ChartPoint){labels[i], 4.0 + 0.01 * (i % 7), 0.01 * (1 + 0.01 * i), 0.5 + 0.001 * i, 0.1};
+        }
+        int rc;
+        char path[64];
+        char *svg = write_chart("crowded", p, n, path, &rc);
+        unlink(path);
+        const char *note = svg ? strstr(svg, " left out: ") : NULL;
+        if (note) {
+            while (note > svg && note[-1] != '>') note--;
+            int k = atoi(note);
+            int ok = k == 1 ? !strncmp(note, "1 number left out: no room beside its point<", 44)
+                            : k > 1 && strstr(note, " numbers left out: no room beside their points<") != NULL;
+            ones += ok && k == 1, more += ok && k > 1;
+            if (!ok && !wrong++) snprintf(why, sizeof why, "%d points: '%.60s'", n, note);
+        }
+        free(svg);
+    }
+    check(!wrong && ones > 0 && more > 0, "chart: the note of numbers left out agrees with its count (1 number, N numbers)",
+          "%d charts with one left out, %d with more, %d wrong: %s", ones, more, wrong, why);
+}
+
 /* svg_text_n's output for the first n bytes of s, into out. */
 static void svg_of(const char *s, size_t n, char *out, size_t len) {
     FILE *f = tmpfile();
@@ -787,5 +819,6 @@ int main(int argc, char **argv) {
     unlink(hostile_path);
     if (fd >= 0) unlink(script);
     test_label_boxes();
+    test_left_out_note();
     return test_exit_code();
 }
