@@ -497,7 +497,7 @@ static int cmd_validate(Args *a) {
     o.calib_path = a->calib;
     Error err;
     int passed;
-    FILE *out = o.quiet ? NULL : a->json ? stderr : stdout;
+    FILE *out = a->json ? stderr : stdout;   /* --quiet: no progress, as on every command; the report stays */
     if (validate_default_run(&o, out, a->json ? stdout : NULL, &passed, &err)) return bad_input(a, err.msg);
     return passed ? EXIT_OK : EXIT_QUALITY;
 }

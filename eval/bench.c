@@ -584,7 +584,10 @@ void bench_print_text(FILE *f, const BenchResult *r) {
                     r->long_scheme);
         fprintf(f, "\n");
     }
-    fprintf(f, "peak RSS:  %.0f MiB\n", r->peak_rss_mib);
+    /* getrusage's high-water mark, read before the memory probe allocates its own buffer: the
+     * runs' memory (weights, cache, activations); /usr/bin/time -v sees the probe's buffer too */
+    fprintf(f, "peak RSS:  %.0f MiB of the runs (the process's high-water mark before the memory probe%s)\n",
+            r->peak_rss_mib, r->peak_read_gbytes > 0 ? "'s 512 MiB buffer, which /usr/bin/time -v counts too" : "");
 }
 
 static void json_phase(FILE *f, const char *name, const BenchPhase *p, const BenchResult *r, int last) {

@@ -93,8 +93,11 @@ static int make_calibration(CalibrateRun *r, const char *model_sha256, const cha
 static int write_heatmap(const CalibrateRun *r, const CalibrateOptions *o, Error *err) {
     char path[4096], title[512];
     snprintf(path, sizeof path, "%s.svg", o->out);
-    snprintf(title, sizeof title, "%s: %ld calibration tokens of %s", o->random ? o->random : o->model_dir,
-             r->rows.rows, o->text_file);
+    if (o->random)   /* seeded random weights, not the model of that name */
+        snprintf(title, sizeof title, "random weights of %s's shape: %ld calibration tokens of %s", o->random,
+                 r->rows.rows, o->text_file);
+    else
+        snprintf(title, sizeof title, "%s: %ld calibration tokens of %s", o->model_dir, r->rows.rows, o->text_file);
     AtomicFile af;
     if (atomic_open(&af, path, err)) return -1;
     if (calib_write_heatmap_svg(af.f, &r->c, title)) {
@@ -137,8 +140,9 @@ static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, Error *e
     if (r->n_specs && calib_fit_all(&r->rows, r->specs, r->n_specs, &r->c, progress_update, &progress, err)) return -1;
     progress_finish(&progress);
     if (calibration_save(o->out, &r->c, err) || write_heatmap(r, o, err)) return -1;
-    fprintf(out, "calibration: %s (%ld tokens of %s in %d windows of %d; %d fits)\nheatmap:     %s.svg\n\n", o->out,
-            r->rows.rows, o->text_file, windows, o->ctx, r->n_specs, o->out);
+    fprintf(out, "calibration: %s (%ld token%s of %s in %d window%s of %d; %d fit%s)\nheatmap:     %s.svg\n\n", o->out,
+            r->rows.rows, r->rows.rows == 1 ? "" : "s", o->text_file, windows, windows == 1 ? "" : "s", o->ctx,
+            r->n_specs, r->n_specs == 1 ? "" : "s", o->out);
     calib_print_outliers(out, &r->c);
     return 0;
 }

@@ -12,12 +12,20 @@ int calibration_for_run(const char *path, const char *model_dir, const ModelIden
     *have = 0;
     if (!path) {
         snprintf(default_path, sizeof default_path, "%s/%s", model_dir, DEFAULT_CALIBRATION);
-        if (!needed || !path_exists(default_path)) return 0;   /* a fitted scheme then says what it lacks */
+        if (!needed) return 0;
+        if (!path_exists(default_path)) {   /* a fitted scheme then says what it lacks, and where it goes */
+            snprintf(c->path, sizeof c->path, "%.255s", default_path);
+            snprintf(c->model_dir, sizeof c->model_dir, "%.255s", model_dir);
+            c->absent = 1;
+            *have = 1;
+            return 0;
+        }
         path = default_path;
     }
     ModelIdentity computed;
     if (!identity && modeldir_identity(model_dir, &computed, err)) return -1;
     if (calibration_open(path, m, (identity ? identity : &computed)->weights_sha256, c, err)) return -1;
+    snprintf(c->model_dir, sizeof c->model_dir, "%.255s", model_dir);
     *have = 1;
     return 0;
 }

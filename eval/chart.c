@@ -611,7 +611,8 @@ static void notes(const Chart *c, int drawn, double y) {
         text_at(c, PLOT_L, y, "start", 10, " fill=\"#777\"", buf), y += 14;
     }
     if (c->unplaced > 0) {
-        snprintf(buf, sizeof buf, "%d numbers left out: no room beside their points", c->unplaced);
+        snprintf(buf, sizeof buf, c->unplaced == 1 ? "%d number left out: no room beside its point"
+                                                    : "%d numbers left out: no room beside their points", c->unplaced);
         text_at(c, PLOT_L, y, "start", 10, " fill=\"#777\"", buf);
     }
 }

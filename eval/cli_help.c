@@ -567,7 +567,7 @@ const CommandHelp HELP_VALIDATE = {
     "  --text-file F             the text (data/wikitext-2-raw/wiki.test.raw)\n"
     "  --ctx N                   tokens a window (the model's context)\n"
     "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
-    "  --quiet                   no report: the exit code (and --json's output) only (report)\n"
+    "  --quiet                   no progress on stderr (progress)\n"
     "  --json                    the results as JSON on stdout, the report on stderr (text)\n"
     "\n"
     "examples:\n"

@@ -15,6 +15,7 @@ double seconds_now(void) {
 void progress_init(Progress *p, const char *label, int quiet) {
     p->label = label;
     p->unit = "windows";
+    p->passes = 1;
     p->is_tty = isatty(2);
     p->quiet = quiet;
     p->last_print = -1e9;
@@ -44,7 +45,7 @@ void progress_update(void *progress, int done, int total, long tokens, double se
     if (!p->is_tty && !last && seconds - p->last_print < LINE_EVERY_SECONDS) return;
     p->last_print = seconds;
     char eta[32], rate[48] = "";
-    if (tokens > 0 && seconds > 0) snprintf(rate, sizeof rate, ", %.0f tok/s", tokens / seconds);
+    if (tokens > 0 && seconds > 0) snprintf(rate, sizeof rate, ", %.0f tok/s", (double)tokens * p->passes / seconds);
     progress_format_seconds(progress_eta(p, done, total, seconds), eta, sizeof eta);
     if (p->is_tty) {
         int width = 30, fill = total > 0 ? done * width / total : 0;

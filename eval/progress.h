@@ -8,6 +8,8 @@
 typedef struct {
     const char *label;
     const char *unit;        /* what a step is: "windows" (progress_init's), or set after it ("tables") */
+    int passes;              /* forward passes a reported token takes (1; ppl compared: 2), so that
+                                the tok/s printed counts what the report's time line counts */
     int is_tty;
     int quiet;
     double last_print;

@@ -57,6 +57,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     o.calib = have_calib ? &calib : NULL;
     Progress progress;
     progress_init(&progress, "ppl", run->quiet);
+    progress.passes = o.compare ? 2 : 1;   /* fp32 and the scheme, each over every window token */
     o.progress = progress_update;
     o.progress_user = &progress;
     int n_tokens = 0;
@@ -83,6 +84,9 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     else
         fprintf(f, "protocol:  HF sliding window, ctx %d, stride %d\n", r->ctx, r->stride);
     fprintf(f, "windows:   %d of %d", x->windows, x->windows_total);
+    PplOptions all = {.protocol = r->protocol_llamacpp ? PPL_LLAMACPP : PPL_HF, .ctx = r->ctx, .stride = r->stride};
+    int in_text = ppl_window_count(&all, r->n_tokens);
+    if (in_text > x->windows_total) fprintf(f, " asked (--windows; the text has %d)", in_text);
     if (r->shard_count > 1) fprintf(f, " (shard %d/%d)", r->shard_index, r->shard_count);
     if (r->merged_shards > 1) fprintf(f, " (merged from %d shards)", r->merged_shards);
     fprintf(f, ", %ld scored tokens\n", x->sums.scored);
@@ -123,7 +127,12 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (x->sums.scored < 2)
         fprintf(f, "note:      standard errors are undefined with fewer than 2 scored tokens (null in --json)\n");
     double rate = x->seconds > 0 ? x->tokens_processed * (x->compared ? 2 : 1) / x->seconds : 0;
-    fprintf(f, "time:      %.1f s, %.0f tok/s\n", x->seconds, rate);
+    if (x->compared)
+        fprintf(f, "time:      %.1f s, %.0f tok/s of forward passes (%ld window tokens, each run with the fp32 cache "
+                "and with the scheme's)\n", x->seconds, rate, x->tokens_processed);
+    else
+        fprintf(f, "time:      %.1f s, %.0f tok/s of forward passes (%ld window tokens)\n", x->seconds, rate,
+                x->tokens_processed);
 }
 
 void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, const double k_bits[2],

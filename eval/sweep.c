@@ -116,14 +116,99 @@ static char *without_paths(const char *text) {
     return out;
 }
 
-/* The first line where a and b differ, into out (for the error message). */
+/* The setting of a sweep.json line `  "key": value,` (key and value without quotes), 0 when the
+ * line is not one (a configuration's line, a bracket). */
+static int settings_line(const char *line, size_t len, char key[32], char value[130]) {
+    if (len < 6 || strncmp(line, "  \"", 3)) return 0;
+    const char *k = line + 3, *colon = memchr(k, '"', len - 3);
+    if (!colon || colon - k >= 32 || colon[1] != ':') return 0;
+    snprintf(key, 32, "%.*s", (int)(colon - k), k);
+    const char *v = colon + 3, *end = line + len;
+    if (end > v && end[-1] == ',') end--;
+    if (end - v >= 2 && *v == '"' && end[-1] == '"') v++, end--;
+    snprintf(value, 130, "%.*s", (int)(end - v < 128 ? end - v : 128), v);
+    return 1;
+}
+
+/* The settings a resume compares, each with the flag that sets it and its value in words ("%s":
+ * the value as written). */
+static const char *const SETTING_WORDS[][3] = {
+    {"max_windows", "--windows", "%s windows"}, {"ctx", "--ctx", "ctx %s"}, {"stride", "--stride", "stride %s"},
+    {"batch", "--batch", "batches of %s"}, {"precision", "--precision", "%s matmuls"},
+    {"protocol", "--protocol", "the %s protocol"}, {"calib_sha256", "--calib", "calibration sha256 %.12s..."},
+    {"n_tokens", "--text-file", "a text of %s tokens"}, {"tokens_hash", "--text-file", "a text of token hash %s"},
+    {"windows_total", "--text-file, --ctx or --stride", "%s windows in the text"},
+    {"shard_index", "--shard", "shard index %s"}, {"shard_count", "--shard", "%s shards"},
+    {"layer_error", "--no-layer-error", "layer_error %s"},
+};
+
+/* Setting i's value in words: "all windows" for max_windows 0, "no calibration" for none. */
+static void setting_words(int i, const char *value, char *out, size_t n) {
+    const char *key = SETTING_WORDS[i][0];
+    if (!strcmp(key, "max_windows") && !strcmp(value, "0")) snprintf(out, n, "all windows");
+    else if (!strcmp(key, "max_windows") && !strcmp(value, "1")) snprintf(out, n, "1 window");
+    else if (!strcmp(key, "calib_sha256") && !*value) snprintf(out, n, "no calibration");
+    else if (!strcmp(key, "layer_error")) snprintf(out, n, strcmp(value, "1") ? "no per-layer error" : "the per-layer error");
+    else snprintf(out, n, SETTING_WORDS[i][2], value);
+}
+
+/* The configuration lines of a sweep.json text (`    {"k": ...`), and the first at which *line points. */
+static int config_lines(const char *text) {
+    int n = 0;
+    for (const char *s = strstr(text, "\n    {\"k\": "); s; s = strstr(s + 1, "\n    {\"k\": ")) n++;
+    return n;
+}
+
+/* A configuration line's keys and values as "K k / V v" (or "k" when they are the same) into out. */
+static void config_words(const char *line, size_t len, char *out, size_t n) {
+    char k[128] = "?", v[128] = "?";
+    const char *kq = strstr(line, "{\"k\": \""), *vq = strstr(line, ", \"v\": \"");
+    if (kq && kq < line + len) snprintf(k, sizeof k, "%.*s", (int)strcspn(kq + 7, "\""), kq + 7);
+    if (vq && vq < line + len) snprintf(v, sizeof v, "%.*s", (int)strcspn(vq + 8, "\""), vq + 8);
+    if (!strcmp(k, v)) snprintf(out, n, "%s", k);
+    else snprintf(out, n, "K %s / V %s", k, v);
+}
+
+/* The first setting where the sweep.json there (a) and this run's (b) differ, in words, into out
+ * (for the error message): the flag that sets it and both values, e.g. "--windows: the directory
+ * holds a sweep of all windows; this run asks for 16 windows". */
 static void first_difference(const char *a, const char *b, char *out, size_t n) {
+    int configs_a = config_lines(a), configs_b = config_lines(b), config = 0;
     for (;;) {
         size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        int is_config = !strncmp(a, "    {\"k\": ", 10);
         if (la != lb || strncmp(a, b, la)) {
-            snprintf(out, n, "there %.*s, now %.*s", (int)(la < 120 ? la : 120), a, (int)(lb < 120 ? lb : 120), b);
+            char ka[32], kb[32], va[130], vb[130], wa[200], wb[200];
+            int setting = -1;
+            if (settings_line(a, la, ka, va) && settings_line(b, lb, kb, vb) && !strcmp(ka, kb))
+                for (int i = 0; i < (int)(sizeof SETTING_WORDS / sizeof *SETTING_WORDS) && setting < 0; i++)
+                    if (!strcmp(ka, SETTING_WORDS[i][0])) setting = i;
+            if (setting >= 0) {
+                setting_words(setting, va, wa, sizeof wa);
+                setting_words(setting, vb, wb, sizeof wb);
+                snprintf(out, n, "%s: the directory holds a sweep of %.150s; this run asks for %.150s",
+                         SETTING_WORDS[setting][1], wa, wb);
+            } else if (settings_line(a, la, ka, va) && settings_line(b, lb, kb, vb) &&
+                       (!strcmp(ka, "layer_error") || !strcmp(kb, "layer_error"))) {
+                /* layer_error is written only when on */
+                int there = !strcmp(ka, "layer_error");
+                snprintf(out, n, "--no-layer-error: the directory holds a sweep %s the per-layer error; this run %s",
+                         there ? "with" : "without", there ? "is without it (--no-layer-error)" : "asks for it");
+            } else if (configs_a != configs_b) {
+                snprintf(out, n, "the configurations: the directory holds a sweep of %d; this run asks for %d",
+                         configs_a, configs_b);
+            } else if (is_config) {
+                config_words(a, la, wa, sizeof wa);
+                config_words(b, lb, wb, sizeof wb);
+                snprintf(out, n, "configuration %d: the directory holds a sweep of %.150s; this run asks for %.150s%s",
+                         config + 1, wa, wb, strcmp(wa, wb) ? "" : " (its bits differ: another kvq)");
+            } else {
+                snprintf(out, n, "the settings differ: the directory holds %.*s; this run asks for %.*s",
+                         (int)(la < 100 ? la : 100), a, (int)(lb < 100 ? lb : 100), b);
+            }
             return;
         }
+        config += is_config;
         if (!a[la] || !b[lb]) { snprintf(out, n, "the files differ in length"); return; }
         a += la + 1;
         b += lb + 1;
@@ -181,7 +266,7 @@ static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
         } else if (!(a = without_paths(have)) || !(b = without_paths(want))) {
             rc = error_set(err, "out of memory");
         } else if (strcmp(a, b)) {
-            char diff[300];
+            char diff[480];
             first_difference(a, b, diff, sizeof diff);
             rc = error_set(err, "%s: a sweep with other arguments is in this directory (%s); use another --out-dir "
                                 "or the same arguments", path, diff);

@@ -105,6 +105,7 @@ static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOpti
     po.compare = 1;
     Progress progress;
     progress_init(&progress, "      ppl", o->quiet || !out);
+    progress.passes = 2;   /* the fp32 and the quantized cache over every window token, as ppl counts */
     po.progress = progress_update;
     po.progress_user = &progress;
     PplResult pr;

@@ -3,6 +3,7 @@
  * the file leaves misaligned for its dtype is copied (realign_weights). */
 #include "model/model.h"
 #include "model/kernels/hugepages.h"
+#include "model/formats/fileio.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,11 @@ int model_load(Model *m, const char *dir, Error *err) {
     char config_path[4096], weights_path[4096];
     snprintf(config_path, sizeof config_path, "%s/config.json", dir);
     snprintf(weights_path, sizeof weights_path, "%s/model.safetensors", dir);
+    if (path_exists(dir) && !path_exists(config_path)) {   /* a directory, but not a model's */
+        memset(m, 0, sizeof *m);
+        return error_set(err, "%s: not a model directory (no config.json; a model directory holds config.json, "
+                         "model.safetensors and tokenizer.bin)", dir);
+    }
     return model_load_files(m, config_path, weights_path, err);
 }
 

@@ -72,11 +72,12 @@ static int ggml_parse(const char *name, KvBase *b, char *why, size_t why_len) {
     p++;
     int bits, variant;
     if (kv_parse_number(&p, 0, 99, &bits) || (bits != 4 && bits != 5 && bits != 8)) {
-        snprintf(why, why_len, "%.40s: the bits must be 8, 4 or 5 (q8_0, q4_0, q4_1, q5_0, q5_1)", name);
+        snprintf(why, why_len, "%.40s: the bits must be 8, 4 or 5 (q8_0, q4_0, q4_1, q5_0, q5_1; or iq4_nl)", name);
         return -1;
     }
     if (*p != '_' || (p++, kv_parse_number(&p, 0, 9, &variant)) || *p != '\0') {
-        snprintf(why, why_len, "%.40s: expected q8_0, q4_0, q4_1, q5_0 or q5_1", name);
+        snprintf(why, why_len, "%.40s: expected q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl (llama.cpp's KV cache types; "
+                 "its k-quants such as q4_k are not among them)", name);
         return -1;
     }
     if (variant > 1 || (bits == 8 && variant != 0)) {

@@ -306,8 +306,8 @@ def make(tree, cfg, targets, log):
 
 def test_targets(test, cfg):
     """What make builds for a test, and the command that runs it."""
-    if test.endswith(".sh"):
-        return ["run"], ["sh", test]
+    if test.endswith(".sh"):    # test_chart: the shell tests' SVG check (cli_helpers.sh, check_svg)
+        return ["run", os.path.join(cfg["build"], "tests", "test_chart")], ["sh", test]
     binary = os.path.join(cfg["build"], "tests", test)
     return [binary], [binary]
 

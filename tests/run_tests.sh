@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs every test program in $1 and every tests/test_*.sh and tests/test_*.py,
 # counts PASS/FAIL lines, and ends with "N passed, N failed" after the seconds taken (each test's
-# too). KVQ_QUICK=1 in the environment (`make check`) makes the long tests sample their rows;
+# too) and the list of SKIP lines (checks not made: a program they need is not installed). KVQ_QUICK=1 in the environment (`make check`) makes the long tests sample their rows;
 # KVQ_TEST_JOBS=N runs N programs at a time (`make check`: 2), each report still whole and in order.
 # A program that crashes or exits nonzero without printing FAIL counts as one failure.
 # Every check name appears once across the whole run, so N passed counts distinct checks:
@@ -131,6 +131,13 @@ if [ -n "$repeats" ]; then
 else
     echo "PASS every check name is printed once across the run"
     passed=$((passed + 1))
+fi
+# A SKIP line is a check not made (a program it needs is not installed): neither passed nor failed,
+# but listed again here so that a run that skipped something says so beside its count.
+skipped=$(grep -c '^SKIP ' "$all")
+if [ "$skipped" -gt 0 ]; then
+    echo "$skipped skipped, counted neither passed nor failed:"
+    grep '^SKIP ' "$all" | sed 's/^SKIP /    /'
 fi
 rm -rf "$all" "$work"
 echo "all tests: $(($(date +%s) - began)) s"

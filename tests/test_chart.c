@@ -8,13 +8,17 @@
  * crowded sweep (12 points within 0.25 bits) and the two above have no text on another, none
  * outside the viewBox, every number inside its panel and on no marker, measured with DejaVu Sans's
  * own advance widths.
- * Two checks run outside programs: python3's xml.etree parses each SVG (only basic elements;
- * skipped with a SKIP line when python3 is missing) and rsvg-convert (Debian librsvg2-bin, which
- * .ci/run installs) renders it to a PNG; a missing rsvg-convert is a FAIL. */
+ * Every SVG here and every committed one under data/ passes tests/svg_check.h (strict XML, kvq's
+ * SVG elements, finite geometry), which is hand-checked first on broken SVGs it must refuse.
+ * Two checks run outside programs, each skipped with a SKIP line (not a FAIL: the README's set-up
+ * installs neither) when its program is missing: python3's xml.etree parses each SVG (only basic
+ * elements), and rsvg-convert (Debian librsvg2-bin, which .ci/run installs) renders it to a PNG. */
 #include "tests/test.h"
+#include "tests/svg_check.h"
 #include "eval/chart.h"
 #include "eval/svg.h"
 #include <ctype.h>
+#include <glob.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,7 +371,7 @@ static void check_render(const char *what, const char *svg_path, const char *png
     char cmd[512], name[160];
     snprintf(name, sizeof name, "chart %s: rsvg-convert renders it to a PNG", what);
     if (!have("rsvg-convert")) {
-        check(0, name, "rsvg-convert not found: install the Debian package librsvg2-bin");
+        printf("SKIP %s: rsvg-convert not found (Debian librsvg2-bin); svg_check's checks stand in\n", name);
         return;
     }
     snprintf(cmd, sizeof cmd, "rsvg-convert -o '%s' '%s'", png_path, svg_path);
@@ -376,6 +380,94 @@ static void check_render(const char *what, const char *svg_path, const char *png
     check(png && len > 1000 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0, name, "%s: %zu bytes%s", cmd, len,
           png ? "" : ", failed");
     free(png);
+}
+
+/* --- svg_check (tests/svg_check.h): what stands in for a renderer ------------------------------ */
+
+static const char SVG_HEAD[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                               "width=\"100\" height=\"50\" viewBox=\"0 0 100 50\">";
+
+/* svg_check on SVG_HEAD + body + "</svg>" (or body alone when whole). */
+static int svg_ok(const char *body, int whole, char *why, size_t why_len) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s", whole ? "" : SVG_HEAD, body, whole ? "" : "</svg>");
+    return svg_check(text, strlen(text), why, why_len);
+}
+
+/* The checker by hand: a small SVG of every element kvq writes passes; each broken one is refused
+ * for its own reason (a checker that accepts anything would pass every SVG below). */
+static void test_svg_check(void) {
+    char why[200];
+    int ok = svg_ok("<g><rect x=\"1\" y=\"2\" width=\"3\" height=\"4\" fill=\"none\"><title>K &lt;0&gt; &#233;&#xe9;</title>"
+                    "</rect><line x1=\"0\" y1=\"0\" x2=\"5e1\" y2=\"-1.5\"/><polyline points=\"1,2 3,4 5,6\"/>"
+                    "<circle cx=\"3\" cy=\"4\" r=\"2\"/><text x='1' y='2' font-size=\"12\">a &amp; b \xc3\xa9</text></g>"
+                    "<!-- a comment -->", 0, why, sizeof why);
+    check(ok, "svg_check: a small SVG of every element kvq writes is accepted", "%s", why);
+    static const struct { const char *body; int whole; const char *what; } bad[] = {
+        {"<g><text x=\"1\" y=\"2\">a</g></text>", 0, "tags closed in the wrong order"},
+        {"<g>", 0, "an element left open"},
+        {"<text x=\"1\" y=\"2\">a & b</text>", 0, "a bare '&'"},
+        {"<text x=\"1\" y=\"2\">&nbsp;</text>", 0, "an entity XML does not define"},
+        {"<text x=\"1\" y=\"2\">&#1;</text>", 0, "a reference to a control character"},
+        {"<text x=1 y=\"2\">a</text>", 0, "an unquoted attribute"},
+        {"<text x=\"1\" x=\"2\">a</text>", 0, "an attribute twice"},
+        {"<text x=\"1\"y=\"2\">a</text>", 0, "attributes without a space between"},
+        {"<text x=\"1\" y=\"<2\">a</text>", 0, "'<' in a value"},
+        {"<text x=\"1\" y=\"2\">a\x01</text>", 0, "a control byte"},
+        {"<text x=\"1\" y=\"2\">\xc3(</text>", 0, "a UTF-8 sequence cut short"},
+        {"<text x=\"1\" y=\"2\">\xc0\xaf</text>", 0, "an overlong UTF-8 form"},
+        {"<text x=\"nan\" y=\"2\">a</text>", 0, "x = nan"},
+        {"<circle cx=\"1\" cy=\"inf\" r=\"2\"/>", 0, "cy = inf"},
+        {"<rect x=\"1\" y=\"2\" width=\"-3\" height=\"4\"/>", 0, "a negative width"},
+        {"<line x1=\"1\" y1=\"\" x2=\"1\" y2=\"2\"/>", 0, "an empty coordinate"},
+        {"<polyline points=\"1,2 3\"/>", 0, "points not in pairs"},
+        {"<polyline points=\"1,2 3,nan\"/>", 0, "a point at nan"},
+        {"<path d=\"M0 0\"/>", 0, "an element kvq does not write"},
+        {"<!DOCTYPE svg>", 0, "a DOCTYPE"},
+        {"<!-- a -- b -->", 0, "'--' inside a comment"},
+        {"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\" viewBox=\"0 0 1 1\"></svg>x", 1,
+         "text after the root"},
+        {"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\" viewBox=\"0 0 1 1\"></svg><svg "
+         "xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\" viewBox=\"0 0 1 1\"></svg>", 1, "two roots"},
+        {"<svg width=\"1\" height=\"1\" viewBox=\"0 0 1 1\"></svg>", 1, "no SVG namespace"},
+        {"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\"></svg>", 1, "no viewBox"},
+        {"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\" viewBox=\"0 0 nan 1\"></svg>", 1,
+         "a viewBox of nan"},
+        {"<g xmlns=\"http://www.w3.org/2000/svg\"></g>", 1, "a root that is not <svg>"},
+        {"", 1, "no element at all"},
+    };
+    int n_bad = (int)(sizeof bad / sizeof *bad), accepted = -1;
+    char last[200] = "";
+    for (int i = 0; i < n_bad && accepted < 0; i++) {
+        if (svg_ok(bad[i].body, bad[i].whole, why, sizeof why)) accepted = i;
+        else snprintf(last, sizeof last, "%s", why);
+    }
+    check(accepted < 0, "svg_check: 28 broken SVGs refused (tags, entities, quotes, bytes, numbers, elements, root)",
+          "accepted %s (last refusal: %s)", accepted >= 0 ? bad[accepted].what : "", last);
+}
+
+/* svg_check on the SVG file at path; the check is named by what. */
+static void check_svg_file(const char *what, const char *path) {
+    size_t len = 0;
+    char *text = slurp(path, &len), why[200] = "cannot read it", name[320];
+    snprintf(name, sizeof name, "svg_check %s: well-formed XML, kvq's SVG elements, finite geometry", what);
+    check(text && svg_check(text, len, why, sizeof why), name, "%s: %s", path, why);
+    free(text);
+}
+
+/* Every SVG the repository ships (the README's charts and their siblings), each written by one of
+ * eval/'s SVG writers: the sweep chart, position and layer lines, the heatmap, the calibration's
+ * channel chart. */
+static void test_committed_svgs(void) {
+    glob_t g;
+    int n = 0;
+    static const char *const patterns[] = {"data/*/*/*.svg", "data/*/*/*/*.svg"};
+    for (int p = 0; p < 2; p++) {
+        if (glob(patterns[p], 0, NULL, &g) != 0) continue;
+        for (size_t i = 0; i < g.gl_pathc; i++, n++) check_svg_file(g.gl_pathv[i], g.gl_pathv[i]);
+        globfree(&g);
+    }
+    check(n >= 20, "svg_check: the committed SVGs under data/ found (the README's charts among them)", "%d found", n);
 }
 
 /* --- label boxes: no text on another, every number inside its panel and off every marker --------- */
@@ -584,6 +676,38 @@ static void test_label_boxes(void) {
     unlink(svg_path);
 }
 
+/* The note of numbers left out agrees with its count ("1 number ... its point", "N numbers ...
+ * their points"): crowded sweeps of 30..40 points, among which some leave one number out and some
+ * more (checked too, so the check cannot pass on charts that leave none out). */
+static void test_left_out_note(void) {
+    static char labels[40][8];
+    ChartPoint p[40];
+    int ones = 0, more = 0, wrong = 0;
+    char why[160] = "";
+    for (int n = 30; n <= 40; n++) {
+        for (int i = 0; i < n; i++) {
+            snprintf(labels[i], sizeof labels[i], "s%d", i);
+            p[i] = (ChartPoint){labels[i], 4.0 + 0.01 * (i % 7), 0.01 * (1 + 0.01 * i), 0.5 + 0.001 * i, 0.1};
+        }
+        int rc;
+        char path[64];
+        char *svg = write_chart("crowded", p, n, path, &rc);
+        unlink(path);
+        const char *note = svg ? strstr(svg, " left out: ") : NULL;
+        if (note) {
+            while (note > svg && note[-1] != '>') note--;
+            int k = atoi(note);
+            int ok = k == 1 ? !strncmp(note, "1 number left out: no room beside its point<", 44)
+                            : k > 1 && strstr(note, " numbers left out: no room beside their points<") != NULL;
+            ones += ok && k == 1, more += ok && k > 1;
+            if (!ok && !wrong++) snprintf(why, sizeof why, "%d points: '%.60s'", n, note);
+        }
+        free(svg);
+    }
+    check(!wrong && ones > 0 && more > 0, "chart: the note of numbers left out agrees with its count (1 number, N numbers)",
+          "%d charts with one left out, %d with more, %d wrong: %s", ones, more, wrong, why);
+}
+
 /* svg_text_n's output for the first n bytes of s, into out. */
 static void svg_of(const char *s, size_t n, char *out, size_t len) {
     FILE *f = tmpfile();
@@ -618,7 +742,19 @@ static void test_svg_text(void) {
           "case %zu: got '%s', want '%s'", bad, got, bad < n_cases ? cases[bad].want : "");
 }
 
-int main(void) {
+/* test_chart --svg-check FILE: svg_check on one file, for the shell tests' SVGs (tests/cli_helpers.sh,
+ * check_svg): exit 0, or 1 with the problem on stderr. */
+static int svg_check_main(const char *path) {
+    size_t len = 0;
+    char *text = slurp(path, &len), why[200] = "cannot read it";
+    int ok = text && svg_check(text, len, why, sizeof why);
+    if (!ok) fprintf(stderr, "%s: %s\n", path, why);
+    free(text);
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--svg-check")) return svg_check_main(argv[2]);
     test_pareto();
     test_svg_text();
     unsigned char front[N_SAMPLE];
@@ -651,6 +787,11 @@ int main(void) {
           "%d in the top panel, %d in the bottom one, %d outside", in[0], in[1], in[2]);
     check_label_boxes("sample", sample, 2 * N_SAMPLE);
     check_label_boxes("of hostile values", hostile, 10);
+    test_svg_check();
+    check_svg_file("chart sample", sample_path);
+    check_svg_file("chart with no points", empty_path);
+    check_svg_file("chart of hostile values", hostile_path);
+    test_committed_svgs();
 
     int fd = mkstemp(script);
     if (!have("python3") || fd < 0) {
@@ -678,5 +819,6 @@ int main(void) {
     unlink(hostile_path);
     if (fd >= 0) unlink(script);
     test_label_boxes();
+    test_left_out_note();
     return test_exit_code();
 }

@@ -3,10 +3,11 @@
 # (ctx 256, 2 windows, 2 candidates: 17 forward passes a window). A cell of the sensitivity has the
 # sums of `./run ppl` with that LAYERED scheme (keys and values apart); the run costs 2 x layers x
 # candidates + 1 passes a window; a killed and resumed run and two shards put together by
-# sweep-merge give the uninterrupted run's report byte for byte; the heatmap is XML and renders;
-# allocate's choice is the brute-force optimum over every combination (python3, exact fractions
-# for the bits), its LAYERED strings say that choice, and --verify's measured KL is ppl's for those
-# strings; bad budgets, candidates, models and flags exit 2 with one line and write nothing.
+# sweep-merge give the uninterrupted run's report byte for byte; the heatmap is XML, passes
+# svg_check (and renders where rsvg-convert is installed); allocate's choice is the brute-force
+# optimum over every combination (python3, exact fractions for the bits), its LAYERED strings say
+# that choice, and --verify's measured KL is ppl's for those strings; bad budgets, candidates,
+# models and flags exit 2 with one line and write nothing.
 . tests/cli_helpers.sh
 M=data/models/mini-llama-brown
 W="--ctx 256 --stride 128 --windows 2"
@@ -49,7 +50,7 @@ for (key, path) in [(("K", 2, "tq3"), sys.argv[2]), (("V", 1, "int2-g64+had"), s
         print("the other side's cell has the same KL:", other); sys.exit(1)
 PY
 
-# --- the heatmap: XML with 16 titled cells, and a renderer makes a PNG of it
+# --- the heatmap: XML with 16 titled cells, svg_check, and a renderer makes a PNG of it where one is installed
 python3 - "$T/full/sensitivity.svg" <<'PY' && pass "sensitivity.svg parses as XML with 16 cells titled K/V layer candidate" || fail "sensitivity.svg" "see above"
 import sys, xml.etree.ElementTree as E
 root = E.parse(sys.argv[1]).getroot()
@@ -60,13 +61,7 @@ ok = len(cells) == 16 and sum(t.startswith("K layer") for t in titles) == 8 and 
 print(len(cells), titles[:2])
 sys.exit(0 if ok else 1)
 PY
-if command -v rsvg-convert >/dev/null 2>&1; then
-    rsvg-convert "$T/full/sensitivity.svg" -o "$T/heat.png" 2>"$T/rsvg.err"
-    size=$(wc -c <"$T/heat.png" 2>/dev/null || echo 0)
-    [ "$size" -gt 1000 ] && pass "rsvg-convert renders sensitivity.svg to a PNG ($size bytes)" || fail "rsvg-convert sensitivity.svg" "$(cat "$T/rsvg.err")"
-else
-    fail "rsvg-convert renders sensitivity.svg" "rsvg-convert not installed (Debian package librsvg2-bin)"
-fi
+check_svg "sensitivity.svg" "$T/full/sensitivity.svg"
 
 # --- killed mid-run and a torn last line, started again: the same report, byte for byte
 ./run sensitivity $M $W --candidates "$C" --out-dir "$T/killed" --quiet >/dev/null 2>&1 &

@@ -52,6 +52,20 @@ PY
 expect_exit "bench text" 0 ./run bench $M $SMALL
 grep -q "alongside\]" "$T/out" && grep -q "^           \[alongside\]: " "$T/out" && pass "bench text: paired read figure and its legend" \
     || fail "bench text: paired read figure" "$(cat "$T/out")"
+# peak RSS says what it measures: the runs' high-water mark, before the memory probe's 512 MiB,
+# which the whole process's peak (its rusage from wait4, as /usr/bin/time -v reads it) includes
+python3 - "$M" "$SMALL" <<'PY'
+import os, re, subprocess, sys
+p = subprocess.Popen(["./run", "bench", sys.argv[1]] + sys.argv[2].split(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+out = p.stdout.read().decode()
+_, status, usage = os.wait4(p.pid, 0)
+whole = usage.ru_maxrss / 1024.0
+m = re.search(r"^peak RSS:  (\d+) MiB of the runs \(the process's high-water mark before the memory probe's 512 MiB "
+              r"buffer, which /usr/bin/time -v counts too\)$", out, re.M)
+ok = status == 0 and m is not None and whole - int(m.group(1)) >= 400
+print(("PASS" if ok else "FAIL") + " bench text: peak RSS is the runs' (before the probe's 512 MiB), the whole process's "
+      "peak that plus the probe" + ("" if ok else ": %s; whole process %.0f MiB" % (m and m.group(0), whole)))
+PY
 
 # --- bad input
 expect_exit "bench -p 0" 2 ./run bench $M -p 0

@@ -90,21 +90,21 @@ cp $KV "$T/kv.st"   # a KV cache file whose name has no other use
 B="$T/bare"
 mkdir -p "$B"
 for f in config.json model.safetensors tokenizer.bin; do ln -s "$PWD/$O/$f" "$B/$f"; done
-refused "calib: ppl nuq3-g64 without a calibration names the calibrate command" \
-    "needs a calibration (--calib FILE; ./run calibrate MODEL_DIR --fit nuq3-g64 --out FILE makes one)" \
+refused "calib: ppl nuq3-g64 without a calibration names the calibrate command, the model and the default path" \
+    "needs a calibration, and $B has none (./run calibrate $B --fit nuq3-g64 --out $B/kv-calib.safetensors makes it; or --calib FILE)" \
     ./run ppl $B $W --kv-scheme nuq3-g64
 refused "calib: ppl --k-scheme vq8-d8+had without a calibration names its fit key" \
-    "--fit vq8-d8+had --out FILE makes one" ./run ppl $B $W --k-scheme vq8-d8+had+res16 --v-scheme fp16
-refused "calib: generate a fitted layer item without a calibration" "--fit nuq2-t64 --out FILE" \
+    "--fit vq8-d8+had --out $B/kv-calib.safetensors makes it" ./run ppl $B $W --k-scheme vq8-d8+had+res16 --v-scheme fp16
+refused "calib: generate a fitted layer item without a calibration" "--fit nuq2-t64 --out $B/kv-calib.safetensors" \
     ./run generate $B -n 4 -s 1 --kv-scheme "int4-g64;2:nuq2-t64"
 refused "calib: ppl a fit the bundled calibration lacks names it and the calibrate command" \
-    "$O/kv-calib.safetensors has no fit vq12-d8 (./run calibrate MODEL_DIR --fit vq12-d8 --out FILE makes it)" \
+    "$O/kv-calib.safetensors has no fit vq12-d8 (./run calibrate $O --fit vq12-d8 --out $O/kv-calib-vq12-d8.safetensors makes it; then --calib that file)" \
     ./run ppl $O $W --kv-scheme vq12-d8
 ok "calib: ppl nuq3-g64 on a bundled model reads its kv-calib.safetensors" ./run ppl $O $W --kv-scheme nuq3-g64
 grep -q "calib: *$O/kv-calib.safetensors" "$T/out" && pass "calib: ppl's report names the bundled calibration" ||
     fail "calib: ppl's report names the bundled calibration" "$(head -c 400 "$T/out")"
 refused "calib: ppl a fit the file lacks prints the calibrate command" \
-    "$CAL has no fit nuq4-g64 (./run calibrate MODEL_DIR --fit nuq4-g64 --out FILE makes it)" \
+    "$CAL has no fit nuq4-g64 (./run calibrate $O --fit nuq4-g64 --out $O/kv-calib-nuq4-g64.safetensors makes it; then --calib that file)" \
     ./run ppl $O $W --kv-scheme nuq4-g64 --calib $CAL
 refused "calib: ppl vq8-d8 (the file has vq8-d8+had only) is a missing fit" "has no fit vq8-d8 (" \
     ./run ppl $O $W --kv-scheme vq8-d8 --calib $CAL
@@ -167,7 +167,7 @@ PY
 ./run --validate --model $O --kv-scheme nuq3-g64 --calib $CAL --windows 1 --ctx 256 --stride 256 >"$T/v.txt" 2>/dev/null
 grep -q "calibration $CAL (sha256 $sha)" "$T/v.txt" && grep -q "^Calibration: *$CAL" "$T/v.txt" &&
     pass "calib: --validate's text report names the calibration" || fail "calib: --validate text report" "$(head -c 600 "$T/v.txt")"
-refused "calib: --validate nuq3-g64 without a calibration" "--fit nuq3-g64 --out FILE" \
+refused "calib: --validate nuq3-g64 without a calibration" "--fit nuq3-g64 --out $B/kv-calib.safetensors makes it" \
     env TMPDIR="$T/vtmp" ./run --validate --model $B --kv-scheme nuq3-g64 --windows 1 --ctx 64 --stride 64 --quiet
 [ -z "$(ls -A "$T/vtmp")" ] && pass "calib: --validate leaves no compressed file in TMPDIR" || fail "calib: --validate TMPDIR" "$(ls "$T/vtmp")"
 

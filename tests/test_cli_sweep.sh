@@ -2,8 +2,8 @@
 # tests/test_cli_sweep.sh: ./run sweep and sweep-merge end to end: the statistics equal ppl's
 # for the same configuration and agree with the reference file; a killed sweep resumes to the
 # same numbers, and so does a journal cut after any of its lines or torn inside any; shards
-# merge to the single run's numbers; the chart is well-formed XML and renders to a PNG; bad
-# input gets exit 2 and one line.
+# merge to the single run's numbers; the chart passes tests/svg_check.h (and renders to a PNG
+# where rsvg-convert is installed); bad input gets exit 2 and one line.
 . tests/cli_helpers.sh
 M=data/models/mini-llama-brown
 REF=tests/fixtures/reference
@@ -71,17 +71,10 @@ for c in sweep["configs"]:
 sys.exit(0 if ok == len(sweep["configs"]) else 1)
 PY
 
-# --- the chart: XML, and a real renderer makes a PNG of it
+# --- the chart: XML, svg_check, and a real renderer makes a PNG of it where one is installed
 python3 -c "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(0 if r.tag.endswith('svg') else 1)" "$T/full/chart.svg" \
     && pass "chart.svg parses as XML with an svg root" || fail "chart.svg XML" "$(head -c 300 "$T/full/chart.svg")"
-if command -v rsvg-convert >/dev/null 2>&1; then
-    rsvg-convert "$T/full/chart.svg" -o "$T/chart.png" 2>"$T/rsvg.err"
-    size=$(wc -c <"$T/chart.png" 2>/dev/null || echo 0)
-    [ "$size" -gt 1000 ] && head -c 8 "$T/chart.png" | grep -q PNG && pass "rsvg-convert renders chart.svg to a PNG ($size bytes)" \
-        || fail "rsvg-convert renders chart.svg" "$size bytes: $(cat "$T/rsvg.err")"
-else
-    fail "rsvg-convert renders chart.svg" "rsvg-convert not installed (Debian package librsvg2-bin)"
-fi
+check_svg "sweep chart.svg" "$T/full/chart.svg"
 
 # --- killed mid-run, started again: the same numbers
 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/killed" --quiet >/dev/null 2>&1 &
@@ -158,7 +151,20 @@ fi
 
 # --- other arguments on an existing journal
 expect_exit "other arguments on an existing sweep directory: exit 2" 2 ./run sweep $M --ctx 128 --stride 32 --windows 6 --configs "$CONFIGS" --out-dir "$T/full"
-grep -q 'sweep.json' "$T/err" && grep -q 'stride' "$T/err" && pass "the refusal names sweep.json and the differing setting" || fail "refusal message" "$(cat "$T/err")"
+grep -q 'sweep.json' "$T/err" && grep -q -- '(--stride: the directory holds a sweep of stride 64; this run asks for stride 32)' "$T/err" \
+    && pass "the refusal names sweep.json, the differing flag and both values in words" || fail "refusal message" "$(cat "$T/err")"
+# the setting of the issue: a sweep of 6 windows resumed without --windows (all of them), then other configurations
+expect_exit "no --windows on a sweep of 6 windows: exit 2" 2 ./run sweep $M --ctx 128 --stride 64 --configs "$CONFIGS" --out-dir "$T/full"
+grep -q -- '(--windows: the directory holds a sweep of 6 windows; this run asks for all windows)' "$T/err" \
+    && pass "the refusal of another --windows says both in words (6 windows, all windows)" || fail "--windows refusal" "$(cat "$T/err")"
+grep -v "^q4_0" "$CONFIGS" >"$T/fewer.txt"
+expect_exit "fewer configurations on an existing sweep: exit 2" 2 ./run sweep $M $W --configs "$T/fewer.txt" --out-dir "$T/full"
+grep -q '(the configurations: the directory holds a sweep of 4; this run asks for 3)' "$T/err" \
+    && pass "the refusal of other configurations counts both" || fail "configurations refusal" "$(cat "$T/err")"
+sed 's/^int4-g64 .*/int3-g64/' "$CONFIGS" >"$T/other.txt"
+expect_exit "another configuration on an existing sweep: exit 2" 2 ./run sweep $M $W --configs "$T/other.txt" --out-dir "$T/full"
+grep -q '(configuration 2: the directory holds a sweep of int4-g64; this run asks for int3-g64)' "$T/err" \
+    && pass "the refusal of another configuration names it and both schemes" || fail "configuration refusal" "$(cat "$T/err")"
 
 # --- shards
 expect_exit "shard 0/2" 0 ./run sweep $M $W --configs "$CONFIGS" --out-dir "$T/s0" --shard 0/2 --quiet

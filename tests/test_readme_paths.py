@@ -9,6 +9,7 @@ Each tracked README.md is read for
   root when the first part is one of its top-level entries or to the README's folder when the first part
   is there, and which git does not ignore (data/sweeps/*/journal.jsonl is written, not committed);
 - bare file names of source in backticks (`forward.c`, `random_gguf.py`): a tracked file of that name.
+And tests/README.md names every tests/test_*.c/.sh/.py file.
 Anything else in backticks (flags, MODEL_DIR/..., placeholders) is not taken as a path. Run from the
 repo root."""
 import glob
@@ -82,4 +83,12 @@ for readme in readmes:
             missing.append(written)
     check(not missing, f"README paths: every path {readme} names exists ({n} named)",
           "missing: " + ", ".join(sorted(set(missing))))
+
+# tests/README.md names every test program (a new test file without a line there fails here)
+tests_readme = open("tests/README.md", encoding="utf-8").read()
+test_files = [os.path.basename(p) for p in TRACKED
+              if re.match(r"^tests/test_[\w]+\.(c|sh|py)$", p) and os.path.exists(p)]
+unnamed = [f for f in test_files if not re.search(r"(?<![\w/])(tests/)?" + re.escape(f) + r"(?![\w])", tests_readme)]
+check(len(test_files) >= 50 and not unnamed,
+      f"README paths: tests/README.md names every tests/test_* file ({len(test_files)})", "not named: " + ", ".join(unnamed))
 sys.exit(exit_code())

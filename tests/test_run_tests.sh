@@ -1,11 +1,11 @@
 #!/bin/sh
 # tests/test_run_tests.sh: the test runner counts what it is shown. tests/run_tests.sh runs four
 # made-up test programs here (their PASS/FAIL lines go to a file, not into this test's own count):
-# one slow, one with a FAIL, one that exits 3 printing nothing, one that repeats another's check
-# name. Two at a time (KVQ_TEST_JOBS=2) the second starts while the first runs, one at a time it
+# one slow, one with a FAIL (and a SKIP), one that exits 3 printing nothing, one that repeats
+# another's check name. Two at a time (KVQ_TEST_JOBS=2) the second starts while the first runs, one at a time it
 # does not; either way the report must be the same: each program's lines in the order the programs
 # were given (the slow first one ends last), a crash counted as a failure, the repeated name
-# caught, "4 passed, 3 failed" the last line, exit nonzero.
+# caught, the SKIP listed at the end, "4 passed, 3 failed" the last line, exit nonzero.
 . tests/cli_helpers.sh
 # slow.sh waits up to 3 s for fails.sh, the next program, to start: it does when two run at a time
 cat >"$T/slow.sh" <<EOF
@@ -15,7 +15,7 @@ while [ ! -e "$T/fails-started" ] && [ \$i -lt 30 ]; do sleep 0.1; i=\$((i + 1))
 [ -e "$T/fails-started" ] && echo "    fails.sh ran beside slow.sh" || echo "    fails.sh did not run beside slow.sh"
 echo "PASS check two"
 EOF
-printf 'touch "%s/fails-started"\necho "PASS check three"\necho "FAIL check four: why"\n' "$T" >"$T/fails.sh"
+printf 'touch "%s/fails-started"\necho "PASS check three"\necho "FAIL check four: why"\necho "SKIP check five: no tool"\n' "$T" >"$T/fails.sh"
 printf 'exit 3\n' >"$T/crashes.sh"
 printf 'echo "PASS check one"\n' >"$T/repeats.sh"
 PROGRAMS="$T/slow.sh $T/fails.sh $T/crashes.sh $T/repeats.sh"
@@ -39,6 +39,9 @@ for jobs in 1 2; do
     grep -q "^    2x check one" "$T/report$jobs" &&
         pass "run_tests.sh, $jobs at a time: a repeated check name is a failure" ||
         fail "run_tests.sh, $jobs at a time: a repeated check name is a failure" "$(cat "$T/report$jobs")"
+    sed -n '/^1 skipped, counted neither passed nor failed:$/,$p' "$T/report$jobs" | sed -n 2p | grep -qx "    check five: no tool" &&
+        pass "run_tests.sh, $jobs at a time: a SKIP line is listed at the end, counted neither passed nor failed" ||
+        fail "run_tests.sh, $jobs at a time: a SKIP line is listed at the end, counted neither passed nor failed" "$(tail -n 5 "$T/report$jobs")"
     grep -v '^   (\|^all tests\|beside slow.sh' "$T/report$jobs" >"$T/lines$jobs"
 done
 grep -q "^    fails.sh did not run beside slow.sh" "$T/report1" && pass "run_tests.sh, 1 at a time: one program at a time" ||

@@ -8,11 +8,19 @@ int calib_bind_heads(const KvSpec *spec, const Calibration *calib, int layer, in
     if (!kv_spec_is_fitted(spec)) return 0;
     char key[96];
     kv_spec_fit_key(spec, key, sizeof key);
-    if (!calib)
+    if (!calib)   /* no model directory known (a KV cache file's): the command in general terms */
         return error_set(err, "%s scheme %s: its base is fitted to the model and needs a calibration (--calib FILE; "
                          "./run calibrate MODEL_DIR --fit %s --out FILE makes one)", side, spec->text, key);
+    if (calib->absent)   /* the model directory's default calibration, which the command makes */
+        return error_set(err, "%s scheme %s: its base is fitted to the model and needs a calibration, and %s has none "
+                         "(./run calibrate %s --fit %s --out %s makes it; or --calib FILE)", side, spec->text,
+                         calib->model_dir, calib->model_dir, key, calib->path);
     const CalibFit *fit = calibration_find_fit(calib, key);
     const float *table = calibration_codebook(calib, key, spec->side == KV_SIDE_KEYS ? 'k' : 'v', layer);
+    if ((!fit || !table) && calib->model_dir[0])   /* a new file: --out over this one would drop its other fits */
+        return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate %s --fit %s --out %s/kv-calib-%s.safetensors "
+                         "makes it; then --calib that file)", side, spec->text, calib->path, key, calib->model_dir, key,
+                         calib->model_dir, key);
     if (!fit || !table)
         return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate MODEL_DIR --fit %s --out FILE makes it)",
                          side, spec->text, calib->path, key, key);

@@ -74,6 +74,9 @@ typedef struct {
     float *stats_q;                          /* heads = n_heads */
     CalibFit *fits;
     int n_fits;
+    char model_dir[256];      /* the model directory it was found for ("" when not known): named in the hint */
+    int absent;               /* 1: path (the model directory's default) does not exist; a fitted scheme is
+                                 refused, naming the ./run calibrate that makes it there */
 } Calibration;
 
 /* The model a calibration is loaded for. model_sha256 may be NULL to skip the hash check (tests,

@@ -9,7 +9,7 @@
 
 char *read_whole_file(const char *path, size_t max_bytes, size_t *len, Error *err) {
     FILE *f = fopen(path, "rb");
-    if (!f) { error_set(err, "%s: cannot open", path); return NULL; }
+    if (!f) { error_set(err, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
     char *buf = NULL;
     size_t cap = 0, n = 0;
     for (;;) {
@@ -25,7 +25,7 @@ char *read_whole_file(const char *path, size_t max_bytes, size_t *len, Error *er
         n += got;
         if (got == 0) break;
     }
-    if (ferror(f)) { error_set(err, "%s: read error", path); goto fail; }
+    if (ferror(f)) { error_set(err, "%s: read error: %s", path, strerror(errno)); goto fail; }
     fclose(f);
     buf[n] = 0;
     *len = n;
