@@ -350,7 +350,9 @@ static PackedActivations pack_for(const Matrix *w, const float *x, int T, int bf
     (void)bf16_act;
 #endif
     pack_activations_f32(x, T, K, apack);
-    BroadcastKernel kern = w->dtype == DT_BF16 ? kernel_f32_bf16w : w->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
+    BroadcastKernel kern = w->dtype == DT_BF16  ? kernel_f32_bf16w
+                           : w->dtype == DT_F16 ? kernel_f32_f16w
+                                                : kernel_f32_f32w;
     return (PackedActivations){kern, apack, K, T};
 }
 
