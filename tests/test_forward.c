@@ -1,6 +1,7 @@
 /* tests/test_forward.c: the forward pass against logits and per-token NLL dumped by an
  * independent f32 implementation (tests/fixtures/reference), through the batched path and
- * the token-at-a-time path, plus greedy generation on stories260K. */
+ * the token-at-a-time path, plus greedy generation on stories260K, and that a forward call
+ * commits what it writes into a token-axis cache (check_forward_commits). */
 #include "tests/test.h"
 #include "model/model.h"
 #include "model/kernels/kernels.h"
