@@ -76,8 +76,10 @@ void layer_replay_run(LayerReplay *r, const Model *m, RunState *s, KvCache *kv, 
              * fewer rows may take another path through attention (blocks shared or not). */
             int r0 = l == r->n_layers - 1 ? from : 0;
             size_t row = (size_t)l * r->ctx + (size_t)pos;
-            forward_attention_replay(m, s, kv, l, r->k + row * r->kv_dim, r->v + row * r->kv_dim,
-                                     r->q + (row + (size_t)r0) * r->dim, T, pos, r0, r->out);
+            const AttentionReplay replay = {.layer = l, .k_pre = r->k + row * r->kv_dim, .v = r->v + row * r->kv_dim,
+                                            .q = r->q + (row + (size_t)r0) * r->dim, .T = T, .pos = pos, .from = r0,
+                                            .out = r->out};
+            forward_attention_replay(m, s, kv, &replay);
             for (int t = from; t < to; t++)
                 layer_error_add(e, l, relative_error(r->out + (size_t)(t - r0) * r->dim,
                                                      r->o + (row + (size_t)t) * r->dim, r->dim));

@@ -69,8 +69,8 @@ typedef struct {
     float *q, *k, *v;         /* [T, dim], [T, kv_dim], [T, kv_dim] */
     uint32_t *q2;             /* [T, dim / 2]: q after RoPE as bf16 pairs, when attention reads pairs */
     float *hb, *hb2;          /* [T, hidden] */
-    float *att;               /* per thread: attention scores and decoded cache rows (forward.c) */
-    float *att_blocks;        /* a layer's keys and values, block by block, for all threads (forward.c) */
+    float *att;               /* per thread: attention scores and decoded cache rows (attention.c) */
+    float *att_blocks;        /* a layer's keys and values, block by block, for all threads (attention.c) */
     const void **att_views;   /* [n_kv_heads][blocks][2]: each block's keys and values as read */
     float *logits;            /* [T, vocab] */
     float *rope_cs;           /* [T, head_dim]: each token's RoPE cos and sin (rope_angles) */
@@ -94,11 +94,19 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
 
 /* One layer's attention replayed on given inputs, as layer_forward runs it between the cache
  * write and o_proj (the per-layer error: eval/layer_replay.c): the keys before RoPE k_pre and
- * values v ([T][kv_dim]) of positions pos..pos+T-1 written into layer l of cache and committed,
- * then the attention of rows from..T-1 for the queries q ([T - from][dim], after RoPE, natural
- * order) into out ([T - from][dim], natural order). Uses s's scratch; from <= T <= s->max_batch
+ * values v ([T][kv_dim]) of positions pos..pos+T-1 written into layer `layer` of the cache and
+ * committed, then the attention of rows from..T-1 for the queries q ([T - from][dim], after
+ * RoPE, natural order) into out ([T - from][dim], natural order). from <= T <= s->max_batch
  * (from = T: the cache write alone). */
-void forward_attention_replay(const Model *m, RunState *s, KvCache *cache, int l, const float *k_pre, const float *v,
-                              const float *q, int T, int pos, int from, float *out);
+typedef struct {
+    int layer;
+    const float *k_pre, *v;
+    const float *q;
+    int T, pos, from;
+    float *out;
+} AttentionReplay;
+
+/* Uses s's scratch (its q, k, v, xb2 and RoPE rows are overwritten); model/attention.c. */
+void forward_attention_replay(const Model *m, RunState *s, KvCache *cache, const AttentionReplay *r);
 
 #endif

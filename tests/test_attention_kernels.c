@@ -252,7 +252,7 @@ static void check_attention_pairs(void) {
 /* The tiles' two products (attention_amx.c; plain C without AMX) against double sums of the
  * bf16 values: 32 query rows of head_dim 96 (three steps of 32 dims) against a block of keys,
  * 40 positions (computed up to 64) and 64, into rows of another stride, nothing written past
- * them; weighted values over three blocks (every other view, as forward.c's list of keys and
+ * them; weighted values over three blocks (every other view, as attention.c's list of keys and
  * values) for 150 positions (computed up to 160) and 192. */
 static void check_attention_tiles(void) {
     enum { HD = 96, P = DOT_T_WIDTH, STRIDE = 200, BLOCKS = 3, W_STRIDE = 100 };

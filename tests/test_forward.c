@@ -1,8 +1,10 @@
 /* tests/test_forward.c: the forward pass against logits and per-token NLL dumped by an
  * independent f32 implementation (tests/fixtures/reference), through the batched path and
- * the token-at-a-time path, plus greedy generation on stories260K. */
+ * the token-at-a-time path, plus greedy generation on stories260K, and that a forward call
+ * commits what it writes into a token-axis cache (check_forward_commits). */
 #include "tests/test.h"
 #include "model/model.h"
+#include "model/kernels/kernels.h"
 #include "model/sampler.h"
 #include "model/formats/json.h"
 #include "model/formats/fileio.h"
@@ -218,6 +220,68 @@ static void check_greedy(void) {
     model_free(&m);
 }
 
+/* A forward call leaves the cache as kv_cache_write + kv_cache_commit of the same keys (before
+ * RoPE) and values leave it: with token-axis groups (int4-t32) only the commit packs them, so
+ * a forward pass that wrote but never committed would read its rows at full precision here. */
+#define COMMIT_T 64
+static void check_forward_commits(void) {
+    const char *label = "forward commits the batch: its cache's rows = kv_cache_write + kv_cache_commit's (int4-t32, bits)";
+    Model m;
+    Error err = {0};
+    char why[200] = "";
+    KvLayered k, v;
+    KvCache by_forward, by_hand;
+    RunState s;
+    int loaded = model_load(&m, "data/models/stories260K", &err) == 0;
+    const Config *c = &m.config;
+    int bad = !loaded || kv_layered_parse("int4-t32", KV_SIDE_KEYS, &k, why, sizeof why) ||
+              kv_layered_parse("int4-t32", KV_SIDE_VALUES, &v, why, sizeof why);
+    if (!bad && (kv_cache_init(&by_forward, c, COMMIT_T, COMMIT_T, &k, &v, NULL, m.rope_inv_freq, &err) ||
+                 kv_cache_init(&by_hand, c, COMMIT_T, COMMIT_T, &k, &v, NULL, m.rope_inv_freq, &err) ||
+                 runstate_init(&s, c, COMMIT_T, &err)))
+        bad = 1;   /* (a failed init leaks the others: the test ends with a FAIL anyway) */
+    if (!check(!bad, "forward commits the batch: stories260K, two int4-t32 caches and a run state", "%s%s", why,
+               err.msg)) {
+        if (loaded) model_free(&m);
+        return;
+    }
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, rows = (size_t)c->n_layers * COMMIT_T;
+    ForwardTap tap = {.k_pre = malloc(rows * kv_dim * sizeof(float)), .v = malloc(rows * kv_dim * sizeof(float))};
+    float *cs = malloc((size_t)c->head_dim * sizeof(float));
+    float *a = malloc((size_t)COMMIT_T * c->head_dim * sizeof(float)), *b = malloc((size_t)COMMIT_T * c->head_dim * sizeof(float));
+    int tokens[COMMIT_T];
+    for (int t = 0; t < COMMIT_T; t++) tokens[t] = 1 + (t * 37) % (c->vocab_size - 1);
+    s.tap = &tap;
+    forward(&m, &s, &by_forward, tokens, COMMIT_T, 0, COMMIT_T);
+    long differ = 0, quantized = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        for (int t = 0; t < COMMIT_T; t++) {
+            size_t row = ((size_t)l * COMMIT_T + (size_t)t) * kv_dim;
+            rope_angles(t, c->head_dim, m.rope_inv_freq, cs);
+            kv_cache_write(&by_hand, l, t, tap.k_pre + row, tap.v + row, cs);
+        }
+        kv_cache_commit(&by_hand, l, 0, COMMIT_T);
+        for (int side = 0; side < 2; side++) {
+            const KvStore *st_f = side ? kv_cache_values(&by_forward, l) : kv_cache_keys(&by_forward, l);
+            const KvStore *st_h = side ? kv_cache_values(&by_hand, l) : kv_cache_keys(&by_hand, l);
+            int q_end = kv_cache_quantized_end(st_f, COMMIT_T);
+            quantized += q_end;
+            for (int h = 0; h < c->n_kv_heads; h++) {
+                const float *rf = kv_cache_rows(&by_forward, st_f, h, 0, COMMIT_T, q_end, a);
+                const float *rh = kv_cache_rows(&by_hand, st_h, h, 0, COMMIT_T, q_end, b);
+                differ += memcmp(rf, rh, (size_t)COMMIT_T * c->head_dim * sizeof(float)) != 0;
+            }
+        }
+    }
+    check(differ == 0 && quantized > 0, label, "%ld of %d heads' rows differ (%ld rows read quantized)", differ,
+          2 * c->n_layers * c->n_kv_heads, quantized);
+    free(tap.k_pre); free(tap.v); free(cs); free(a); free(b);
+    runstate_free(&s);
+    kv_cache_free(&by_forward);
+    kv_cache_free(&by_hand);
+    model_free(&m);
+}
+
 int main(void) {
     check_model("stories260K", "data/models/stories260K/config.json", "data/models/stories260K/model.safetensors");
     check_model("random-gqa8", "data/models/random-gqa8/config.json", "data/models/random-gqa8/model.safetensors");
@@ -226,5 +290,6 @@ int main(void) {
     check_model("export-tiny", "tests/fixtures/export/single/config.json",
                 "tests/fixtures/export/single/model.safetensors");
     check_greedy();
+    check_forward_commits();
     return test_exit_code();
 }

@@ -330,7 +330,8 @@ static void check_mlp_swiglu_add(DType dt, MatmulPrecision precision, int hidden
         for (size_t j = 0; j < n; j++) ref[j] = res[j] + ref[j];
         memset(hb, 0xff, (size_t)T * hidden * sizeof(float));   /* NaN: the fused path must not need them */
         memset(hb2, 0xff, (size_t)T * hidden * sizeof(float));
-        mlp_swiglu_add(res, &gate.m, &up.m, &down.m, x, T, precision, hb, hb2, x, scratch);
+        const MlpScratch buf = {.hb = hb, .hb2 = hb2, .tmp = x, .scratch = scratch};
+        mlp_swiglu_add(res, &(SwigluWeights){&gate.m, &up.m, &down.m}, x, T, precision, &buf);
         for (size_t j = 0; j < n; j++) bad += !(res[j] == ref[j]);
         char name[160];
         snprintf(name, sizeof name, "mlp_swiglu_add equals matmul_many + swiglu + matmul, added (%s weights, %s, hidden %d, T %d)",

@@ -429,9 +429,23 @@ static void buf_u64(Buf *b, uint64_t v) {
     buf_str(b, num);
 }
 
+/* What one st_write call writes: n tensors t (sizes[i]: tensor i's bytes, from check_outputs)
+ * and n_meta metadata pairs mk[i]: mv[i], into path. */
+typedef struct {
+    const char *path;
+    const StTensorOut *t;
+    int n;
+    const char *const *mk, *const *mv;
+    int n_meta;
+    size_t *sizes;
+} StWrite;
+
 /* Checks every tensor and metadata pair; sizes[i] gets tensor i's byte count. */
-static int check_outputs(const char *path, const StTensorOut *t, int n, const char *const *mk,
-                         const char *const *mv, int n_meta, size_t *sizes, Error *err) {
+static int check_outputs(const StWrite *w, Error *err) {
+    const char *path = w->path, *const *mk = w->mk, *const *mv = w->mv;
+    const StTensorOut *t = w->t;
+    int n = w->n, n_meta = w->n_meta;
+    size_t *sizes = w->sizes;
     char nm[72];
     for (int i = 0; i < n_meta; i++)
         if (!mk[i] || !mv[i] || !json_utf8_valid(mk[i], strlen(mk[i])) || !json_utf8_valid(mv[i], strlen(mv[i])))
@@ -463,8 +477,11 @@ static int check_outputs(const char *path, const StTensorOut *t, int n, const ch
 }
 
 /* The compact header JSON, padded with spaces to a multiple of 8 bytes. */
-static int build_header(const char *path, const StTensorOut *t, int n, const char *const *mk,
-                        const char *const *mv, int n_meta, const size_t *sizes, Buf *b, Error *err) {
+static int build_header(const StWrite *w, Buf *b, Error *err) {
+    const char *path = w->path, *const *mk = w->mk, *const *mv = w->mv;
+    const StTensorOut *t = w->t;
+    int n = w->n, n_meta = w->n_meta;
+    const size_t *sizes = w->sizes;
     buf_str(b, "{");
     if (n_meta > 0) {
         buf_str(b, "\"__metadata__\":{");
@@ -543,9 +560,9 @@ int st_write(const char *path, const StTensorOut *tensors, int n_tensors, const 
         free(tmp);
         return error_set(err, "%s: out of memory", path);
     }
-    int rc = check_outputs(path, tensors, n_tensors, meta_keys, meta_values, n_meta, sizes, err);
-    if (rc == 0)
-        rc = build_header(path, tensors, n_tensors, meta_keys, meta_values, n_meta, sizes, &hdr, err);
+    const StWrite w = {path, tensors, n_tensors, meta_keys, meta_values, n_meta, sizes};
+    int rc = check_outputs(&w, err);
+    if (rc == 0) rc = build_header(&w, &hdr, err);
     if (rc == 0) {
         snprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
         int e = write_file(tmp, &hdr, tensors, n_tensors, sizes);

@@ -1,4 +1,4 @@
-/* model/kernels/attention_amx.c: attention's two products on Intel's AMX tiles (model/forward.c's
+/* model/kernels/attention_amx.c: attention's two products on Intel's AMX tiles (model/attention.c's
  * amx-bf16 path), 32 query rows at a time, in the layouts the bf16 pairs path already has:
  *   scores: 32 queries (bf16 pairs of dims, contiguous rows) x a block of keys stored as pair rows
  *     of a transposed block, kt[hd/2][DOT_T_WIDTH]: that is a tile's B layout as it lies (16 pair

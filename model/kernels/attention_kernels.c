@@ -1,4 +1,4 @@
-/* model/kernels/attention_kernels.c: the inner loops of attention (model/forward.c) over blocks of
+/* model/kernels/attention_kernels.c: the inner loops of attention (model/attention.c) over blocks of
  * 64 cache rows: scores of queries against keys stored transposed, weighted sums of value
  * rows, in f32 or in bf16 pairs. Plain C for every loop, with AVX-512 versions (and AVX2 ones
  * of the f32 loops) that tests/test_kernels.c checks against it. (Quantized rows come decoded
@@ -43,8 +43,7 @@ static inline void store_sum64(float *out, const __m512 a[4], const __m512 b[4])
  * registers, with the 3 vectors of keys or values they share and a broadcast (16 registers),
  * so per step 3 loads and 4 broadcasts feed 12 fmas. Passes of 16 alone (8 sums, 4 fmas per
  * ymm load, as GCC folded each key or value load into every fma that used it) waited on loads
- * and on the fma latency: in the ppl path on Zen 3 scores and values took 1.55 times the GEMM's
- * time per FLOP (now about the same). One query goes in passes of 16. Every pass adds in the
+ * and on the fma latency (model/kernels/README.md). One query goes in passes of 16. Every pass adds in the
  * same order as the plain loops (one fma per term, in order of d or p), so its results are the
  * plain loops' bit for bit. Rows of 16 are simd_avx2.h's Row16; Row24 is the same for 24. */
 typedef struct {

@@ -1,5 +1,5 @@
 /* model/kernels/attention_kernels.h: attention's inner loops (model/kernels/attention_kernels.c), used by
- * model/forward.c: a block of up to DOT_T_WIDTH cache rows at a time. */
+ * model/attention.c: a block of up to DOT_T_WIDTH cache rows at a time. */
 #ifndef KVQ_ATTENTION_KERNELS_H
 #define KVQ_ATTENTION_KERNELS_H
 

@@ -93,9 +93,8 @@ void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
                       int add, void *scratch);
 void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
                       void *scratch);
-/* out (+)= down(silu(gate(x)) * up(x)) for T >= GEMV_MAX_T (see mlp_swiglu): gate and up of
+/* out (+)= down(silu(gate(x)) * up(x)) for T >= GEMV_MAX_T (see mlp_swiglu_add): gate and up of
  * one dtype and shape [hidden, K], down [N, hidden] of the same dtype, K and hidden even. */
-void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                int bf16_act, int add, void *scratch);
+void mlp_avx512(float *out, const SwigluWeights *w, const float *x, int T, int bf16_act, int add, void *scratch);
 
 #endif

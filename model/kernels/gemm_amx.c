@@ -31,7 +31,7 @@
 #define AMX_TOK 32      /* tokens per block of sums: two activation tiles */
 #define AMX_ROWS 32     /* weight rows per work item: two weight tiles */
 #define AMX_KC 1024     /* k per packed weight block: 2 tiles' columns x 512 pairs x 64 B = 64 KiB, in L2
-                           (on that Xeon: 256 1.4-2.4x slower by shape, the whole K about the same) */
+                           (the fastest block tried: model/kernels/README.md) */
 #define AMX_UNITS (AMX_KC / 2)
 
 int gemm_amx_ready(void) { return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0; }

@@ -92,7 +92,7 @@ static void kernel_avx2(int kc, const void *a_, size_t lda, const void *panel, f
 /* The panel of weight rows r0..r0+15 for k0..k0+kc-1, widened to f32 as dst[k * 16 + r] (rows
  * past nr_valid zero): what pack_panel_f32 (gemm_c.c) makes, 8 rows x 8 k at a time through a
  * register transpose. pack_panel_f32 widens a row into a buffer and scatters it one float at a
- * time, 64 bytes apart; in the ppl path on Zen 3 that took 5.4% of the time. */
+ * time, 64 bytes apart, a cost the ppl path felt (model/kernels/README.md). */
 static inline void pack_panel16(DType dt, const Matrix *w, int r0, int nr_valid, int k0, int kc, float *dst) {
     size_t row_bytes = (size_t)w->cols * (dt == DT_F32 ? 4 : 2);
     const unsigned char *base = (const unsigned char *)w->data + (size_t)r0 * row_bytes;

@@ -20,16 +20,24 @@
 
 #define BW_ROWS 8        /* weight rows per microkernel */
 #define BW_TOK 48        /* tokens per strip: three vectors of 16 */
-#define BW_KC 1024       /* k units per block: a 192 KiB activation block, in L2 (512: ~1% slower;
-                            4096: no faster, and its 768 KiB blocks crowd a 1 MiB L2) */
+#define BW_KC 1024       /* k units per block: a 192 KiB activation block, in L2; 4096's 768 KiB
+                            blocks crowd a 1 MiB L2 (model/kernels/README.md) */
 #define BW_GROUP 64      /* weight rows per work item; their 48-token tile lives in ct. Each packed
-                            activation block serves all of them (32: ~1% slower; 128: no faster) */
+                            activation block serves all of them (model/kernels/README.md) */
 
 /* ct[r][t] (+)= sum over kc units of w_r[k0 + k] * a[k][t] for r < 8, t < 16 * nv. wrow: byte
  * addresses of the 8 rows. nv = 3 vectors of tokens, or 2 or 1 for a last strip that is
  * only partly filled (512 tokens = 10 strips of 48 + one of 32): padding is not computed. */
 typedef void (*BroadcastKernel)(int nv, int kc, const void *a, const unsigned char *const *wrow, size_t k0, float *ct,
                                 int accumulate);
+
+/* Activations packed for the broadcast kernels: T tokens in strips of BW_TOK, `units` 4-byte
+ * units a token (floats, or bf16 pairs), and the kernel that reads them with the weights' dtype. */
+typedef struct {
+    BroadcastKernel kern;
+    const void *data;
+    int units, T;
+} PackedActivations;
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
@@ -77,12 +85,10 @@ static void gemv_exact_block(float *out, const float *x, const Matrix *w, int T,
  * on Intel cores (vpbroadcastw, then a shift or an f16 conversion), while a 32-bit one from
  * memory is a plain load.
  * Widening a slice with vector loads costs ~1/16 of that per weight. 8 rows x 256 = 8 KiB, in
- * any L1 (128 and 512: the same within noise). Exact prefill on a 2-core Xeon (Emerald Rapids):
- * 78 -> 115 tok/s (BF16 weights); results bit for bit the same (the same products, added in
- * the same order). Each 48-token strip widens the slice again; the widening loop, where the
- * weights' first reads from memory also land, is 9% of this kernel's samples. Widening a slice
- * once for 2-8 strips was no faster (model/kernels/README.md): those samples are mostly the
- * first reads. */
+ * any L1. Results are bit for bit those of broadcasting the 16-bit weights (the same products,
+ * added in the same order). Each 48-token strip widens the slice again: the widening loop is
+ * where the weights' first reads from memory land, so widening once for several strips does not
+ * save those reads (model/kernels/README.md). */
 #define WIDEN_KC 256
 
 static void widen_rows(DType dt, const unsigned char *const *wrow, size_t k0, int n, float wide[BW_ROWS][WIDEN_KC]) {
@@ -120,7 +126,7 @@ static inline void kernel_f32_of(DType dt, int nv, int kc, const void *a_, const
 
 /* The exact path always computes whole strips (padding tokens are zeros, their sums never
  * stored): with three dtypes, width variants as well would be more copies than GCC inlines,
- * and a kernel whose width is a variable spills its sums to memory (2.5x slower). */
+ * and a kernel whose width is a variable spills its sums to memory. */
 static void kernel_f32_bf16w(int nv, int kc, const void *a, const unsigned char *const *w, size_t k0, float *ct, int acc) {
     (void)nv;
     kernel_f32_of(DT_BF16, 3, kc, a, w, k0, ct, acc);
@@ -185,9 +191,8 @@ static int group_strips(long long i, long long i_end, int n_strips, int *g, int 
 
 /* Weight rows g0..g0+BW_GROUP-1 (clipped to N) times strips s0..s1-1 of the packed activations,
  * stored into out, or added to it (add: a residual connection, one pass over out fewer). */
-static void gemm_group(BroadcastKernel kern, const void *apack, int units, const Matrix *w, int T, int g0, int s0,
-                       int s1, float *out, int add) {
-    int N = w->rows;
+static void gemm_group(const PackedActivations *a, const Matrix *w, int g0, int s0, int s1, float *out, int add) {
+    int N = w->rows, T = a->T, units = a->units;
     _Alignas(64) float ct[BW_GROUP * BW_TOK];
     const unsigned char *wrow[BW_GROUP];
     int rows = group_rows(w, g0, wrow);
@@ -197,7 +202,7 @@ static void gemm_group(BroadcastKernel kern, const void *apack, int units, const
          * stored: the stores otherwise wait on a miss per line */
         for (int t = 0; t < t_end; t++)
             for (int r = 0; r < rows; r += 16) _mm_prefetch((const char *)(out + (size_t)(s * BW_TOK + t) * N + g0 + r), _MM_HINT_T1);
-        strip_tile(kern, (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4, units, wrow, rows,
+        strip_tile(a->kern, (const unsigned char *)a->data + (size_t)s * units * BW_TOK * 4, units, wrow, rows,
                    (t_end + 15) / 16, ct);
         for (int t = 0; t < t_end; t++) {
             float *o = out + (size_t)(s * BW_TOK + t) * N + g0;
@@ -332,40 +337,40 @@ static void add_last_column(float *out, const float *x, const Matrix *w, int T) 
 
 /* ---- several matrices on one input ---- */
 
-/* x packed for the GEMM kernels: bf16 pairs (bf16_act) or floats. Sets the kernel for ws's
- * dtype and returns the k units per packed row. */
-static int pack_for(const Matrix *w, const float *x, int T, int bf16_act, void *apack, BroadcastKernel *kern) {
+/* x packed into apack for the GEMM kernels: bf16 pairs (bf16_act) or floats, with the kernel
+ * for w's dtype. */
+static PackedActivations pack_for(const Matrix *w, const float *x, int T, int bf16_act, void *apack) {
     int K = w->cols;
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     if (bf16_act) {
         pack_activations_bf16(x, T, K, apack);
-        *kern = kernel_bf16;
-        return K / 2;
+        return (PackedActivations){kernel_bf16, apack, K / 2, T};
     }
 #else
     (void)bf16_act;
 #endif
     pack_activations_f32(x, T, K, apack);
-    *kern = w->dtype == DT_BF16 ? kernel_f32_bf16w : w->dtype == DT_F16 ? kernel_f32_f16w : kernel_f32_f32w;
-    return K;
+    BroadcastKernel kern = w->dtype == DT_BF16  ? kernel_f32_bf16w
+                           : w->dtype == DT_F16 ? kernel_f32_f16w
+                                                : kernel_f32_f32w;
+    return (PackedActivations){kern, apack, K, T};
 }
 
 /* The weight-row groups of all n matrices against packed activations, in one parallel loop
  * (one fork/join instead of n). */
-static void run_groups(BroadcastKernel kern, const void *apack, int units, int n, float *const *outs,
-                       const Matrix *const *ws, int T, int add) {
+static void run_groups(const PackedActivations *a, int n, float *const *outs, const Matrix *const *ws, int add) {
+    int T = a->T;
     int first[GEMV_MANY_MAX + 1];   /* matrix m owns groups first[m] .. first[m+1]-1 */
     double work = 0;
     first[0] = 0;
     for (int m = 0; m < n; m++) {
         first[m + 1] = first[m] + (ws[m]->rows + BW_GROUP - 1) / BW_GROUP;
-        work += (double)ws[m]->rows * units * T;
+        work += (double)ws[m]->rows * a->units * T;
     }
     /* Work items are (group, strip) pairs (see group_strips). Each thread takes a contiguous
      * run of them, a group's worth at a time, and helps at the other's front when done
      * (model/kernels/worksplit.h). A static split of whole groups left one core idle whenever the
-     * other ran slower, and for up to a group at the end of each call: prefill +1.2% (15 of
-     * 20 alternating rounds), then +0.75% with claims down to one strip (15 of 20). */
+     * other ran slower, and for up to a group at the end of each call. */
     WorkSplit split;
     int n_strips = (T + BW_TOK - 1) / BW_TOK;
     work_split_init(&split, (long long)first[n] * n_strips, work_split_threads(work, PARALLEL_MIN_WORK), n_strips);
@@ -377,7 +382,7 @@ static void run_groups(BroadcastKernel kern, const void *apack, int units, int n
                 int g, s0, s1, m = 0;
                 i += group_strips(i, i1, n_strips, &g, &s0, &s1);
                 while (g >= first[m + 1]) m++;
-                gemm_group(kern, apack, units, ws[m], T, (g - first[m]) * BW_GROUP, s0, s1, outs[m], add);
+                gemm_group(a, ws[m], (g - first[m]) * BW_GROUP, s0, s1, outs[m], add);
             }
     }
 }
@@ -385,9 +390,8 @@ static void run_groups(BroadcastKernel kern, const void *apack, int units, int n
 /* GEMM: the activations packed once for all n matrices. */
 void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const float *x, int T, int bf16_act,
                       int add, void *scratch) {
-    BroadcastKernel kern;
-    int units = pack_for(ws[0], x, T, bf16_act, scratch, &kern);
-    run_groups(kern, scratch, units, n, outs, ws, T, add);
+    PackedActivations a = pack_for(ws[0], x, T, bf16_act, scratch);
+    run_groups(&a, n, outs, ws, add);
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
     if (bf16_act && ws[0]->cols % 2)
         for (int m = 0; m < n; m++) add_last_column(outs[m], x, ws[m], T);
@@ -400,9 +404,9 @@ void gemm_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
  * where down's packed input keeps them (hpack: strips of hidden floats, or hidden / 2 bf16
  * pairs (h, h + 1), by 48 tokens). A tile's rows are hidden units and its columns tokens,
  * which is already the packed layout, so nothing is transposed. */
-static void mlp_group(BroadcastKernel kern, const void *apack, int units, const Matrix *gate, const Matrix *up,
-                      int T, int h0, int s0, int s1, int bf16_act, void *hpack) {
-    int hidden = gate->rows;
+static void mlp_group(const PackedActivations *a, const Matrix *gate, const Matrix *up, int h0, int s0, int s1,
+                      int bf16_act, void *hpack) {
+    int hidden = gate->rows, T = a->T, units = a->units;
     _Alignas(64) float g[BW_GROUP * BW_TOK], u[BW_GROUP * BW_TOK];
     const unsigned char *grow[BW_GROUP], *urow[BW_GROUP];
     int rows = group_rows(gate, h0, grow);
@@ -410,10 +414,10 @@ static void mlp_group(BroadcastKernel kern, const void *apack, int units, const 
     memset(g, 0, sizeof g);   /* token columns a short last strip leaves alone stay defined */
     memset(u, 0, sizeof u);
     for (int s = s0; s < s1; s++) {
-        const unsigned char *as = (const unsigned char *)apack + (size_t)s * units * BW_TOK * 4;
+        const unsigned char *as = (const unsigned char *)a->data + (size_t)s * units * BW_TOK * 4;
         int nv = (min_int(T - s * BW_TOK, BW_TOK) + 15) / 16;
-        strip_tile(kern, as, units, grow, rows, nv, g);
-        strip_tile(kern, as, units, urow, rows, nv, u);
+        strip_tile(a->kern, as, units, grow, rows, nv, g);
+        strip_tile(a->kern, as, units, urow, rows, nv, u);
         swiglu(g, u, (size_t)rows * BW_TOK);
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
         if (bf16_act) {   /* rows r, r + 1 -> one row of pairs, rounded as pack_activations_bf16 does */
@@ -432,14 +436,13 @@ static void mlp_group(BroadcastKernel kern, const void *apack, int units, const 
     }
 }
 
-void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                int bf16_act, int add, void *scratch) {
+void mlp_avx512(float *out, const SwigluWeights *w, const float *x, int T, int bf16_act, int add, void *scratch) {
+    const Matrix *gate = w->gate, *up = w->up;
     int hidden = gate->rows, n_strips = (T + BW_TOK - 1) / BW_TOK, groups = (hidden + BW_GROUP - 1) / BW_GROUP;
     void *hpack = scratch;   /* down's packed input first, then x packed */
     void *apack = (unsigned char *)scratch + ((size_t)n_strips * BW_TOK * hidden * 4 + 63) / 64 * 64;
-    BroadcastKernel kern;
-    int units = pack_for(gate, x, T, bf16_act, apack, &kern);
-    double work = 2.0 * hidden * units * T;
+    PackedActivations a = pack_for(gate, x, T, bf16_act, apack);
+    double work = 2.0 * hidden * a.units * T;
     WorkSplit split;   /* (group, strip) items, as in run_groups */
     work_split_init(&split, (long long)groups * n_strips, work_split_threads(work, PARALLEL_MIN_WORK), n_strips);
     #pragma omp parallel num_threads(split.n_runs)
@@ -449,10 +452,11 @@ void mlp_avx512(float *out, const Matrix *gate, const Matrix *up, const Matrix *
             for (long long i = i0; i < i1;) {
                 int g, s0, s1;
                 i += group_strips(i, i1, n_strips, &g, &s0, &s1);
-                mlp_group(kern, apack, units, gate, up, T, g * BW_GROUP, s0, s1, bf16_act, hpack);
+                mlp_group(&a, gate, up, g * BW_GROUP, s0, s1, bf16_act, hpack);
             }
     }
-    run_groups(kern, hpack, bf16_act ? hidden / 2 : hidden, 1, &out, &down, T, add);
+    const PackedActivations h = {a.kern, hpack, bf16_act ? hidden / 2 : hidden, T};
+    run_groups(&h, 1, &out, &w->down, add);
 }
 
 /* GEMV (decode): */
@@ -488,8 +492,7 @@ void gemv_many_avx512(int n, float *const *outs, const Matrix *const *ws, const 
 #endif
     /* each thread streams its own contiguous run of row blocks (one sequential stream for the
      * prefetcher), 8 blocks a claim, fewer near the end, and helps the other when done
-     * (model/kernels/worksplit.h). Static halves: ~6% of a decode step spent waiting; a guided
-     * schedule fixed most of that (+3%), this +2-3.5% more (alternating in-process rounds). */
+     * (model/kernels/worksplit.h): static halves left a thread waiting at the end of each call. */
     WorkSplit split;
     work_split_init(&split, first[n], work_split_threads(work, PARALLEL_MIN_WORK), 8);
     #pragma omp parallel num_threads(split.n_runs)

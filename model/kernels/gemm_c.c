@@ -12,8 +12,7 @@
 
 /* Plain-C microkernel tile: 4 tokens x 8 weight rows = 32 accumulators, 8 registers of the 16
  * that x86-64's baseline SSE2 has (the KVQ_PORTABLE build). A 6 x 16 tile's 96 did not fit
- * there, and GCC 12 kept them on the stack: on Zen 3, prefill with TinyLlama's layer shape went
- * from 4.4 to 10-11 GFLOP/s (6 x 8, 4 x 16 and 2 x 16 made 7-9). */
+ * there, and GCC 12 kept them on the stack (model/kernels/README.md). */
 #define C_MR 4
 #define C_NR 8
 /* Weight rows widened together in the plain-C GEMV. */
@@ -32,14 +31,27 @@ void pack_panel_f32(const Matrix *w, int r0, int nr_valid, int nr, int k0, int k
     }
 }
 
+/* One tile's operands: its first token's inputs at the k block's first unit (a, lda units a
+ * token), its outputs (c, ldc floats a token), the k block's length kc, and whether the tile adds
+ * to c (every k block after the first) or stores into it. */
+typedef struct {
+    const uint32_t *a;
+    size_t lda;
+    float *c;
+    size_t ldc;
+    int kc, accumulate;
+} TileOperands;
+
 /* A tile on the edge of out (fewer than mr tokens or nr rows): the full microkernel into a
  * private tile, whose valid part is then added to (or stored in) c. Its inputs are the mr tokens
  * that end at the tile's last one, read in place (the rows it computes again cost less than
- * copies: a 512-token batch leaves 2 in a last tile of 6, and copying them with masked reads of
- * c took ~1% of a prefill's time on Zen 3), or, in a call of fewer than mr tokens, a copy padded
- * with zeros. Rows of the panel past nr_valid were packed as zeros. */
-static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, int tokens_before, int mr_valid,
-                      int nr_valid, const void *panel, float *c, size_t ldc, int accumulate) {
+ * copies: a 512-token batch leaves 2 in a last tile of 6), or, in a call of fewer than mr
+ * tokens, a copy padded with zeros. Rows of the panel past nr_valid were packed as zeros. */
+static void edge_tile(const GemmSpec *g, const TileOperands *op, int tokens_before, int mr_valid, int nr_valid,
+                      const void *panel) {
+    const uint32_t *a = op->a;
+    size_t lda = op->lda;
+    int kc = op->kc;
     _Alignas(64) uint32_t at[GEMM_MAX_MR * GEMM_KC];
     _Alignas(64) float ct[GEMM_MAX_MR * GEMM_MAX_NR];
     int back = g->mr - mr_valid;   /* rows of the private tile before c's first */
@@ -55,33 +67,45 @@ static void edge_tile(const GemmSpec *g, int kc, const uint32_t *a, size_t lda, 
     }
     for (int m = 0; m < mr_valid; m++)
         for (int n = 0; n < nr_valid; n++)
-            c[(size_t)m * ldc + n] = (accumulate ? c[(size_t)m * ldc + n] : 0.0f) + ct[(back + m) * g->nr + n];
+            op->c[(size_t)m * op->ldc + n] = (op->accumulate ? op->c[(size_t)m * op->ldc + n] : 0.0f) +
+                                             ct[(back + m) * g->nr + n];
 }
 
 /* Weight rows multiplied together: their panels are packed for one k block (64 KiB of f32 at most,
  * in L2), then each tile of tokens goes through all of them while its inputs are in L1. With one
  * panel at a time, the inputs of every token (512 KiB for a 512-token k block) came through the
- * cache again for each panel. One core of Zen 3 (AVX2, 16-row panels) made 87 GFLOP/s that way
- * and 92 with 64 rows, of a peak of 100. The AVX-512 paths use work items of 64 weight rows for
- * the same reason. */
+ * cache again for each panel. The AVX-512 paths use work items of 64 weight rows for the same
+ * reason. */
 #define GEMM_GROUP_ROWS 64
 _Static_assert(GEMM_GROUP_ROWS >= GEMM_MAX_NR, "a group holds at least one panel");
 
-/* One tile: mr tokens from m0 against the panel of weight rows r0.. (nr_valid of them). */
-static void gemm_tile(const GemmSpec *g, float *out, const void *a, int units, int N, int T, int k0, int kc, int m0,
-                      int r0, int nr_valid, const void *panel) {
-    const uint32_t *am = (const uint32_t *)a + (size_t)m0 * units + k0;
-    float *cm = out + (size_t)m0 * N + r0;
-    int mr = g->mr, mr_valid = min_int(mr, T - m0);
-    if (mr_valid == mr && nr_valid == g->nr) g->kernel(kc, am, (size_t)units, panel, cm, (size_t)N, k0 > 0);
-    else edge_tile(g, kc, am, (size_t)units, m0, mr_valid, nr_valid, panel, cm, (size_t)N, k0 > 0);
+/* One gemm_drive call: out[T, w->rows] = a[T, units] . w^T on the path g. */
+typedef struct {
+    const GemmSpec *g;
+    float *out;
+    const void *a;
+    int units;
+    const Matrix *w;
+    int T;
+} GemmCall;
+
+/* One tile: mr tokens from m0 against the panel of weight rows r0.. (nr_valid of them), over
+ * the k block of kc units from k0. */
+static void gemm_tile(const GemmCall *call, int k0, int kc, int m0, int r0, int nr_valid, const void *panel) {
+    const GemmSpec *g = call->g;
+    int N = call->w->rows, mr = g->mr, mr_valid = min_int(mr, call->T - m0);
+    const TileOperands op = {(const uint32_t *)call->a + (size_t)m0 * call->units + k0, (size_t)call->units,
+                             call->out + (size_t)m0 * N + r0, (size_t)N, kc, k0 > 0};
+    if (mr_valid == mr && nr_valid == g->nr) g->kernel(kc, op.a, op.lda, panel, op.c, op.ldc, op.accumulate);
+    else edge_tile(g, &op, m0, mr_valid, nr_valid, panel);
 }
 
 /* Panels p .. p+np-1 (weight rows p*NR .. (p+np)*NR-1, np*NR <= GEMM_GROUP_ROWS) against all T
  * tokens: packed one k block at a time, then multiplied tile by tile, each tile by every panel. */
-static void gemm_panels(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T, int p,
-                        int np) {
-    int N = w->rows, nr = g->nr;
+static void gemm_panels(const GemmCall *call, int p, int np) {
+    const GemmSpec *g = call->g;
+    const Matrix *w = call->w;
+    int N = w->rows, nr = g->nr, units = call->units;
     _Alignas(64) uint32_t panels[GEMM_KC * GEMM_GROUP_ROWS];
     for (int k0 = 0; k0 < units; k0 += GEMM_KC) {
         int kc = min_int(GEMM_KC, units - k0);
@@ -89,15 +113,16 @@ static void gemm_panels(const GemmSpec *g, float *out, const void *a, int units,
             int r0 = (p + j) * nr;
             g->pack(w, r0, min_int(nr, N - r0), nr, k0, kc, panels + (size_t)j * kc * nr);
         }
-        for (int m0 = 0; m0 < T; m0 += g->mr)
+        for (int m0 = 0; m0 < call->T; m0 += g->mr)
             for (int j = 0; j < np; j++) {
                 int r0 = (p + j) * nr;
-                gemm_tile(g, out, a, units, N, T, k0, kc, m0, r0, min_int(nr, N - r0), panels + (size_t)j * kc * nr);
+                gemm_tile(call, k0, kc, m0, r0, min_int(nr, N - r0), panels + (size_t)j * kc * nr);
             }
     }
 }
 
 void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const Matrix *w, int T) {
+    const GemmCall call = {g, out, a, units, w, T};
     int n_panels = (w->rows + g->nr - 1) / g->nr, group = GEMM_GROUP_ROWS / g->nr;
     double work = (double)w->rows * w->cols * T;
     /* Each thread owns a contiguous run of panels and reads their weights once, a group of them
@@ -109,7 +134,7 @@ void gemm_drive(const GemmSpec *g, float *out, const void *a, int units, const M
         long long p0, p1;
         while (work_split_next(&split, work_split_thread_index(), &p0, &p1))
             for (long long p = p0; p < p1; p += group)
-                gemm_panels(g, out, a, units, w, T, (int)p, (int)(p1 - p < group ? p1 - p : group));
+                gemm_panels(&call, (int)p, (int)(p1 - p < group ? p1 - p : group));
     }
 }
 

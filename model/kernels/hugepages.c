@@ -1,9 +1,9 @@
 /* model/kernels/hugepages.c: large buffers on transparent huge pages.
  * Decode streams every weight and every cached key and value once per token. With 4 KiB
  * pages the hardware prefetcher stops at every page boundary and the TLB misses on every
- * few rows; on 2 MiB pages it does neither: measured +8% decode for weights, and attention
- * reads the KV cache faster (./run bench). A prefill's activations gain too: the GEMM's
- * output tiles touch 48 token rows 8 KiB apart, each on its own 4 KiB page (prefill +0.6%).
+ * few rows; on 2 MiB pages it does neither, for the weights and for attention's reads of the
+ * KV cache (model/kernels/README.md). A prefill's activations gain too: the GEMM's output
+ * tiles touch 48 token rows 8 KiB apart, each on its own 4 KiB page.
  * The advice is asked before the first touch, the only time it takes effect; elsewhere, or
  * when the kernel says no, plain pages serve. */
 #define _DEFAULT_SOURCE   /* MADV_HUGEPAGE */

@@ -138,23 +138,25 @@ void matmul_add(float *out, const float *x, const Matrix *w, int T, MatmulPrecis
     for (size_t i = 0; i < n; i++) out[i] += tmp[i];
 }
 
-void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                    MatmulPrecision precision, float *hb, float *hb2, float *tmp, void *scratch) {
+void mlp_swiglu_add(float *out, const SwigluWeights *w, const float *x, int T, MatmulPrecision precision,
+                    const MlpScratch *buf) {
+    const Matrix *gate = w->gate, *up = w->up, *down = w->down;
     KernelPath path = kernel_choose(precision, gate->dtype);
 #if defined(__AVX512F__)
     int fusable = T >= GEMV_MAX_T && (path == KERNEL_AVX512 || path == KERNEL_AVX512_BF16) &&
                   up->dtype == gate->dtype && down->dtype == gate->dtype && up->rows == gate->rows &&
                   up->cols == gate->cols && down->cols == gate->rows && gate->cols % 2 == 0 && gate->rows % 2 == 0;
     if (fusable) {
-        mlp_avx512(out, gate, up, down, x, T, path == KERNEL_AVX512_BF16, 1, scratch);
+        mlp_avx512(out, w, x, T, path == KERNEL_AVX512_BF16, 1, buf->scratch);
         return;
     }
 #else
     (void)path;
 #endif
-    matmul_many(2, (float *const[]){hb, hb2}, (const Matrix *const[]){gate, up}, x, T, precision, scratch);
-    swiglu(hb, hb2, (size_t)T * gate->rows);
-    matmul_add(out, hb, down, T, precision, tmp, scratch);
+    matmul_many(2, (float *const[]){buf->hb, buf->hb2}, (const Matrix *const[]){gate, up}, x, T, precision,
+                buf->scratch);
+    swiglu(buf->hb, buf->hb2, (size_t)T * gate->rows);
+    matmul_add(out, buf->hb, down, T, precision, buf->tmp, buf->scratch);
 }
 
 void rmsnorm(float *out, const float *x, const Matrix *weight, int T, int n, float eps, float *wbuf) {

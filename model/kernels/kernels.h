@@ -64,14 +64,25 @@ void matmul_many(int n, float *const outs[], const Matrix *const ws[], const flo
 void matmul_add(float *out, const float *x, const Matrix *w, int T, MatmulPrecision precision, float *tmp,
                 void *scratch);
 
+/* The SwiGLU MLP's weights: gate and up [hidden, dim], down [dim, hidden]. */
+typedef struct {
+    const Matrix *gate, *up, *down;
+} SwigluWeights;
+
+/* Its buffers: hb and hb2 hold T x hidden floats each, tmp T x dim (may be x), for the paths
+ * that need them; scratch: matmul_scratch_bytes(T, dim + hidden). */
+typedef struct {
+    float *hb, *hb2, *tmp;
+    void *scratch;
+} MlpScratch;
+
 /* out += down(silu(gate(x)) * up(x)), the SwiGLU MLP over T tokens added to the residual
- * stream. hb and hb2 hold T x hidden floats each, tmp T x dim (may be x), for the paths that
- * need them. On the AVX-512 GEMM paths gate and up are computed for the same hidden units in
+ * stream. On the AVX-512 GEMM paths gate and up are computed for the same hidden units in
  * one work item and their product goes straight into down's packed input, so the two
  * T x hidden arrays are never written nor read back: the same numbers as matmul_many +
  * swiglu + matmul_add, bit for bit. */
-void mlp_swiglu_add(float *out, const Matrix *gate, const Matrix *up, const Matrix *down, const float *x, int T,
-                    MatmulPrecision precision, float *hb, float *hb2, float *tmp, void *scratch);
+void mlp_swiglu_add(float *out, const SwigluWeights *w, const float *x, int T, MatmulPrecision precision,
+                    const MlpScratch *buf);
 
 /* out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight, for T rows of n. wbuf: n floats for the
  * weight widened to f32 (RunState.norm_w), so the forward pass allocates nothing. */

@@ -19,7 +19,7 @@ typedef struct {
 typedef enum {
     MATMUL_EXACT = 0,     /* f32 activations, exact products, f32 sums: matches the f32 references */
     MATMUL_BF16_ACT = 1   /* activations rounded to bf16 so the CPU's bf16 dot products (AVX-512 BF16)
-                             apply: ~2x faster prefill, relative error ~2^-9 per product, as llama.cpp
+                             apply: faster prefill, relative error ~2^-9 per product, as llama.cpp
                              does for BF16 weights. Same as EXACT on CPUs without them. */
 } MatmulPrecision;
 

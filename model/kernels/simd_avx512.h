@@ -8,7 +8,7 @@
 /* Marks four vectors as living in registers from here on. Without it GCC folds each load
  * back into the four fmas that use the vector, so every key or value is loaded four times:
  * on this CPU (one 512-bit load per cycle, as many fmas) loads then set the pace. The empty
- * asm emits nothing; it only hides where the values came from. Prefill: +4%. */
+ * asm emits nothing; it only hides where the values came from. */
 static inline void keep_in_registers(__m512 *a, __m512 *b, __m512 *c, __m512 *d) {
 #if defined(__GNUC__)
     __asm__("" : "+v"(*a), "+v"(*b), "+v"(*c), "+v"(*d));

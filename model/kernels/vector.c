@@ -166,8 +166,7 @@ float exp_pairs(float *x, int n, float max, float scale, int n_out) {
 
 float max_value(const float *x, int n) {
     /* four running maxes: one waits on vmaxps's latency (4 cycles) per 16 floats, where the
-     * loads allow two per cycle (a row of 1280 scores: 15% less time for this and exp_pairs'
-     * loop together in a microbenchmark). The max is the same in any order. */
+     * loads allow two per cycle. The max is the same in any order. */
     int full = n / 16 * 16, i = 0;
     __m512 m = _mm512_set1_ps(x[0]), m1 = m, m2 = m, m3 = m;
     for (; i + 64 <= full; i += 64) {
@@ -210,9 +209,8 @@ float max_value(const float *x, int n) {
 #if defined(__AVX2__) && defined(__FMA__)
 /* exp_vec on 8 lanes, operation for operation (the same bits: exp_vec's mul_add is fused on a
  * CPU with FMA). GCC's vectorization of exp_vec spends 33 instructions on 8 exponentials, its
- * clamps and selects as integer masks; here min/max and one blend. A row of 2048 in L1 went
- * from ~2.4-3.0 to ~1.8-2.2 cycles per element (Zen 3); in the ppl path, where the row first
- * comes from L2, the gain is within run-to-run noise (README.md in this folder, "Exponentials"). */
+ * clamps and selects as integer masks; here min/max and one blend (README.md in this folder,
+ * "Exponentials"). */
 static inline __m256 exp8(__m256 x_in) {
     __m256 x = _mm256_min_ps(_mm256_max_ps(x_in, _mm256_set1_ps(EXP_MIN)), _mm256_set1_ps(EXP_MAX));
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -18,7 +18,7 @@
 #define WORK_SPLIT_MAX_THREADS 64
 
 /* Below this many multiply-adds a loop runs on one thread: waking threads costs more
- * than it saves on tiny models (stories260K decodes 10x faster this way). Every parallel
+ * than it saves on tiny models (model/kernels/README.md). Every parallel
  * loop of the forward pass uses it, in an OpenMP if() clause or as work_split_threads' min_work. */
 #define PARALLEL_MIN_WORK (1 << 18)
 
