@@ -129,3 +129,47 @@ cmp -s "$T/both/results.json" "$T/both.results.orig" && pass "safety: ... whose 
 expect_exit "safety: sweep-merge --out-dir one of its own shards is refused" 2 ./run sweep-merge "$T/s0" "$T/s1" --out-dir "$T/s0"
 expect_exit "safety: sweep-merge into a new directory" 0 ./run sweep-merge "$T/s0" "$T/s1" --out-dir "$T/merged"
 expect_exit "safety: sweep-merge again into its own merged directory (no sweep.json there)" 0 ./run sweep-merge "$T/s0" "$T/s1" --out-dir "$T/merged"
+
+# --- allocate reads only what it can verify: sensitivity.json's CRC-32C, each cell's KL in range and
+# equal to its own kl_sum / scored_tokens; the committed files (version 1, no checksum) still read
+edit_sens() {   # edit_sens SRC DST WHAT: a copy of SRC/sensitivity.json with one thing changed
+    mkdir -p "$2"
+    python3 - "$1/sensitivity.json" "$2/sensitivity.json" "$3" <<'PY'
+import re, sys
+src, dst, what = sys.argv[1:4]
+t = open(src).read()
+first = re.search(r'"kl_mean": ([0-9.e+-]+)', t)
+if what == "negative":
+    t = t[:first.start(1)] + "-1" + t[first.end(1):]
+elif what == "huge":
+    t = re.sub(r'"kl_mean": [0-9.e+-]+', '"kl_mean": 1e308', t)
+elif what == "digit":   # the first significant digit after the leading zeros, made another
+    v = first.group(1)
+    i = next(k for k, ch in enumerate(v) if ch in "123456789")
+    v = v[:i] + ("1" if v[i] != "1" else "2") + v[i + 1:]
+    t = t[:first.start(1)] + v + t[first.end(1):]
+elif what == "scheme":
+    t = re.sub(r'"spec": "[^"]*"', '"spec": "intruet4-g64"', t, count=1)
+elif what == "crc-stripped":
+    t = re.sub(r',\n  "crc32c": "[0-9a-f]{8}"\n}\n$', '\n}\n', t)
+open(dst, "w").write(t)
+PY
+}
+for what in negative huge digit scheme crc-stripped; do
+    edit_sens "$T/sens" "$T/sens-$what" $what
+    expect_exit "safety: allocate refuses a sensitivity.json edited ($what)" 2 ./run allocate "$S" --from "$T/sens-$what" --budget 5
+    grep -q "sens-$what/sensitivity.json: " "$T/err" && pass "safety: ... ($what) naming the file" || fail "safety: ... ($what) naming the file" "$(cat "$T/err")"
+done
+grep -q '"crc32c": "[0-9a-f]\{8\}"$' "$T/sens/sensitivity.json" && grep -q '"kvq_sensitivity": 2' "$T/sens/sensitivity.json" &&
+    pass "safety: sensitivity.json (version 2) ends in its CRC-32C" || fail "safety: sensitivity.json (version 2) ends in its CRC-32C" "$(tail -3 "$T/sens/sensitivity.json")"
+expect_exit "safety: allocate reads an intact sensitivity.json" 0 ./run allocate "$S" --from "$T/sens" --budget 5
+B=data/sensitivity/mini-llama-brown
+expect_exit "safety: allocate still reads the committed sensitivity (version 1, no checksum)" 0 ./run allocate $M --from $B --budget 3
+for what in negative huge digit; do
+    edit_sens "$B" "$T/v1-$what" $what
+    expect_exit "safety: allocate refuses a version-1 sensitivity.json edited ($what), by its own sums" 2 ./run allocate $M --from "$T/v1-$what" --budget 3
+done
+edit_sens "$B" "$T/v1-scheme" scheme
+expect_exit "safety: allocate refuses a sensitivity.json naming an unknown scheme" 2 ./run allocate $M --from "$T/v1-scheme" --budget 3
+grep -q "v1-scheme/sensitivity.json: candidate 0: 'intruet4-g64'" "$T/err" && ! grep -q -- "--candidates" "$T/err" &&
+    pass "safety: ... naming the file, not a flag never given" || fail "safety: ... naming the file, not a flag never given" "$(cat "$T/err")"
