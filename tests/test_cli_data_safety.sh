@@ -173,3 +173,14 @@ edit_sens "$B" "$T/v1-scheme" scheme
 expect_exit "safety: allocate refuses a sensitivity.json naming an unknown scheme" 2 ./run allocate $M --from "$T/v1-scheme" --budget 3
 grep -q "v1-scheme/sensitivity.json: candidate 0: 'intruet4-g64'" "$T/err" && ! grep -q -- "--candidates" "$T/err" &&
     pass "safety: ... naming the file, not a flag never given" || fail "safety: ... naming the file, not a flag never given" "$(cat "$T/err")"
+
+# --- allocate's capacity is floor(groups x denominator x budget): just under an allocation's bits,
+# that allocation is out (stories260K: 10 groups of 4 or 6 bits; one 6-bit group is 4.2 bits)
+./run allocate "$S" --from "$T/sens" --budget 4.19999,4.2 --json >"$T/under.json" 2>"$T/err"
+python3 - "$T/under.json" <<'PY' && pass "safety: allocate at 4.19999 bits keeps 4 bits (one 6-bit group, 4.2, is over), at 4.2 takes it" || fail "safety: allocate's capacity rounds down" "see above"
+import json, sys
+a = json.load(open(sys.argv[1]))["allocations"]
+bits = [x["bits"] for x in a]
+print("bits", bits) if not (bits[0] == 4 and abs(bits[1] - 4.2) < 1e-12) else None
+sys.exit(0 if bits[0] == 4 and abs(bits[1] - 4.2) < 1e-12 and all(x["bits"] <= x["budget"] for x in a) else 1)
+PY
