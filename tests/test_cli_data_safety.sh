@@ -184,3 +184,16 @@ bits = [x["bits"] for x in a]
 print("bits", bits) if not (bits[0] == 4 and abs(bits[1] - 4.2) < 1e-12) else None
 sys.exit(0 if bits[0] == 4 and abs(bits[1] - 4.2) < 1e-12 and all(x["bits"] <= x["budget"] for x in a) else 1)
 PY
+
+# --- ppl with a calibration fitted on the very text it measures says so (text and JSON); on another
+# text it says nothing new (the bundled calibrations are fitted on wiki.valid)
+PW="--ctx 128 --stride 64 --windows 1 --kv-scheme nuq2-g64 --quiet"
+./run ppl $M $PW --text-file data/wikitext-2-raw/wiki.valid.raw >"$T/own.txt" 2>&1
+./run ppl $M $PW --text-file data/wikitext-2-raw/wiki.valid.raw --json >"$T/own.json" 2>&1
+grep -q "fitted on this very text: NOT held out" "$T/own.txt" && grep -q '"calib_held_out": false' "$T/own.json" &&
+    pass "safety: ppl on the calibration's own text says NOT held out (text and JSON)" ||
+    fail "safety: ppl on the calibration's own text says NOT held out (text and JSON)" "$(grep calib "$T/own.txt" "$T/own.json")"
+./run ppl $M $PW --json >"$T/held.json" 2>&1
+! grep -q "calib_held_out" "$T/held.json" && grep -q '"calib_sha256": "[0-9a-f]' "$T/held.json" &&
+    pass "safety: ppl on wiki.test with the same calibration: held out, nothing added" ||
+    fail "safety: ppl on wiki.test with the same calibration: held out, nothing added" "$(grep calib "$T/held.json")"
