@@ -209,8 +209,8 @@ static int check_cell_kl(const JsonValue *x, const char *path, const char *side,
     if (kl < 0 || kl > SENS_KL_ABSURD)
         return error_set(err, "%s: %s: kl_mean %g is outside [0, %g] nats a token: damaged or edited", path, cell, kl,
                          SENS_KL_ABSURD);
-    if (!(se >= 0 && isfinite(se)))
-        return error_set(err, "%s: %s: kl_stderr is not a non-negative number", path, cell);
+    if (se < 0 || isinf(se))   /* null (NaN: a cell of one token has none) is kept as it is */
+        return error_set(err, "%s: %s: kl_stderr %g is negative or infinite: damaged or edited", path, cell, se);
     if (json_integer(x, "scored_tokens", 1, 1LL << 40, &n) || !isfinite(sum))
         return error_set(err, "%s: %s: scored_tokens or kl_sum missing or out of range", path, cell);
     if (kl != sum / (double)n)

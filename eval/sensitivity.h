@@ -81,7 +81,7 @@ typedef struct {
 } SensData;
 
 /* Reads and checks dir/sensitivity.json: its CRC-32C (version 2), every cell once, the grid
- * complete, each mean KL in [0, SENS_KL_ABSURD] and its stderr finite and non-negative, and (both
+ * complete, each mean KL in [0, SENS_KL_ABSURD] and its stderr neither negative nor infinite, and (both
  * versions) each mean KL its kl_sum / scored_tokens. Errors name the file. */
 int sens_read(const char *dir, SensData *d, Error *err);
 void sens_data_free(SensData *d);
