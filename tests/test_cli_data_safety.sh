@@ -93,7 +93,7 @@ hold() {   # hold LOCKFILE: a background process holding it; $holder its pid onc
     python3 -c 'import fcntl, os, sys, time
 f = open(sys.argv[1], "a"); fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB); open(sys.argv[2], "w").close(); time.sleep(60)' "$1" "$T/held" &
     holder=$!
-    for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do [ -e "$T/held" ] && break; sleep 0.2; done
+    i=0; while [ ! -e "$T/held" ] && [ $i -lt 150 ]; do sleep 0.2; i=$((i + 1)); done   # up to 30 s on a loaded machine
 }
 release() { kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null; }
 hold "$T/both/sweep.lock"
