@@ -334,7 +334,10 @@ static int cmd_sweep_merge(Args *a) {
     if (a->bad[0]) usage_error(a);
     else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
     else {
-        rc = sens_or_sweep_finish(stdout, out_dir, &s, &t, a->json, &err) ? bad_input(a, err.msg) : EXIT_OK;
+        RunLock lock = {.fd = -1};
+        rc = sweep_merge_claim_out_dir(out_dir, &lock, &err) || sens_or_sweep_finish(stdout, out_dir, &s, &t, a->json, &err)
+                 ? bad_input(a, err.msg) : EXIT_OK;
+        run_lock_release(&lock);
         free(s.configs);
     }
     sweep_totals_free(&t);

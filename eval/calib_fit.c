@@ -50,9 +50,21 @@ size_t calib_units_floats(const CalibRows *r, const KvSpec *spec, int head) {
 
 /* The rows a spec's base sees in layer l, KV head h: keys after RoPE, keys before RoPE
  * (+prerope), or values. */
+static const float *source_base(const CalibRows *r, const KvSpec *spec) {
+    return spec->side == KV_SIDE_VALUES ? r->v : spec->prerope ? r->kpre : r->k;
+}
+
 static const float *source_rows(const CalibRows *r, const KvSpec *spec, int l, int h) {
-    const float *base = spec->side == KV_SIDE_VALUES ? r->v : spec->prerope ? r->kpre : r->k;
-    return base + (((size_t)l * r->n_kv_heads + (size_t)h) * (size_t)r->rows) * (size_t)r->head_dim;
+    return source_base(r, spec) + (((size_t)l * r->n_kv_heads + (size_t)h) * (size_t)r->rows) * (size_t)r->head_dim;
+}
+
+/* Rows collected without what spec reads (keys before RoPE are kept only when a fit asks): 1,
+ * with why naming it. */
+static int source_missing(const CalibRows *r, const KvSpec *spec, char *why, size_t why_len) {
+    if (source_base(r, spec)) return 0;
+    snprintf(why, why_len, "the fit %.60s reads the %s, which these calibration rows were collected without",
+             spec->text, spec->side == KV_SIDE_VALUES ? "values" : spec->prerope ? "keys before RoPE" : "keys after RoPE");
+    return 1;
 }
 
 size_t calib_points(const CalibRows *r, const KvSpec *spec, int layer, int head, int book, float *units, float *points) {
@@ -145,6 +157,7 @@ static void sort_ascending(float *x, int n) {
 static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, float *table, char *why, size_t why_len) {
     KvTableShape shape;
     spec->base.codec->fit->shape(&spec->base, r->head_dim, &shape);
+    if (source_missing(r, spec, why, why_len)) return -1;
     FitBuffers b;
     int rc = buffers_alloc(&b, r, spec, t->head, &shape);
     if (rc) snprintf(why, why_len, "out of memory for the fit of %s", spec->text);

@@ -7,12 +7,18 @@
 #include "eval/progress.h"
 #include "eval/wikitext.h"
 #include "model/formats/fileio.h"
+#include "model/formats/model_identity.h"
+#include "model/formats/run_lock.h"
 #include "model/formats/sha256.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* TinyLlama's vocabulary, which random weights of its shape are tokenized with. */
 #define TINYLLAMA_TOKENIZER "data/models/mini-llama-brown/tokenizer.bin"
+#define TINYLLAMA_CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
 
 /* Everything one run holds, with one free path. */
 typedef struct {
@@ -89,8 +95,9 @@ static int make_calibration(CalibrateRun *r, const char *model_sha256, const cha
     return 0;
 }
 
-/* The heatmap beside the calibration: FILE.svg. */
-static int write_heatmap(const CalibrateRun *r, const CalibrateOptions *o, Error *err) {
+/* The heatmap beside the calibration (FILE.svg), written to its temp and left there: published
+ * with the calibration (write_outputs). */
+static int write_heatmap(const CalibrateRun *r, const CalibrateOptions *o, AtomicFile *af, Error *err) {
     char path[4096], title[512];
     snprintf(path, sizeof path, "%s.svg", o->out);
     if (o->random)   /* seeded random weights, not the model of that name */
@@ -98,13 +105,77 @@ static int write_heatmap(const CalibrateRun *r, const CalibrateOptions *o, Error
                  r->rows.rows, o->text_file);
     else
         snprintf(title, sizeof title, "%s: %ld calibration tokens of %s", o->model_dir, r->rows.rows, o->text_file);
-    AtomicFile af;
-    if (atomic_open(&af, path, err)) return -1;
-    if (calib_write_heatmap_svg(af.f, &r->c, title)) {
-        atomic_abort(&af);
+    if (atomic_open(af, path, err)) return -1;
+    if (calib_write_heatmap_svg(af->f, &r->c, title)) {
+        atomic_abort(af);
         return error_set(err, "%s: write failed", path);
     }
-    return atomic_commit(&af, err);
+    return atomic_finish(af, err);
+}
+
+/* The calibration and its heatmap land together or not at all: both written to temps first, the
+ * heatmap renamed into place, the calibration last. A failure before the last rename leaves the
+ * previous calibration as it was. */
+static int write_outputs(const CalibrateRun *r, const CalibrateOptions *o, Error *err) {
+    AtomicFile svg;
+    char staged[4200];
+    snprintf(staged, sizeof staged, "%s.tmp.%ld.calibration", o->out, (long)getpid());
+    if (write_heatmap(r, o, &svg, err)) return -1;
+    if (calibration_save(staged, &r->c, err)) {   /* its message names the temp: where the disk failed */
+        unlink(svg.tmp_path);
+        return -1;
+    }
+    if (atomic_publish(&svg, err)) {
+        unlink(staged);
+        return -1;
+    }
+    if (rename(staged, o->out) != 0) {
+        unlink(staged);
+        return error_set(err, "%s: cannot rename the new calibration into place (%s.svg is already the new heatmap)",
+                         o->out, o->out);
+    }
+    return 0;
+}
+
+/* The files this run reads: --out (or its heatmap) naming one of them would replace it. */
+static int input_paths(const CalibrateOptions *o, char paths[][4200]) {
+    int n = 0;
+    snprintf(paths[n++], 4200, "%s", o->text_file);
+    if (o->random) {
+        size_t len = strlen(o->random);
+        snprintf(paths[n++], 4200, "%s", TINYLLAMA_TOKENIZER);
+        if (!strcmp(o->random, "tinyllama")) snprintf(paths[n++], 4200, "%s", TINYLLAMA_CONFIG);
+        else if (len > 5 && !strcmp(o->random + len - 5, ".json")) snprintf(paths[n++], 4200, "%s", o->random);
+        else snprintf(paths[n++], 4200, "%s/config.json", o->random);
+        return n;
+    }
+    static const char *const files[] = {"model.safetensors", "config.json", "tokenizer.bin", MODEL_IDENTITY_CACHE};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        snprintf(paths[n++], 4200, "%s/%s", o->model_dir, files[i]);
+    return n;
+}
+
+/* --out and --out.svg: neither an input of this run (by device and inode, as compress checks its
+ * input: "x", "./x", a link), nor a directory, nor too long for their temps; checked before the
+ * work, which takes minutes. */
+static int check_outputs(const CalibrateOptions *o, Error *err) {
+    char paths[8][4200], svg[4200];
+    int n = input_paths(o, paths);
+    if (strlen(o->out) + sizeof ".svg.tmp.18446744073709551615" > 4096)
+        return error_set(err, "--out %.60s...: path too long (%zu characters)", o->out, strlen(o->out));
+    snprintf(svg, sizeof svg, "%s.svg", o->out);
+    const char *outs[2] = {o->out, svg};
+    for (int k = 0; k < 2; k++) {
+        struct stat sb;
+        if (stat(outs[k], &sb) == 0 && S_ISDIR(sb.st_mode))
+            return error_set(err, "%s: is a directory (--out names the calibration file; its heatmap is FILE.svg)",
+                             outs[k]);
+        for (int i = 0; i < n; i++)
+            if (same_file(outs[k], paths[i]))
+                return error_set(err, "--out %s: %s is %s, which this run reads: give another --out", o->out, outs[k],
+                                 paths[i]);
+    }
+    return 0;
 }
 
 /* --out's directory must exist: checked before the work, which takes minutes, not after it. */
@@ -118,10 +189,17 @@ static int check_out_dir(const char *out, Error *err) {
     return 0;
 }
 
-static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, Error *err) {
-    char model_sha256[65], text_sha256[65];
+static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, RunLock *lock, Error *err) {
+    char model_sha256[65], text_sha256[65], lock_path[4200];
     int windows;
-    if (check_out_dir(o->out, err) || load_model(r, o, model_sha256, err) || parse_fits(r, o, err) || sha256_file_hex(o->text_file, text_sha256, err) ||
+    snprintf(lock_path, sizeof lock_path, "%s.lock", o->out);
+    if (check_out_dir(o->out, err) || check_outputs(o, err) ||
+        run_lock_take(lock, lock_path, "wait for it to finish, or give another --out", err))
+        return -1;
+    remove_stale_temps(o->out);
+    snprintf(lock_path, sizeof lock_path, "%s.svg", o->out);
+    remove_stale_temps(lock_path);
+    if (load_model(r, o, model_sha256, err) || parse_fits(r, o, err) || sha256_file_hex(o->text_file, text_sha256, err) ||
         load_tokens(r, o, &windows, err))
         return -1;
     if (o->ctx > r->m.config.max_seq_len)
@@ -139,7 +217,7 @@ static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, Error *e
     progress.unit = "tables";
     if (r->n_specs && calib_fit_all(&r->rows, r->specs, r->n_specs, &r->c, progress_update, &progress, err)) return -1;
     progress_finish(&progress);
-    if (calibration_save(o->out, &r->c, err) || write_heatmap(r, o, err)) return -1;
+    if (write_outputs(r, o, err)) return -1;
     fprintf(out, "calibration: %s (%ld token%s of %s in %d window%s of %d; %d fit%s)\nheatmap:     %s.svg\n\n", o->out,
             r->rows.rows, r->rows.rows == 1 ? "" : "s", o->text_file, windows, windows == 1 ? "" : "s", o->ctx,
             r->n_specs, r->n_specs == 1 ? "" : "s", o->out);
@@ -150,7 +228,9 @@ static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, Error *e
 int calibrate_run(const CalibrateOptions *o, FILE *out, Error *err) {
     CalibrateRun *r = calloc(1, sizeof *r);
     if (!r) return error_set(err, "out of memory");
-    int rc = steps(r, o, out, err);
+    RunLock lock = {.fd = -1};
+    int rc = steps(r, o, out, &lock, err);
+    run_lock_release(&lock);
     run_free(r);
     free(r);
     return rc;

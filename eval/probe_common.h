@@ -100,6 +100,8 @@ int probe_copy_sequence(const int *pieces, int n_pieces, int bos, unsigned long 
 static inline int probe_copy_first_scored(int S) { return S + 2; }
 /* Greedy divergence's count: the tokens of a[0..M) before the first that differs from b's (M: none). */
 int probe_first_difference(const int *a, const int *b, int M);
+/* One continuation of M tokens into a diverge cell: a hit only when all M equal the baseline's. */
+void probe_diverge_count(ProbeCell *cell, const int *out, const int *base, int M);
 /* The passkey number of a trial (PROBE_PASSKEY_DIGITS digits, the first not 0), as text. */
 void probe_passkey_number(unsigned long long seed, int trial, char out[PROBE_PASSKEY_DIGITS + 1]);
 /* Whether a greedy answer's text holds the number: after spaces, its digits and then no digit. */

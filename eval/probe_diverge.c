@@ -35,11 +35,15 @@ void probe_diverge_run(ProbeWork *w, KvCache *kv, int cache, ProbeResult *r) {
         probe_greedy(w, kv, w->seq, 1 + P, M, out);
         int *base = w->base + (size_t)i * M;
         if (cache == 0) memcpy(base, out, (size_t)M * sizeof *out);
-        int same = probe_first_difference(out, base, M);
-        cell->n++;
-        cell->hits += same == M;
-        cell->agree += out[0] == base[0];
-        cell->sum += same;
-        cell->sumsq += (double)same * same;
+        probe_diverge_count(cell, out, base, M);
     }
+}
+
+void probe_diverge_count(ProbeCell *cell, const int *out, const int *base, int M) {
+    int same = probe_first_difference(out, base, M);
+    cell->n++;
+    cell->hits += same == M;
+    cell->agree += out[0] == base[0];
+    cell->sum += same;
+    cell->sumsq += (double)same * same;
 }

@@ -21,6 +21,13 @@ static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, i
         kv_layered_bits(&bound, c->n_layers, c->head_dim, ctx, &bits[0], &bits[1]);
 }
 
+/* 1 when c was fitted on text_file (the same sha256), whose numbers are then not held out. */
+static int calib_fitted_on(const Calibration *c, const char *text_file) {
+    char sha[65];
+    Error ignored;   /* a text that cannot be hashed now was read a moment ago: no claim is made */
+    return sha256_file_hex(text_file, sha, &ignored) == 0 && !strcmp(sha, c->text_sha256);
+}
+
 void ppl_report_describe(PplReport *r, const char *model, const char *model_id, const char *text_file,
                          const char *precision, const Config *c, const PplOptions *o, int n_tokens) {
     snprintf(r->model, sizeof r->model, "%s", model);
@@ -30,6 +37,7 @@ void ppl_report_describe(PplReport *r, const char *model, const char *model_id, 
     snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
     snprintf(r->calib, sizeof r->calib, "%s", o->calib ? o->calib->path : "");
     snprintf(r->calib_sha256, sizeof r->calib_sha256, "%s", o->calib ? o->calib->file_sha256 : "");
+    r->calib_on_text = o->calib && calib_fitted_on(o->calib, text_file);
     scheme_bits(o->k_scheme, KV_SIDE_KEYS, c, o->ctx, r->k_bits);
     scheme_bits(o->v_scheme, KV_SIDE_VALUES, c, o->ctx, r->v_bits);
     snprintf(r->precision, sizeof r->precision, "%s", precision);
@@ -91,7 +99,8 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (r->merged_shards > 1) fprintf(f, " (merged from %d shards)", r->merged_shards);
     fprintf(f, ", %ld scored tokens\n", x->sums.scored);
     fprintf(f, "kv cache:  keys %s, values %s\n", r->k_scheme, r->v_scheme);
-    if (r->calib[0]) fprintf(f, "calib:     %s (sha256 %.12s...)\n", r->calib, r->calib_sha256);
+    if (r->calib[0]) fprintf(f, "calib:     %s (sha256 %.12s...)%s\n", r->calib, r->calib_sha256,
+                             r->calib_on_text ? ", fitted on this very text: NOT held out" : "");
     if (r->k_bits[0] > 0)
         fprintf(f, "bits:      keys %.4g stored, %.4g effective at ctx %d; values %.4g stored, %.4g effective\n",
                 r->k_bits[0], r->k_bits[1], r->ctx, r->v_bits[0], r->v_bits[1]);
@@ -203,6 +212,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
     json_out_string(f, "calib", r->calib, 0);
     json_out_string(f, "calib_sha256", r->calib_sha256, 0);
+    if (r->calib_on_text) fprintf(f, "  \"calib_held_out\": false,\n");   /* only then: other outputs as before */
     json_out_string(f, "precision", r->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", r->ctx, r->stride, r->n_tokens);
     fprintf(f, "  \"shard_index\": %d,\n  \"shard_count\": %d,\n", r->shard_index, r->shard_count);
@@ -289,6 +299,8 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
         snprintf(out->v_scheme, sizeof out->v_scheme, "%s", str(j, "v_scheme"));
         snprintf(out->calib, sizeof out->calib, "%s", str(j, "calib"));
         snprintf(out->calib_sha256, sizeof out->calib_sha256, "%s", str(j, "calib_sha256"));
+        const JsonValue *held = json_get(j, "calib_held_out");
+        out->calib_on_text = held && held->type == JSON_BOOL && !held->boolean;
         out->k_bits[0] = json_number(j, "k_stored_bits"), out->k_bits[1] = json_number(j, "k_effective_bits");
         out->v_bits[0] = json_number(j, "v_stored_bits"), out->v_bits[1] = json_number(j, "v_effective_bits");
         snprintf(out->precision, sizeof out->precision, "%s", str(j, "precision"));

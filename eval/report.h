@@ -15,6 +15,7 @@ typedef struct {
     char k_scheme[512], v_scheme[512];
     char calib[1024];           /* the calibration's path, "" without one */
     char calib_sha256[65];      /* its file's sha256 */
+    int calib_on_text;          /* 1: the calibration was fitted on this very text (its text_sha256): NOT held out */
     double k_bits[2], v_bits[2];   /* stored bits per value, and effective at ctx (SCHEMES.md 6) */
     char precision[8];          /* "exact" (f32 activations) or "bf16" */
     int protocol_llamacpp;

@@ -4,6 +4,7 @@
 #include "eval/sensitivity.h"
 #include "eval/sensitivity_report.h"
 #include "model/config.h"
+#include "model/formats/checked_json.h"
 #include "model/formats/fileio.h"
 #include "model/formats/json.h"
 #include <math.h>
@@ -181,10 +182,37 @@ static int read_candidates(const JsonValue *j, SensData *d, const char *path, Er
     for (size_t i = 0; i < a->count; i++) {
         const char *spec = json_string(&a->items[i], "spec");
         if (!spec) return error_set(err, "%s: candidate %zu has no \"spec\"", path, i);
-        if (add_candidate(&d->g, spec, strlen(spec), err)) return -1;
+        if (add_candidate(&d->g, spec, strlen(spec), err)) {   /* its message is about a flag: name the file */
+            char why[sizeof err->msg];
+            const char *flag = "--candidates: ";
+            snprintf(why, sizeof why, "%s", strncmp(err->msg, flag, strlen(flag)) ? err->msg : err->msg + strlen(flag));
+            return error_set(err, "%s: candidate %zu: %s", path, i, why);
+        }
         if (strcmp(d->g.candidates[i], spec))
             return error_set(err, "%s: candidate '%s' is not in its canonical spelling", path, spec);
     }
+    return 0;
+}
+
+/* One cell's KL figures: in range, and the mean its own sum over its tokens (a digit changed in
+ * either is noticed in a file without a checksum too). */
+static int check_cell_kl(const JsonValue *x, const char *path, const char *side, long long layer, const char *cand,
+                         Error *err) {
+    double kl = json_number(x, "kl_mean"), se = json_number(x, "kl_stderr"), sum = json_number(x, "kl_sum");
+    long long n;
+    char cell[160];
+    snprintf(cell, sizeof cell, "cell %s layer %lld %s", side, layer, cand);
+    if (!isfinite(kl)) return error_set(err, "%s: %s: kl_mean is not a number", path, cell);
+    if (kl < 0 || kl > SENS_KL_ABSURD)
+        return error_set(err, "%s: %s: kl_mean %g is outside [0, %g] nats a token: damaged or edited", path, cell, kl,
+                         SENS_KL_ABSURD);
+    if (se < 0 || isinf(se))   /* null (NaN: a cell of one token has none) is kept as it is */
+        return error_set(err, "%s: %s: kl_stderr %g is negative or infinite: damaged or edited", path, cell, se);
+    if (json_integer(x, "scored_tokens", 1, 1LL << 40, &n) || !isfinite(sum))
+        return error_set(err, "%s: %s: scored_tokens or kl_sum missing or out of range", path, cell);
+    if (kl != sum / (double)n)
+        return error_set(err, "%s: %s: kl_mean %.17g is not its kl_sum / scored_tokens (%.17g): damaged or edited", path,
+                         cell, kl, sum / (double)n);
     return 0;
 }
 
@@ -214,7 +242,7 @@ static int read_cells(const JsonValue *j, SensData *d, const char *path, Error *
         int at = sens_config_index(g, s, (int)layer, c);
         double kl = json_number(x, "kl_mean"), se = json_number(x, "kl_stderr");
         if (seen[at]) rc = error_set(err, "%s: cell %s layer %lld %s is there twice", path, side, layer, cand);
-        else if (!isfinite(kl)) rc = error_set(err, "%s: cell %s layer %lld %s: kl_mean is not a number", path, side, layer, cand);
+        else rc = check_cell_kl(x, path, side, layer, cand, err);
         seen[at] = 1;
         d->kl[at] = kl;
         d->kl_se[at] = se;
@@ -232,10 +260,18 @@ int sens_read(const char *dir, SensData *d, Error *err) {
     if (!text) return -1;
     Error jerr;
     JsonValue *j = json_parse(text, len, &jerr);
+    CheckedLine crc = checked_json_verify(text, len);
     free(text);
     int rc;
-    if (!j || j->type != JSON_OBJECT || json_number(j, "kvq_sensitivity") != 1)
+    double version = j && j->type == JSON_OBJECT ? json_number(j, "kvq_sensitivity") : 0;
+    if (!j || j->type != JSON_OBJECT || (version != 1 && version != SENS_JSON_VERSION))
         rc = error_set(err, "%s: not a sensitivity's report%s%s", path, j ? "" : ": ", j ? "" : jerr.msg);
+    else if (version == SENS_JSON_VERSION && crc != CHECKED_LINE_OK)
+        rc = error_set(err, "%s: %s: refused; run ./run sensitivity again", path,
+                       crc == CHECKED_LINE_NO_CRC ? "no crc32c at its end (edited or damaged)" : "fails its CRC-32C (edited or damaged)");
+    else if (version == 1 && crc != CHECKED_LINE_NO_CRC)
+        rc = error_set(err, "%s: version 1 (which had no checksum) ending in a crc32c: its version is damaged or was "
+                       "edited", path);
     else
         rc = read_header(j, d, path, err) || read_candidates(j, d, path, err) || read_cells(j, d, path, err) ? -1 : 0;
     json_free(j);

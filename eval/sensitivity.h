@@ -44,6 +44,11 @@ int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s,
 
 /* ---- DIR/sensitivity.json, read back (./run allocate) ---- */
 
+/* SENS_JSON_VERSION: eval/sensitivity_grid.h (the report writes it, allocate reads it). */
+/* A cell's mean KL above this many nats a token is refused as damage: a uniform guess over a
+ * 32,000-token vocabulary costs 10.4, and one layer's quantized keys or values far less. */
+#define SENS_KL_ABSURD 100.0
+
 typedef struct {
     char model[1024], model_sha256[65], text_file[1024], calib_sha256[65], precision[8], protocol[16];
     int ctx, stride, head_dim, windows, windows_total;
@@ -54,7 +59,9 @@ typedef struct {
     double *kl_se;
 } SensData;
 
-/* Reads and checks dir/sensitivity.json: every cell once, finite, the grid complete. */
+/* Reads and checks dir/sensitivity.json: its CRC-32C (version 2), every cell once, the grid
+ * complete, each mean KL in [0, SENS_KL_ABSURD] and its stderr neither negative nor infinite, and (both
+ * versions) each mean KL its kl_sum / scored_tokens. Errors name the file. */
 int sens_read(const char *dir, SensData *d, Error *err);
 void sens_data_free(SensData *d);
 

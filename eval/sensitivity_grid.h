@@ -6,6 +6,10 @@
 
 #define SENS_MAX_CANDIDATES 32
 #define SENS_SPEC_LEN 96                 /* a candidate's canonical spelling (KvSpec.text) */
+/* "kvq_sensitivity": 2 ends in the CRC-32C of its text (model/formats/checked_json.h); 1, the files
+ * written before it, has none and is read after its cells are checked against their own sums
+ * (kl_mean = kl_sum / scored_tokens, exactly as written). */
+#define SENS_JSON_VERSION 2
 
 typedef enum { SENS_KEYS = 0, SENS_VALUES = 1 } SensSide;
 

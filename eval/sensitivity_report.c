@@ -6,6 +6,7 @@
 #include "eval/json_out.h"
 #include "eval/report.h"
 #include "model/config.h"
+#include "model/formats/checked_json.h"
 #include "model/formats/fileio.h"
 #include <math.h>
 #include <stdlib.h>
@@ -167,7 +168,7 @@ static void write_cell_json(FILE *f, const Report *r, int side, int layer, int c
 static void write_json(FILE *f, const Report *r) {
     const SweepSettings *s = r->s;
     const SensGrid *g = r->g;
-    fprintf(f, "{\n  \"kvq_sensitivity\": 1,\n");
+    fprintf(f, "{\n  \"kvq_sensitivity\": %d,\n", SENS_JSON_VERSION);
     json_out_string(f, "model", s->model, 0);
     json_out_string(f, "model_sha256", r->model_sha256, 0);
     json_out_string(f, "text_file", s->text_file, 0);
@@ -195,6 +196,19 @@ static void write_json(FILE *f, const Report *r) {
     fprintf(f, "  ]\n}\n");
 }
 
+/* sensitivity.json as written and printed: write_json's text ending in its CRC-32C
+ * (model/formats/checked_json.h), which ./run allocate checks before trusting a number of it. */
+static void write_json_sealed(FILE *f, const Report *r) {
+    char *text = NULL, *sealed = NULL;
+    size_t len = 0, sealed_len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m) write_json(m, r);
+    if (m && fclose(m) == 0) sealed = checked_json_seal(text, len, &sealed_len);
+    if (sealed) fwrite(sealed, 1, sealed_len, f);   /* out of memory: nothing, a file allocate refuses */
+    free(text);
+    free(sealed);
+}
+
 static void write_svg(FILE *f, const Report *r) {
     char title[2400];
     snprintf(title, sizeof title, "%s, %s, ctx %d, %ld scored tokens", r->s->model, r->s->text_file, r->s->ppl.ctx,
@@ -220,9 +234,9 @@ int sens_finish_report(FILE *out, const char *out_dir, const SweepSettings *s, c
     if (report_init(&r, s, t, g, err)) return -1;
     int rc = sweep_write_outputs(out_dir, s, t, err) || write_file(out_dir, "sensitivity.md", write_markdown, &r, err) ||
              write_file(out_dir, "sensitivity.csv", write_csv, &r, err) ||
-             write_file(out_dir, "sensitivity.json", write_json, &r, err) ||
+             write_file(out_dir, "sensitivity.json", write_json_sealed, &r, err) ||
              write_file(out_dir, "sensitivity.svg", write_svg, &r, err) ? -1 : 0;
-    if (!rc && json) write_json(out, &r);
+    if (!rc && json) write_json_sealed(out, &r);
     else if (!rc) {
         print_header(out, &r);
         print_kl_table(out, &r);

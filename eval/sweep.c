@@ -777,3 +777,16 @@ int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals,
     free(j);
     return rc;
 }
+
+int sweep_merge_claim_out_dir(const char *out_dir, RunLock *lock, Error *err) {
+    char path[4200];
+    path_in(path, sizeof path, out_dir, SETTINGS_FILE);
+    if (path_exists(path))
+        return error_set(err, "%s: --out-dir %s is a sweep's own directory (its results would be replaced): give "
+                         "sweep-merge another --out-dir", path, out_dir);
+    path_in(path, sizeof path, out_dir, SWEEP_LOCK_FILE);
+    if (make_directory(out_dir, err) || run_lock_take(lock, path, "wait for it to finish, or give another --out-dir", err))
+        return -1;
+    remove_stale_temps_in(out_dir);
+    return 0;
+}

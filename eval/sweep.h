@@ -17,9 +17,13 @@
 
 #include "eval/perplexity.h"
 #include "eval/progress.h"
+#include "model/formats/run_lock.h"
 #include "tokenizer/tokenizer.h"
 
 #define SWEEP_MAX_CONFIGS 1024   /* a sensitivity of 22 layers x 2 sides takes 44 a candidate */
+/* OUT_DIR/sweep.lock: held (model/formats/run_lock.h) from the first file written to the last, so
+ * that a second ./run on the same directory is refused with the first one's pid. */
+#define SWEEP_LOCK_FILE "sweep.lock"
 
 typedef struct {
     char k_text[512], v_text[512];   /* the schemes as given (V = K when not given) */
@@ -91,7 +95,7 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
 /* The same for a command built on a sweep (./run sensitivity, allocate --verify): label names it
  * on the progress line and the log, plan (NULL: none) is a line printed on log once every check
  * has passed, just before the run, and a whole sweep ends with finish(out, out_dir, s, totals,
- * json, user, err) in place of sweep_finish. */
+ * json, user, err) in place of sweep_finish. out_dir is locked for the run (SWEEP_LOCK_FILE). */
 typedef int (*SweepFinish)(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
                            void *user, Error *err);
 typedef struct {
@@ -113,6 +117,10 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
 /* Reads the n shard directories of one sweep (shards 0..n-1 of n, each complete) into s
  * (configurations' texts and bits; s->configs allocated) and totals. */
 int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err);
+/* sweep-merge's --out-dir before anything is written there: refused when it is a sweep's own
+ * directory (it holds a sweep.json: its results.* would be replaced, its journal left), else
+ * made and locked (SWEEP_LOCK_FILE) until run_lock_release. */
+int sweep_merge_claim_out_dir(const char *out_dir, RunLock *lock, Error *err);
 
 /* results.md, results.csv, results.json and chart.svg in out_dir (each written atomically). */
 int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const SweepTotals *totals, Error *err);

@@ -8,6 +8,7 @@
 #include "eval/sweep_views.h"
 #include "eval/views.h"
 #include "model/formats/fileio.h"
+#include "model/formats/run_lock.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,18 @@ int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, 
     return sweep_run_and_report_as(&d, s, out_dir, max_tokens, quiet, json, out, log, err);
 }
 
+/* out_dir made and locked for this run (run_lock.h): a second ./run on it is refused before any
+ * forward pass. The options are checked first, so that bad ones leave no directory behind. */
+static int lock_out_dir(const Model *m, const int *tokens, const SweepSettings *s, const char *out_dir, RunLock *lock,
+                        Error *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" SWEEP_LOCK_FILE, out_dir);
+    if (ppl_check(m, tokens, s->n_tokens, &s->ppl, err) || make_directory(out_dir, err)) return -1;
+    if (run_lock_take(lock, path, "wait for it to finish, or give another --out-dir", err)) return -1;
+    remove_stale_temps_in(out_dir);   /* what a killed run left: this directory is ours now */
+    return 0;
+}
+
 int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *out_dir, int max_tokens, int quiet,
                             int json, FILE *out, FILE *log, Error *err) {
     ModelDir L;
@@ -252,6 +265,8 @@ int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *
     }
     if (rc == 0) rc = sweep_check_fits(s, &L.model.config, have_calib ? &calib : NULL, err);   /* before any file */
     if (rc == 0 && d->plan && !quiet) fprintf(log, "%s\n", d->plan);
+    RunLock lock = {.fd = -1};
+    if (rc == 0) rc = lock_out_dir(&L.model, tokens, s, out_dir, &lock, err);
     if (rc == 0) {
         rc = sweep_run(&L.model, tokens, s, out_dir, &progress, &t, err);
         progress_finish(&progress);
@@ -263,6 +278,7 @@ int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *
     else if (rc == 0)
         fprintf(out, "shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
                 s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
+    run_lock_release(&lock);
     sweep_totals_free(&t);
     free(tokens);
     s->ppl.calib = NULL;

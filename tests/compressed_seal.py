@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """tests/compressed_seal.py FILE...: computes the checksums of compressed KV files
-(kvq-compressed-3, model/formats/compress.h) again, in place: each tensor's crc32c.NAME from its
-bytes, then header_crc32c from the header's content. For tests that edit a file on purpose and
-want kvq's checks past the CRCs (a malformed calib_sha256, a NaN scale) to answer. The CRC-32C
-and the header's canonical text are restated here from compress.h and compress.c's header_crc,
-independently of the C code: a file this script seals that kvq refuses is a disagreement."""
+(kvq-compressed-3, model/formats/compress.h) and of calibration files (model/formats/st_checksum.h,
+the same scheme) again, in place: each tensor's crc32c.NAME from its bytes, then header_crc32c
+from the header's content. For tests that edit a file on purpose and want kvq's checks past the
+CRCs (a malformed calib_sha256, a NaN scale, an unsorted table) to answer. The CRC-32C and the
+header's canonical text are restated here from compress.h and compress.c's header_crc,
+independently of the C code: a file this script seals that kvq refuses is a disagreement.
+(tests/fixtures/reference/kv-calib-mini-llama-brown-outliers.safetensors was sealed by it.)"""
 import json
 import struct
 import sys

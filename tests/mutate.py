@@ -43,6 +43,11 @@ def run_m(name, path, old, new, test, what):
     return Mutation(name, path, old, new, test, what, "issue 39")
 
 
+def i51_m(name, path, old, new, test, what):
+    """A mutation of issue 51's review that no test caught then."""
+    return Mutation(name, path, old, new, test, what, "issue 51")
+
+
 def new_m(name, path, old, new, test, what):
     """A mutation added with the table (item 7's 15 more)."""
     return Mutation(name, path, old, new, test, what, "added")
@@ -290,6 +295,38 @@ MUTATIONS = [
     new_m("chart-key-line-short", "eval/chart.c",
           "#define KEY_LINE 16.0", "#define KEY_LINE 12.0",
           "test_chart", "the key's lines closer than a line of text's height"),
+    # ---- issue 51: the mutations its review found surviving, each with the test added for it ----
+    i51_m("alloc-capacity-rounds-up", "eval/allocate.c",
+          "    *cap = hi + lo / budget.den;", "    *cap = hi + (lo + budget.den - 1) / budget.den;",
+          "tests/test_cli_data_safety.sh", "allocation capacity rounded up instead of down"),
+    i51_m("identity-key-without-inode", "model/formats/model_identity.c",
+          "return a->dev == b->dev && a->ino == b->ino &&", "return a->dev == b->dev &&",
+          "test_model_identity", "the identity cache's key ignores the inode"),
+    i51_m("position-se-over-n", "eval/position.c",
+          "var = (sumsq - (double)n * mean * mean) / (double)(n - 1);", "var = (sumsq - (double)n * mean * mean) / (double)n;",
+          "test_standard_errors", "damage by position: the standard error's variance over n, not n - 1"),
+    i51_m("layer-error-merge-rows-set", "eval/layer_error.c",
+          "    into->rows += from->rows;", "    into->rows = from->rows;",
+          "test_standard_errors", "layer-error merge sets rows instead of adding them"),
+    i51_m("layer-error-se-over-n", "eval/layer_error.c",
+          "var = (s->rel_sumsq[l] - (double)n * mean * mean) / (double)(n - 1);",
+          "var = (s->rel_sumsq[l] - (double)n * mean * mean) / (double)n;",
+          "test_standard_errors", "layer error: the standard error's variance over n, not n - 1"),
+    i51_m("passkey-depth-over-100", "eval/probe.c",
+          "o->depths[i] > 100)", "o->depths[i] > 101)",
+          "test_probe", "a passkey depth of 101% accepted"),
+    i51_m("diverge-last-token-same", "eval/probe_diverge.c",
+          "    cell->hits += same == M;", "    cell->hits += same >= M - 1;",
+          "test_probe", "diverge: a difference at the last token counted as identical"),
+    i51_m("calib-tables-unsorted", "eval/calib_fit.c",
+          "        if (shape.dim == 1) sort_ascending(entries, shape.entries);", "        (void)sort_ascending;",
+          "test_calib_fit_rows", "fitted 1-D tables left as Lloyd ends them (unsorted after equal starts)"),
+    i51_m("calib-prerope-swapped", "eval/calib_fit.c",
+          "spec->prerope ? r->kpre : r->k;", "spec->prerope ? r->k : r->kpre;",
+          "test_calib_fit_rows", "keys before and after RoPE swapped (was found only by a crash)"),
+    i51_m("knapsack-capacity-exclusive", "eval/knapsack.c",
+          "    size_t W = (size_t)room + 1;", "    size_t W = (size_t)room;",
+          "test_allocate", "the knapsack's capacity exclusive (was found only by a crash)"),
 ]
 
 # ---- running ----

@@ -115,6 +115,9 @@ static void test_knapsack_exact_capacity(void) {
     check(ok, "knapsack: one unit less leaves room for one upgrade only (the most useful)", "weight %lld", r.weight);
     k.capacity = 35;
     check(!knapsack_solve(&k, choice, &r, &err) && !r.feasible, "knapsack: below the lightest choices: not feasible", "");
+    k.capacity = 36;
+    ok = !knapsack_solve(&k, choice, &r, &err) && r.feasible && r.weight == 36 && choice[0] + choice[1] + choice[2] + choice[3] == 0;
+    check(ok, "knapsack: a capacity of exactly the lightest choices takes them (no room left)", "weight %lld", r.weight);
 }
 
 static void test_knapsack_refusals(void) {
@@ -317,8 +320,8 @@ static void test_heatmap(void) {
 }
 
 int main(void) {
+    test_knapsack_exact_capacity();   /* first: an off-by-one in the capacity is named here, not found as a crash */
     test_knapsack_brute_force();
-    test_knapsack_exact_capacity();
     test_knapsack_refusals();
     test_exact_bits();
     test_budgets();

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "model/formats/calibration.h"
+#include "model/formats/st_checksum.h"
 #include "tests/test.h"
 
 #define REF_CALIB "tests/fixtures/reference/kv-calib-mini-llama-brown-outliers.safetensors"
@@ -389,7 +390,7 @@ static void expect_spec_refused(FileSpec *s, const char *want, const char *name)
     char path[128];
     Error err = {{0}};
     snprintf(path, sizeof path, "%s/hostile.safetensors", tmpdir);
-    if (st_write(path, s->t, s->n, s->mk, s->mv, s->n_meta, &err)) {
+    if (st_write_checksummed(path, s->t, s->n, s->mk, s->mv, s->n_meta, &err)) {
         check(0, name, "st_write: %s", err.msg);
         return;
     }
@@ -404,13 +405,13 @@ static void test_base_is_valid(void) {
     Error err = {{0}};
     snprintf(path, sizeof path, "%s/base.safetensors", tmpdir);
     Calibration c;
-    int rc = st_write(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) || calibration_load(path, &SMALL_MODEL, &c, &err);
+    int rc = st_write_checksummed(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) || calibration_load(path, &SMALL_MODEL, &c, &err);
     check(rc == 0 && c.n_fits == 3 && c.fits[2].sides == 1 && !strcmp(c.fits[2].key, "nuq3-g8+prerope"),
           "calib hand-made base file loads (the one each bad file breaks)", "%s", err.msg);
     if (rc == 0) calibration_free(&c);
     /* An extra metadata key (the reference has made_by) is ignored. */
     set_meta(&s, "made_by", "a test");
-    rc = st_write(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) || calibration_load(path, &SMALL_MODEL, &c, &err);
+    rc = st_write_checksummed(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) || calibration_load(path, &SMALL_MODEL, &c, &err);
     check(rc == 0, "calib extra metadata keys are ignored", "%s", err.msg);
     if (rc == 0) calibration_free(&c);
     unlink(path);
@@ -617,7 +618,7 @@ static void test_bad_names(void) {
     char path[128];
     Error err = {{0}};
     snprintf(path, sizeof path, "%s/gap.safetensors", tmpdir);
-    if (st_write(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) == 0)
+    if (st_write_checksummed(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) == 0)
         expect_refused(path, NULL, "missing tensor 'stats.q.2'", "calib without a model: a layer gap is a missing tensor");
     unlink(path);
 }
@@ -631,7 +632,7 @@ static void test_bad_files(void) {
     base_spec(&s);
     Error err = {{0}};
     snprintf(path, sizeof path, "%s/cut.safetensors", tmpdir);
-    if (st_write(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) == 0) {
+    if (st_write_checksummed(path, s.t, s.n, s.mk, s.mv, s.n_meta, &err) == 0) {
         FILE *f = fopen(path, "rb");
         fseek(f, 0, SEEK_END);
         long size = ftell(f);

@@ -71,13 +71,14 @@ elif what == "shape":                  # [8] declared as [2, 4]: same bytes, wro
 elif what == "vqshape":                # a vq codebook with its heads and sub-vectors swapped
     s = h["fit.vq8-d4.k.0"]["shape"]; s[0], s[1] = s[1], s[0]
 elif what == "missing-layer":          # a fit missing one layer's values
-    del h["fit.nuq2-t64.v.3"]
+    del h["fit.nuq2-t64.v.3"]; del h["__metadata__"]["crc32c.fit.nuq2-t64.v.3"]
 elif what == "other":                  # valid, but another file (another sha256): a note in the metadata
     h["__metadata__"]["note"] = "another calibration"
 t = json.dumps(h, separators=(",", ":")).encode()
 t += b" " * (-len(t) % 8)
 open(dst, "wb").write(struct.pack("<Q", len(t)) + t + bytes(data))
 PY
+    python3 tests/compressed_seal.py "$2"   # its CRC-32Cs again: the check of what was broken answers, not theirs
 }
 for what in nan inf unsorted shape vqshape missing-layer other; do broken $what "$T/$what.st"; done
 head -c 100000 $CAL >"$T/trunc.st"

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "model/formats/crc32c.h"
 #include "model/formats/fileio.h"
 #include "model/formats/model_identity.h"
 #include "model/formats/sha256.h"
@@ -134,6 +135,41 @@ static void test_cache(void) {
     check(!path_exists(leftover), "identity cache: no temp file left", "");
 }
 
+/* A cache line as model_identity.c writes it (restated from its format), for the file's key with
+ * one field changed by `delta` (0 size, 1 mtime, 2 ctime, 3 dev, 4 ino), holding a wrong sha256. */
+static void put_cache_for(const struct stat *sb, int field, long long delta) {
+    long long v[5] = {(long long)sb->st_size, (long long)sb->st_mtim.tv_sec, (long long)sb->st_ctim.tv_sec,
+                      (long long)sb->st_dev, (long long)sb->st_ino};
+    v[field] += delta;
+    char line[1024], hex[CRC32C_HEX_CHARS + 1];
+    int body = snprintf(line, sizeof line, "kvq-identity-cache 1 model.safetensors size %lld mtime %lld.%09lld ctime "
+                        "%lld.%09lld dev %llu ino %llu sha256 %064d", v[0], v[1], (long long)sb->st_mtim.tv_nsec, v[2],
+                        (long long)sb->st_ctim.tv_nsec, (unsigned long long)v[3], (unsigned long long)v[4], 0);
+    crc32c_to_hex(crc32c(0, line, (size_t)body), hex);
+    snprintf(line + body, sizeof line - (size_t)body, " crc32c %s\n", hex);
+    put(cache, line, strlen(line));
+}
+
+/* Each field of the cache's key checked: a cache for the same path whose key differs in one field
+ * only (the file replaced by another inode of the same size and times: a copy moved into place)
+ * is another file's, and never used. */
+static void test_cache_key_fields(void) {
+    static const char *const names[5] = {"size", "mtime", "ctime", "device", "inode"};
+    char want[65], name[160];
+    ModelIdentity id;
+    struct stat sb;
+    expected(want);
+    stat(weights, &sb);
+    put_cache_for(&sb, 4, 0);
+    check(identity(&id) == 0 && id.weights_from_cache && strcmp(id.id, want),
+          "identity cache: a crafted line for the file's own key is used (the test's format is kvq's)", "");
+    for (int field = 0; field < 5; field++) {
+        put_cache_for(&sb, field, 1);
+        snprintf(name, sizeof name, "identity cache: a cache whose key differs in the %s alone is not used", names[field]);
+        check(identity(&id) == 0 && !id.weights_from_cache && !strcmp(id.id, want), name, "%s", id.id);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/kvq-identity-%ld", (long)getpid());
     mkdir(dir, 0777);
@@ -142,6 +178,7 @@ int main(void) {
     snprintf(cache, sizeof cache, "%s/" MODEL_IDENTITY_CACHE, dir);
     test_bundled_model();
     test_cache();
+    test_cache_key_fields();
     unlink(weights);
     unlink(config);
     unlink(cache);

@@ -222,6 +222,14 @@ static void check_diverge(const ModelDir *L) {
     check(probe_first_difference(a, b, 4) == 0 && probe_first_difference(a, c, 4) == 2 &&
               probe_first_difference(a, a, 4) == 4 && probe_first_difference(a, b, 0) == 0,
           "probe diverge: the first difference at 0, in the middle, none (M), M = 0", "");
+    int last[4] = {1, 2, 3, 9};
+    ProbeCell cell = {0};
+    probe_diverge_count(&cell, a, a, 4);
+    probe_diverge_count(&cell, last, a, 4);
+    check(probe_first_difference(a, last, 4) == 3 && cell.n == 2 && cell.hits == 1 && cell.agree == 2 &&
+              cell.sum == 7 && cell.sumsq == 25,
+          "probe diverge: a difference at the last token is a difference (3 the same, not a hit)",
+          "first difference %d, hits %ld, sum %g", probe_first_difference(a, last, 4), (long)cell.hits, cell.sum);
     runstate_free(&s);
     probe_result_free(&r);
     free(text);

@@ -1,6 +1,7 @@
 /* model/formats/calibration.c: calibration files, written and validated (layout in calibration.h). */
 #include "model/formats/calibration.h"
 #include "model/formats/sha256.h"
+#include "model/formats/st_checksum.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -310,7 +311,7 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
     snprintf(ctx, sizeof ctx, "%ld", c->ctx);
     const char *keys[5] = {"format", "model_sha256", "text_sha256", "tokens", "ctx"};
     const char *values[5] = {CALIB_FORMAT, c->model_sha256, c->text_sha256, tokens, ctx};
-    rc = st_write(path, t, (int)n_tensors, keys, values, 5, err);
+    rc = st_write_checksummed(path, t, (int)n_tensors, keys, values, 5, err);
 done:
     free(t);
     free(names);
@@ -559,8 +560,20 @@ static void copy_tensors(const Reader *r, const TensorRole *roles, Calibration *
     }
 }
 
+/* A calibration's checksums (st_checksum.h), before anything else of it is read; a file of
+ * another format is left to read_metadata to name. */
+static int check_checksums(const SafeTensors *st, Error *err) {
+    const char *format = st_meta(st, "format");
+    if (!format || strcmp(format, CALIB_FORMAT)) return 0;
+    if (!st_has_checksums(st))
+        return error_set(err, "%s: a calibration without checksums (written before they were added, or stripped): "
+                         "make it again with ./run calibrate", st->path);
+    return st_verify_checksums(st, err);
+}
+
 int calibration_from_safetensors(const SafeTensors *st, const CalibModel *model, Calibration *c, Error *err) {
     memset(c, 0, sizeof *c);
+    if (check_checksums(st, err)) return -1;
     Calibration meta;
     memset(&meta, 0, sizeof meta);
     if (read_metadata(st, &meta, err)) return -1;

@@ -3,8 +3,10 @@
  *
  * File: safetensors, every tensor F32; __metadata__ holds
  *   format = "kvq-calibration", model_sha256 and text_sha256 (64 lowercase hex digits: the sha256
- *   of the model.safetensors and of the text it was made from), tokens and ctx (positive integers);
- *   other metadata keys are allowed and ignored.
+ *   of the model.safetensors and of the text it was made from), tokens and ctx (positive integers),
+ *   and the checksums of model/formats/st_checksum.h (crc32c.NAME per tensor, header_crc32c),
+ *   checked before anything else: a file without them (written before they were added) is refused
+ *   with the command that makes it again; other metadata keys are allowed and ignored.
  * Tensors, for every layer L = 0 .. n_layers-1 (decimal, no leading zeros):
  *   stats.k.L, stats.kpre.L, stats.v.L   [n_kv_heads, head_dim, 3]   keys after / before RoPE, values
  *   stats.q.L                            [n_heads, head_dim, 3]      queries after RoPE

@@ -1,6 +1,8 @@
 /* model/formats/fileio.c: whole-file reads, temp-file-then-rename writes, and appends to journals. */
 #include "model/formats/fileio.h"
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,7 @@ int atomic_open(AtomicFile *af, const char *path, Error *err) {
     return 0;
 }
 
-int atomic_commit(AtomicFile *af, Error *err) {
+int atomic_finish(AtomicFile *af, Error *err) {
     int bad = ferror(af->f);
     if (fclose(af->f) != 0) bad = 1;
     af->f = NULL;
@@ -54,12 +56,60 @@ int atomic_commit(AtomicFile *af, Error *err) {
         unlink(af->tmp_path);
         return error_set(err, "%s: write failed", af->final_path);
     }
+    return 0;
+}
+
+int atomic_publish(AtomicFile *af, Error *err) {
     if (rename(af->tmp_path, af->final_path) != 0) {
         unlink(af->tmp_path);
         return error_set(err, "%s: cannot rename temporary file into place", af->final_path);
     }
     return 0;
 }
+
+int atomic_commit(AtomicFile *af, Error *err) {
+    return atomic_finish(af, err) || atomic_publish(af, err) ? -1 : 0;
+}
+
+/* name is base + ".tmp." + a pid (+ anything): that pid, else 0. */
+static long temp_pid(const char *name, const char *base) {
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) || strncmp(name + n, ".tmp.", 5)) return 0;
+    const char *p = name + n + 5;
+    long pid = 0;
+    while (*p >= '0' && *p <= '9' && pid < 100000000) pid = pid * 10 + (*p++ - '0');
+    return pid;
+}
+
+/* Unlinks dir's temps of base (every file's when base is NULL) whose writer is gone. */
+static void remove_temps_of(const char *dir, const char *base) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        char own[256];   /* the output this file is a temp of */
+        const char *tmp = strstr(e->d_name, ".tmp.");
+        if (!tmp || (size_t)(tmp - e->d_name) >= sizeof own) continue;
+        snprintf(own, sizeof own, "%.*s", (int)(tmp - e->d_name), e->d_name);
+        long pid = temp_pid(e->d_name, base ? base : own);
+        if (pid <= 0 || pid == (long)getpid() || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+void remove_stale_temps(const char *path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? path + (slash - dir) + 1 : path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else slash[slash == dir] = 0;   /* "/x" -> "/" */
+    remove_temps_of(dir, base);
+}
+
+void remove_stale_temps_in(const char *dir) { remove_temps_of(dir, NULL); }
 
 void atomic_abort(AtomicFile *af) {
     if (af->f) fclose(af->f);

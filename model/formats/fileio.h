@@ -20,6 +20,16 @@ typedef struct {
 int atomic_open(AtomicFile *af, const char *path, Error *err);
 int atomic_commit(AtomicFile *af, Error *err);   /* closes; renames on success, unlinks on failure */
 void atomic_abort(AtomicFile *af);               /* closes and unlinks */
+/* The two halves of atomic_commit, for a command whose outputs land together: every output
+ * finished (closed, checked; the temp kept) before any is published (renamed into place). */
+int atomic_finish(AtomicFile *af, Error *err);   /* closes; unlinks the temp on failure */
+int atomic_publish(AtomicFile *af, Error *err);  /* renames a finished temp into place */
+
+/* Removes the temps (PATH.tmp.PID...) that a process killed mid-write left of path: those of a
+ * pid no longer running. Called by a command holding path's lock (run_lock.h) before it writes. */
+void remove_stale_temps(const char *path);
+/* The same for every file of dir (a sweep's directory, locked). */
+void remove_stale_temps_in(const char *dir);
 
 /* Writes a string to path atomically. */
 int write_text_file(const char *path, const char *text, Error *err);

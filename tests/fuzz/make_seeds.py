@@ -8,6 +8,10 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import compressed_seal  # noqa: E402  tests/compressed_seal.py: the checksums of calibration files too
 
 OUT = "tests/fuzz/corpus"
 
@@ -96,7 +100,8 @@ def as_format2(raw):
 
 def calibration_seeds():
     """fuzz_calibration: a small valid calibration (2 layers, 2 heads, 1 KV head, head_dim 4; fits
-    nuq2-g4, vq2-d2, nuq3-t4+prerope with keys only) and variants each broken in one way, 2.4 KB each."""
+    nuq2-g4, vq2-d2, nuq3-t4+prerope with keys only) and variants each broken in one way, 2.4 KB each,
+    sealed with their checksums (model/formats/st_checksum.h) so that each reaches its own refusal."""
     sha = "36068468f272b799b51158bdcd14dab686b173603129268c69ac30d522c60034"
     meta = {"format": "kvq-calibration", "model_sha256": sha,
             "text_sha256": "4cd0f6876d07a413aa911261ff6d363c72d757d47f0fdd6015702014c89cb9c7",
@@ -122,7 +127,7 @@ def calibration_seeds():
                 tensors.append((f"fit.vq2-d2.{side}.{layer}", "F32", [1, 2, 4, 2], floats(book)))
             tensors.append((f"fit.nuq3-t4+prerope.k.{layer}", "F32", [8], floats([j / 4 - 0.9 for j in range(8)])))
         tensors = [t for t in tensors if t[0] != drop]
-        return safetensors(tensors, dict(meta, **(extra or {})))
+        return compressed_seal.seal(safetensors(tensors, dict(meta, **(extra or {}))))   # a calibration's checksums
 
     put("fuzz_calibration", "small.safetensors", small())
     put("fuzz_calibration", "small-made-by.safetensors", small(extra={"made_by": "make_seeds.py"}))
