@@ -5,8 +5,9 @@
  *   - stored bits = unit_bytes x 8 / values, and encode writes exactly its unit: every byte
  *     (the same unit over a buffer of 0x00 or 0xff) and none past it;
  *   - a round trip of seeded gaussian rows within the bound its stored bits state: relative rms
- *     error <= 2 x 2^(-bits/2) (rate-distortion-shaped: twice the error 2^-R of an ideal code of
- *     R bits a value; int2-g64's symmetric 3 levels are the worst of the table at 0.71 of 0.92),
+ *     error <= min(2 x 2^(-bits/2), 0.8) (rate-distortion-shaped: twice the error 2^-R of an ideal
+ *     code of R bits a value, and below 1, what decoding zeros gives; int2-g64's symmetric 3
+ *     levels are the closest at 0.71),
  *     rows taken from the inner domain back with the codec's rotate;
  *   - rows with NaN, +inf and -inf encode (deterministically, every byte) and decode without a
  *     crash, and the other rows of a token-axis unit still decode finite;
@@ -172,10 +173,10 @@ static void error_contract(const KvBase *b, uint64_t *rng) {
         for (size_t i = 0; i < values; i++) err += ((double)y[i] - x[i]) * ((double)y[i] - x[i]), energy += (double)x[i] * x[i];
     }
     double bits = 8.0 * (double)b->codec->unit_bytes(b, N) / (double)values, rel = sqrt(err / energy);
-    double bound = 2.0 * pow(2.0, -bits / 2.0);
+    double bound = fmin(2.0 * pow(2.0, -bits / 2.0), 0.8);   /* below 1: decoding zeros fails */
     char name[200];
     snprintf(name, sizeof name, "contract %s: round trip of %d seeded gaussian units: relative rms error %.3g <= "
-             "2 x 2^(-%.4g/2) = %.3g", b->name, UNITS, rel, bits, bound);
+             "min(2 x 2^(-%.4g/2), 0.8) = %.3g", b->name, UNITS, rel, bits, bound);
     check(rel <= bound, name, "%.4g", rel);
     free(x);
     free(y);
