@@ -244,6 +244,58 @@ static void test_round_trip(void) {
     unlink(b);
 }
 
+/* A fit of several named tensors per KV head (as a transform coder's mean and basis, SCHEMES.md
+ * §9): the writer takes each head's part of each tensor out of the heads' tables, which hold
+ * their tensors back to back. No codec of the table declares one yet, so a stand-in declares it
+ * here and the fit is added by hand (its key names no base: the reader would refuse it). */
+static void two_tensor_layout(const KvBase *b, int n, KvFitLayout *layout) {
+    (void)b;
+    *layout = (KvFitLayout){.per_head = 1, .n_tensors = 2,
+                            .tensors = {{.name = "mean", .ndim = 1, .dims = {n}}, {.name = "basis", .ndim = 2, .dims = {2, n}}}};
+}
+
+static void test_named_tensors(void) {
+    static const KvFit fit = {.layout = two_tensor_layout};
+    static const KvCodec stand_in = {.syntax = "stand-in", .fit = &fit};
+    Calibration c;
+    Error err = {{0}};
+    char path[128];
+    snprintf(path, sizeof path, "%s/named.safetensors", tmpdir);
+    int rc = build_small(&c, &err);
+    CalibFit *grown = rc ? NULL : realloc(c.fits, (size_t)(c.n_fits + 1) * sizeof *grown);
+    if (grown) {
+        c.fits = grown;
+        CalibFit *f = &c.fits[c.n_fits++];
+        memset(f, 0, sizeof *f);
+        snprintf(f->key, sizeof f->key, "twotensor");
+        f->spec.base.codec = &stand_in;
+        two_tensor_layout(&f->spec.base, DIM, &f->layout);
+        f->sides = 2;
+        f->table_floats = 3 * DIM;
+        f->layer_floats = f->table_floats * KV_HEADS;
+        f->codebooks = calloc((size_t)LAYERS * 2 * f->layer_floats, sizeof(float));
+        for (size_t i = 0; f->codebooks && i < (size_t)LAYERS * 2 * f->layer_floats; i++) f->codebooks[i] = (float)i;
+    }
+    rc = !grown || !c.fits[c.n_fits - 1].codebooks || calibration_save(path, &c, &err);
+    SafeTensors st;
+    int ok = !rc && st_open(&st, path, &err) == 0;
+    const Tensor *mean = ok ? st_find(&st, "fit.twotensor.v.1.mean") : NULL, *basis = ok ? st_find(&st, "fit.twotensor.v.1.basis") : NULL;
+    int good = mean && basis && mean->ndim == 2 && mean->shape[0] == KV_HEADS && mean->shape[1] == DIM && basis->ndim == 3 &&
+               basis->shape[0] == KV_HEADS && basis->shape[1] == 2 && basis->shape[2] == DIM;
+    const float *block = good ? calibration_codebook(&c, "twotensor", 'v', 1) : NULL;
+    for (int h = 0; good && h < KV_HEADS; h++) {
+        float m[DIM], bs[2 * DIM];
+        memcpy(m, (const char *)mean->data + (size_t)h * DIM * sizeof(float), sizeof m);
+        memcpy(bs, (const char *)basis->data + (size_t)h * 2 * DIM * sizeof(float), sizeof bs);
+        good = !memcmp(m, block + (size_t)h * 3 * DIM, sizeof m) && !memcmp(bs, block + (size_t)h * 3 * DIM + DIM, sizeof bs);
+    }
+    check(good, "calib writes a fit's named tensors as fit.KEY.S.L.NAME [n_kv_heads, dims...], each head's part of each",
+          "%s", rc ? err.msg : "wrong names, shapes or data");
+    if (ok) st_close(&st);
+    calibration_free(&c);
+    unlink(path);
+}
+
 /* The writer refuses what the reader would, and then writes nothing. */
 static void test_writer_refusals(void) {
     Calibration c;
@@ -667,6 +719,7 @@ int main(void) {
     test_reference();
     test_reference_refusals();
     test_round_trip();
+    test_named_tensors();
     test_writer_refusals();
     test_base_is_valid();
     test_bad_metadata();
