@@ -401,20 +401,30 @@ static void nuq_decode_t64(const KvBase *b, const void *units, int n, int r0, in
 
 /* ---- fitting (SCHEMES.md §8) ---- */
 
-/* One table of 2^B single values per layer and side, shared by the heads. */
-static void nuq_table_shape(const KvBase *b, int n, KvTableShape *shape) {
+/* One table of 2^B single values per layer and side, shared by the heads (file: [2^B]). */
+static void nuq_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
     (void)n;
-    *shape = (KvTableShape){.books = 1, .entries = entries(b), .dim = 1, .per_head = 0};
+    *layout = (KvFitLayout){.per_head = 0, .n_tensors = 1, .tensors = {{.name = "", .ndim = 1, .dims = {entries(b)}}}};
 }
 
-/* The z = x / s of every group of count units, groups with s = 0 left out; NaN values too (a
+/* §8 stores T ascending (equal neighbours, which only degenerate data gives, are accepted). */
+static int nuq_fit_check(const KvBase *b, int n, const float *table, char *why, size_t why_len) {
+    (void)n;
+    for (int e = 1; e < entries(b); e++)
+        if (!(table[e - 1] <= table[e])) {
+            snprintf(why, why_len, "is not ascending (entry %d = %g after %g)", e, (double)table[e], (double)table[e - 1]);
+            return 0;
+        }
+    return 1;
+}
+
+/* The z = x / s of every group of the rows, groups with s = 0 left out; NaN values too (a
  * calibration row holds none; they would only poison the fit). */
-static size_t nuq_fit_points(const KvBase *b, const float *units, size_t count, int n, int book, float *points) {
-    (void)book;
-    size_t made = 0, unit_values = (size_t)b->rows * n;
-    int G = b->group, tokens = b->axis == KV_AXIS_TOKENS;
-    for (size_t u = 0; u < count; u++) {
-        const float *x = units + u * unit_values;
+static size_t nuq_fit_points(const KvBase *b, const KvFitRows *rows, float *points) {
+    size_t made = 0, unit_values = (size_t)b->rows * rows->n;
+    int n = rows->n, G = b->group, tokens = b->axis == KV_AXIS_TOKENS;
+    for (size_t u = 0; u < rows->count; u++) {
+        const float *x = rows->units + u * unit_values;
         for (int g = 0; g < (tokens ? n : n / G); g++) {
             const float *xg = tokens ? x + g : x + (size_t)g * G;
             size_t stride = tokens ? (size_t)n : 1;
@@ -429,11 +439,67 @@ static size_t nuq_fit_points(const KvBase *b, const float *units, size_t count, 
     return made;
 }
 
-static void nuq_fit_start(const KvBase *b, const float *points, size_t n_points, float *table, float *scratch) {
-    lloyd_init_ranks(points, n_points, entries(b), table, scratch);
+/* Scratch: the points, the sorted copy the start needs, Lloyd's codes and sums. */
+typedef struct {
+    float *points, *sorted;
+    uint16_t *codes;
+    void *lloyd;
+} NuqScratch;
+
+static size_t nuq_values(const KvBase *b, const KvFitRows *rows) { return rows->count * (size_t)b->rows * rows->n; }
+
+static size_t nuq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
+    size_t v = nuq_values(b, rows);
+    return lloyd_scratch_bytes(1, entries(b)) + 2 * v * sizeof(float) + v * sizeof(uint16_t) + 8;
 }
 
-static const KvFit NUQ_FIT = {nuq_table_shape, nuq_fit_points, nuq_fit_start};
+static NuqScratch nuq_scratch(const KvBase *b, const KvFitRows *rows, void *scratch) {
+    size_t v = nuq_values(b, rows);
+    NuqScratch s;
+    s.lloyd = scratch;   /* first: Lloyd's float64 sums keep the caller's alignment */
+    s.points = (float *)((char *)scratch + lloyd_scratch_bytes(1, entries(b)));
+    s.sorted = s.points + v;
+    s.codes = (uint16_t *)(s.sorted + v);
+    return s;
+}
+
+/* Lloyd keeps 1-D centroids in order, except after equal starts ({0, 0, 10} can end {1, 0, 9}). */
+static void sort_ascending(float *x, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            float t = x[j];
+            x[j] = x[j - 1];
+            x[j - 1] = t;
+        }
+}
+
+/* §8: the points' ranks as the start, Lloyd, the table stored ascending. */
+static int nuq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
+    NuqScratch s = nuq_scratch(b, rows, scratch);
+    size_t n = nuq_fit_points(b, rows, s.points);
+    if (n < 4 * (size_t)entries(b)) {
+        *shortfall = (KvFitShortfall){.points = n, .entries = entries(b)};
+        return -1;
+    }
+    lloyd_init_ranks(s.points, n, entries(b), table, s.sorted);
+    lloyd_fit(s.points, n, 1, table, entries(b), LLOYD_MAX_ITERATIONS, s.codes, s.lloyd);
+    sort_ascending(table, entries(b));
+    return 0;
+}
+
+static double nuq_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
+    NuqScratch s = nuq_scratch(b, rows, scratch);
+    size_t n = nuq_fit_points(b, rows, s.points);
+    return lloyd_objective(s.points, n, 1, table, entries(b));
+}
+
+static const KvFit NUQ_FIT = {
+    .layout = nuq_fit_layout,
+    .check = nuq_fit_check,
+    .scratch_bytes = nuq_fit_scratch_bytes,
+    .fit = nuq_fit,
+    .objective = nuq_fit_objective,
+};
 
 const KvCodec kv_codec_nuq = {
     .syntax = "nuqB-gG, nuqB-tG",

@@ -15,6 +15,7 @@ extern const KvCodec kv_codec_iq4nl;
 extern const KvCodec kv_codec_tq;
 extern const KvCodec kv_codec_nuq;
 extern const KvCodec kv_codec_vq;
+extern const KvCodec kv_codec_rvq;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
@@ -29,6 +30,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_tq,
     &kv_codec_nuq,
     &kv_codec_vq,
+    &kv_codec_rvq,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))
@@ -36,6 +38,25 @@ static const KvCodec *const CODECS[] = {
 int kv_codec_count(void) { return N_CODECS; }
 
 const KvCodec *kv_codec_at(int i) { return i >= 0 && i < N_CODECS ? CODECS[i] : NULL; }
+
+void kv_fitted_syntaxes(char *out, size_t out_len) {
+    size_t used = 0;
+    if (out_len) out[0] = '\0';
+    for (int i = 0; i < N_CODECS && used < out_len; i++)
+        if (CODECS[i]->fit) used += (size_t)snprintf(out + used, out_len - used, "%s%s", used ? ", " : "", CODECS[i]->syntax);
+}
+
+size_t kv_fit_tensor_floats(const KvFitTensor *t) {
+    size_t floats = 1;
+    for (int i = 0; i < t->ndim; i++) floats *= (size_t)t->dims[i];
+    return floats;
+}
+
+size_t kv_fit_table_floats(const KvFitLayout *layout) {
+    size_t floats = 0;
+    for (int i = 0; i < layout->n_tensors; i++) floats += kv_fit_tensor_floats(&layout->tensors[i]);
+    return floats;
+}
 
 int kv_base_parse(const char *name, KvBase *b, char *why, size_t why_len) {
     for (int i = 0; i < N_CODECS; i++) {

@@ -59,7 +59,7 @@ static int fit(const CalibRows *r, const char *const *texts, int n, float out[][
         }
     int rc = calib_fit_all(r, specs, n, &c, NULL, NULL, &err);
     if (rc) snprintf(why, why_len, "%s", err.msg);
-    for (int i = 0; i < n && !rc; i++) memcpy(out[i], c.fits[i].codebooks, c.fits[i].codebook_floats * sizeof(float));
+    for (int i = 0; i < n && !rc; i++) memcpy(out[i], c.fits[i].codebooks, c.fits[i].layer_floats * sizeof(float));
     calibration_free(&c);
     return rc;
 }

@@ -16,7 +16,8 @@ int calib_bind_heads(const KvSpec *spec, const Calibration *calib, int layer, in
                          "(./run calibrate %s --fit %s --out %s makes it; or --calib FILE)", side, spec->text,
                          calib->model_dir, calib->model_dir, key, calib->path);
     const CalibFit *fit = calibration_find_fit(calib, key);
-    const float *table = calibration_codebook(calib, key, spec->side == KV_SIDE_KEYS ? 'k' : 'v', layer);
+    char side_name = spec->side == KV_SIDE_KEYS ? 'k' : 'v';
+    const float *table = calibration_codebook(calib, key, side_name, layer);
     if ((!fit || !table) && calib->model_dir[0])   /* a new file: --out over this one would drop its other fits */
         return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate %s --fit %s --out %s/kv-calib-%s.safetensors "
                          "makes it; then --calib that file)", side, spec->text, calib->path, key, calib->model_dir, key,
@@ -24,13 +25,12 @@ int calib_bind_heads(const KvSpec *spec, const Calibration *calib, int layer, in
     if (!fit || !table)
         return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate MODEL_DIR --fit %s --out FILE makes it)",
                          side, spec->text, calib->path, key, key);
-    KvTableShape shape;
-    spec->base.codec->fit->shape(&spec->base, head_dim, &shape);
-    size_t head_floats = (size_t)shape.books * shape.entries * shape.dim;
-    size_t layer_floats = head_floats * (shape.per_head ? (size_t)n_kv_heads : 1);
-    if (fit->codebook_floats != layer_floats)
+    KvFitLayout layout;
+    spec->base.codec->fit->layout(&spec->base, head_dim, &layout);
+    size_t layer_floats = kv_fit_table_floats(&layout) * (layout.per_head ? (size_t)n_kv_heads : 1);
+    if (fit->layer_floats != layer_floats || calib->n_kv_heads != n_kv_heads)
         return error_set(err, "%s scheme %s: the fit %s in %s has %zu floats a layer, not the %zu these rows need", side,
-                         spec->text, key, calib->path, fit->codebook_floats, layer_floats);
-    for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.table = table + (shape.per_head ? (size_t)h * head_floats : 0);
+                         spec->text, key, calib->path, fit->layer_floats, layer_floats);
+    for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.table = calibration_table(calib, key, side_name, layer, h);
     return 0;
 }

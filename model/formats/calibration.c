@@ -32,64 +32,24 @@ static long read_number(const char **s, long limit) {
     return v;
 }
 
-/* Consumes prefix at *s when present. */
-static int take(const char **s, const char *prefix) {
-    size_t n = strlen(prefix);
-    if (strncmp(*s, prefix, n)) return 0;
-    *s += n;
-    return 1;
-}
-
-static int key_error(char *why, size_t why_size, const char *msg) {
-    snprintf(why, why_size, "%s", msg);
-    return -1;
-}
-
-int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *why, size_t why_size) {
-    memset(out, 0, sizeof *out);
-    if (strlen(key) > CALIB_KEY_MAX) return key_error(why, why_size, "longer than 48 characters");
-    const char *s = key;
-    if (take(&s, "nuq")) {
-        out->kind = CALIB_NUQ;
-        out->sub_dim = 1;
-        out->bits = (int)read_number(&s, 99);
-        if (out->bits < 2 || out->bits > 4) return key_error(why, why_size, "nuq bits must be 2, 3 or 4");
-        if (take(&s, "-t")) out->token_axis = 1;
-        else if (!take(&s, "-g")) return key_error(why, why_size, "nuq needs a group: nuqB-gG or nuqB-tG");
-        out->group = (int)read_number(&s, 1L << 20);
-        if (out->group < 1) return key_error(why, why_size, "the group must be a positive integer");
-    } else if (take(&s, "vq")) {
-        out->kind = CALIB_VQ;
-        out->bits = (int)read_number(&s, 99);
-        if (out->bits < 1 || out->bits > 12) return key_error(why, why_size, "vq code bits must be 1 to 12");
-        if (!take(&s, "-d")) return key_error(why, why_size, "vq needs a sub-vector size: vqC-dD");
-        out->sub_dim = (int)read_number(&s, 99);
-        int d = out->sub_dim;
-        if (d != 1 && d != 2 && d != 4 && d != 8 && d != 16)
-            return key_error(why, why_size, "vq sub-vector size must be 1, 2, 4, 8 or 16");
-        if (head_dim % d) return key_error(why, why_size, "vq sub-vector size does not divide head_dim");
-    } else {
-        return key_error(why, why_size, "not a fitted base (nuqB-gG, nuqB-tG or vqC-dD)");
+/* A fit key parsed for rows of head_dim values (kv_fit_key_parse, within the file's length limit). */
+static int fit_key_parse(const char *key, int head_dim, KvSpec *spec, char *why, size_t why_size) {
+    if (strlen(key) > CALIB_KEY_MAX) {
+        snprintf(why, why_size, "longer than %d characters", CALIB_KEY_MAX);
+        return -1;
     }
-    /* The modifiers that change what a fit sees, each at most once, in §8's order. */
-    out->had = take(&s, "+had");
-    out->prerope = take(&s, "+prerope");
-    if (take(&s, "+out")) {
-        out->outliers = (int)read_number(&s, 1L << 20);
-        if (out->outliers < 1 || out->outliers >= head_dim)
-            return key_error(why, why_size, "+outK needs 1 <= K < head_dim");
-    }
-    if (*s) return key_error(why, why_size, "modifiers must be +had, +prerope, +outK, each once, in that order");
-    return 0;
+    return kv_fit_key_parse(key, head_dim, spec, why, why_size);
 }
 
 /* 2 sides, or 1 (keys) for a +prerope fit: values never see RoPE. */
-static int fit_sides(const CalibFitKey *k) { return k->prerope ? 1 : 2; }
+static int fit_sides(const KvSpec *spec) { return spec->prerope ? 1 : 2; }
 
-static size_t codebook_floats(const CalibFitKey *k, int n_kv_heads, int head_dim) {
-    size_t entries = (size_t)1 << k->bits;
-    if (k->kind == CALIB_NUQ) return entries;
-    return (size_t)n_kv_heads * (size_t)(head_dim / k->sub_dim) * entries * (size_t)k->sub_dim;
+/* The codec's declaration of what the fit stores, and its sizes, for this geometry. */
+static void fit_declare(CalibFit *f, int n_kv_heads, int head_dim) {
+    f->spec.base.codec->fit->layout(&f->spec.base, head_dim, &f->layout);
+    f->sides = fit_sides(&f->spec);
+    f->table_floats = kv_fit_table_floats(&f->layout);
+    f->layer_floats = f->table_floats * (size_t)(f->layout.per_head ? n_kv_heads : 1);
 }
 
 /* ---- the in-memory calibration ---- */
@@ -140,9 +100,9 @@ const CalibFit *calibration_find_fit(const Calibration *c, const char *key) {
 }
 
 CalibFit *calibration_add_fit(Calibration *c, const char *key, Error *err) {
-    char why[96], shown[72];
-    CalibFitKey parsed;
-    if (calib_fit_key_parse(key, c->head_dim, &parsed, why, sizeof why)) {
+    char why[160], shown[72];
+    KvSpec spec;
+    if (fit_key_parse(key, c->head_dim, &spec, why, sizeof why)) {
         error_set(err, "fit key '%s': %s", error_shown(key, shown), why);
         return NULL;
     }
@@ -159,10 +119,9 @@ CalibFit *calibration_add_fit(Calibration *c, const char *key, Error *err) {
     CalibFit *f = &c->fits[c->n_fits];
     memset(f, 0, sizeof *f);
     snprintf(f->key, sizeof f->key, "%s", key);
-    f->parsed = parsed;
-    f->sides = fit_sides(&parsed);
-    f->codebook_floats = codebook_floats(&parsed, c->n_kv_heads, c->head_dim);
-    f->codebooks = calloc((size_t)c->n_layers * (size_t)f->sides * f->codebook_floats, sizeof(float));
+    f->spec = spec;
+    fit_declare(f, c->n_kv_heads, c->head_dim);
+    f->codebooks = calloc((size_t)c->n_layers * (size_t)f->sides * f->layer_floats, sizeof(float));
     if (!f->codebooks) {
         error_set(err, "out of memory for fit '%s'", key);
         return NULL;
@@ -175,17 +134,14 @@ const float *calibration_codebook(const Calibration *c, const char *key, char si
     const CalibFit *f = calibration_find_fit(c, key);
     int s = side == 'k' ? 0 : side == 'v' ? 1 : -1;
     if (!f || s < 0 || s >= f->sides || layer < 0 || layer >= c->n_layers) return NULL;
-    return f->codebooks + ((size_t)layer * (size_t)f->sides + (size_t)s) * f->codebook_floats;
+    return f->codebooks + ((size_t)layer * (size_t)f->sides + (size_t)s) * f->layer_floats;
 }
 
-const float *calibration_vq_codebook(const Calibration *c, const char *key, char side, int layer, int head, int j) {
-    const float *book = calibration_codebook(c, key, side, layer);
+const float *calibration_table(const Calibration *c, const char *key, char side, int layer, int head) {
+    const float *tables = calibration_codebook(c, key, side, layer);
+    if (!tables || head < 0 || head >= c->n_kv_heads) return NULL;
     const CalibFit *f = calibration_find_fit(c, key);
-    if (!book || f->parsed.kind != CALIB_VQ) return NULL;
-    int subs = c->head_dim / f->parsed.sub_dim;
-    if (head < 0 || head >= c->n_kv_heads || j < 0 || j >= subs) return NULL;
-    size_t entries = (size_t)1 << f->parsed.bits;
-    return book + ((size_t)head * (size_t)subs + (size_t)j) * entries * (size_t)f->parsed.sub_dim;
+    return tables + (f->layout.per_head ? (size_t)head * f->table_floats : 0);
 }
 
 /* ---- checks shared by the reader and the writer ---- */
@@ -207,8 +163,45 @@ static void stat_name(char *buf, size_t cap, int which, int layer) {
     snprintf(buf, cap, "stats.%s.%d", STAT_NAMES[which], layer);
 }
 
-static void fit_name(char *buf, size_t cap, const char *key, int side, int layer) {
-    snprintf(buf, cap, "fit.%s.%c.%d", key, SIDE_NAMES[side], layer);
+/* fit.KEY.S.L, or fit.KEY.S.L.NAME for a declared tensor with a name. */
+static void fit_name(char *buf, size_t cap, const CalibFit *f, int side, int layer, int tensor) {
+    const char *name = f->layout.tensors[tensor].name;
+    snprintf(buf, cap, "fit.%s.%c.%d%s%s", f->key, SIDE_NAMES[side], layer, name[0] ? "." : "", name);
+}
+
+/* Where tensor t of a table starts within it: the tensors before it. */
+static size_t tensor_offset(const CalibFit *f, int tensor) {
+    size_t at = 0;
+    for (int i = 0; i < tensor; i++) at += kv_fit_tensor_floats(&f->layout.tensors[i]);
+    return at;
+}
+
+/* The tables' heads: n_kv_heads for a per-head fit, else one. */
+static int fit_heads(const Calibration *c, const CalibFit *f) { return f->layout.per_head ? c->n_kv_heads : 1; }
+
+/* File tensor t of (fit, layer, side) <-> the tables in memory: each head's part of it. A fit
+ * of one tensor is stored as the file has it; several per-head tensors interleave. */
+static void tensor_gather(const Calibration *c, const CalibFit *f, const float *tables, int tensor, float *out) {
+    size_t off = tensor_offset(f, tensor), n = kv_fit_tensor_floats(&f->layout.tensors[tensor]);
+    for (int h = 0; h < fit_heads(c, f); h++)
+        memcpy(out + (size_t)h * n, tables + (size_t)h * f->table_floats + off, n * sizeof(float));
+}
+
+/* in: the file's bytes, which need not be aligned for float. */
+static void tensor_scatter(const Calibration *c, const CalibFit *f, float *tables, int tensor, const unsigned char *in) {
+    size_t off = tensor_offset(f, tensor), n = kv_fit_tensor_floats(&f->layout.tensors[tensor]);
+    for (int h = 0; h < fit_heads(c, f); h++)
+        memcpy(tables + (size_t)h * f->table_floats + off, in + (size_t)h * n * sizeof(float), n * sizeof(float));
+}
+
+/* A file tensor's shape: [n_kv_heads, dims...] per head, else [dims...]; returns ndim. */
+_Static_assert(1 + KV_FIT_MAX_DIMS <= ST_MAX_DIMS, "a per-head fit tensor's dims fit a safetensors shape");
+static int tensor_shape(const CalibFit *f, int n_kv_heads, int tensor, int64_t shape[ST_MAX_DIMS]) {
+    const KvFitTensor *t = &f->layout.tensors[tensor];
+    int ndim = 0;
+    if (f->layout.per_head) shape[ndim++] = n_kv_heads;
+    for (int i = 0; i < t->ndim; i++) shape[ndim++] = t->dims[i];
+    return ndim;
 }
 
 static float *stats_array(const Calibration *c, int which) {
@@ -231,6 +224,30 @@ static int check_floats(const float *x, size_t n, int is_stats, const char *path
     return 0;
 }
 
+/* The tables of (fit, layer, side): each file tensor finite (the element as the file numbers
+ * it), then each table as its codec checks it. */
+static int check_fit_tables(const Calibration *c, const CalibFit *f, int layer, int side, const char *path, Error *err) {
+    const float *tables = calibration_codebook(c, f->key, SIDE_NAMES[side], layer);
+    char name[128], why[160];
+    for (int t = 0; t < f->layout.n_tensors; t++) {
+        size_t off = tensor_offset(f, t), n = kv_fit_tensor_floats(&f->layout.tensors[t]);
+        fit_name(name, sizeof name, f, side, layer, t);
+        for (int h = 0; h < fit_heads(c, f); h++)
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(tables[(size_t)h * f->table_floats + off + i]))
+                    return error_set(err, "%s: tensor '%s' holds a non-finite value at element %zu", path, name,
+                                     (size_t)h * n + i);
+    }
+    const KvFit *fit = f->spec.base.codec->fit;
+    for (int h = 0; h < fit_heads(c, f) && fit->check; h++)
+        if (!fit->check(&f->spec.base, c->head_dim, tables + (size_t)h * f->table_floats, why, sizeof why)) {
+            fit_name(name, sizeof name, f, side, layer, 0);
+            if (f->layout.per_head) return error_set(err, "%s: tensor '%s', KV head %d: %s", path, name, h, why);
+            return error_set(err, "%s: tensor '%s' %s", path, name, why);
+        }
+    return 0;
+}
+
 int calibration_check(const Calibration *c, const char *path, Error *err) {
     if (!hash_ok(c->model_sha256) || !hash_ok(c->text_sha256))
         return error_set(err, "%s: model_sha256 and text_sha256 must be 64 lowercase hex digits", path);
@@ -247,34 +264,35 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
             if (check_floats(stats_array(c, which) + (size_t)l * per_layer, per_layer, 1, path, name, err)) return -1;
         }
     }
-    for (int i = 0; i < c->n_fits; i++) {
-        const CalibFit *f = &c->fits[i];
+    for (int i = 0; i < c->n_fits; i++)
         for (int l = 0; l < c->n_layers; l++)
-            for (int s = 0; s < f->sides; s++) {
-                const float *book = calibration_codebook(c, f->key, SIDE_NAMES[s], l);
-                fit_name(name, sizeof name, f->key, s, l);
-                if (check_floats(book, f->codebook_floats, 0, path, name, err)) return -1;
-                if (f->parsed.kind != CALIB_NUQ) continue;
-                for (size_t e = 1; e < f->codebook_floats; e++)
-                    if (book[e] < book[e - 1])
-                        return error_set(err, "%s: tensor '%s' is not ascending (entry %zu = %g after %g)", path, name,
-                                         e, (double)book[e], (double)book[e - 1]);
-            }
-    }
+            for (int s = 0; s < c->fits[i].sides; s++)
+                if (check_fit_tables(c, &c->fits[i], l, s, path, err)) return -1;
     return 0;
 }
 
 /* ---- writing ---- */
 
+/* A per-head fit of several tensors interleaves them in memory: the file's copy of each is
+ * gathered into buffers (one block for all); other fits are written from memory as they lie. */
+static size_t gathered_floats(const Calibration *c) {
+    size_t n = 0;
+    for (int i = 0; i < c->n_fits; i++)
+        if (c->fits[i].layout.per_head && c->fits[i].layout.n_tensors > 1)
+            n += (size_t)c->n_layers * (size_t)c->fits[i].sides * c->fits[i].layer_floats;
+    return n;
+}
+
 int calibration_save(const char *path, const Calibration *c, Error *err) {
     if (calibration_check(c, path, err)) return -1;
     int per_layer = 4;
-    for (int i = 0; i < c->n_fits; i++) per_layer += c->fits[i].sides;
+    for (int i = 0; i < c->n_fits; i++) per_layer += c->fits[i].sides * c->fits[i].layout.n_tensors;
     size_t n_tensors = (size_t)c->n_layers * (size_t)per_layer;
     StTensorOut *t = calloc(n_tensors, sizeof *t);
     char (*names)[128] = calloc(n_tensors, sizeof *names);
+    float *gathered = malloc((gathered_floats(c) + 1) * sizeof(float)), *next = gathered;
     int rc = -1;
-    if (!t || !names) {
+    if (!t || !names || !gathered) {
         error_set(err, "%s: out of memory", path);
         goto done;
     }
@@ -289,19 +307,20 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
         }
         for (int i = 0; i < c->n_fits; i++) {
             const CalibFit *f = &c->fits[i];
-            for (int s = 0; s < f->sides; s++, at++) {
-                fit_name(names[at], sizeof names[at], f->key, s, l);
-                t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32,
-                                      .data = calibration_codebook(c, f->key, SIDE_NAMES[s], l)};
-                if (f->parsed.kind == CALIB_NUQ) {
-                    t[at].ndim = 1;
-                    t[at].shape[0] = (int64_t)f->codebook_floats;
-                } else {
-                    t[at].ndim = 4;
-                    t[at].shape[0] = c->n_kv_heads;
-                    t[at].shape[1] = c->head_dim / f->parsed.sub_dim;
-                    t[at].shape[2] = (int64_t)1 << f->parsed.bits;
-                    t[at].shape[3] = f->parsed.sub_dim;
+            int interleaved = f->layout.per_head && f->layout.n_tensors > 1;
+            for (int s = 0; s < f->sides; s++) {
+                const float *tables = calibration_codebook(c, f->key, SIDE_NAMES[s], l);
+                for (int k = 0; k < f->layout.n_tensors; k++, at++) {
+                    fit_name(names[at], sizeof names[at], f, s, l, k);
+                    t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32};
+                    t[at].ndim = tensor_shape(f, c->n_kv_heads, k, t[at].shape);
+                    if (interleaved) {
+                        tensor_gather(c, f, tables, k, next);
+                        t[at].data = next;
+                        next += (size_t)fit_heads(c, f) * kv_fit_tensor_floats(&f->layout.tensors[k]);
+                    } else {
+                        t[at].data = tables + tensor_offset(f, k);
+                    }
                 }
             }
         }
@@ -315,6 +334,7 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
 done:
     free(t);
     free(names);
+    free(gathered);
     return rc;
 }
 
@@ -322,23 +342,23 @@ done:
 
 #define CALIB_MAX_FITS 64
 
-/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; 4 + 2 * fit + side = a fit's
- * codebook. */
+/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; fit_slot(fit, side, tensor)
+ * = one declared tensor of a fit's side. */
 typedef struct {
     int slot, layer;
 } TensorRole;
 
-typedef struct {
-    char key[CALIB_KEY_MAX + 1];
-    CalibFitKey parsed;
-} FileFit;
+#define SLOTS (4 + 2 * CALIB_MAX_FITS * KV_FIT_MAX_TENSORS)
 
-/* The reader's working state: the file, the geometry it is checked against, the fits found. */
+static int fit_slot(int fit, int side, int tensor) { return 4 + (fit * 2 + side) * KV_FIT_MAX_TENSORS + tensor; }
+
+/* The reader's working state: the file, the geometry it is checked against, the fits found
+ * (declared, without tables). */
 typedef struct {
     const SafeTensors *st;
     const char *path;
     int n_layers, n_heads, n_kv_heads, head_dim;
-    FileFit fits[CALIB_MAX_FITS];
+    CalibFit fits[CALIB_MAX_FITS];
     int n_fits;
 } Reader;
 
@@ -389,10 +409,77 @@ static int stats_shape(const Tensor *t, int *heads, int *head_dim) {
     return 0;
 }
 
+/* The layer a tensor name ends with (…L or …L.NAME), -1 for none. */
+static long name_layer(const char *name) {
+    const char *dot = strrchr(name, '.');
+    long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
+    if (layer >= 0 || !dot) return layer;
+    const char *prev = dot;
+    while (prev > name && prev[-1] != '.') prev--;
+    char digits[16];
+    size_t len = (size_t)(dot - prev);
+    if (prev == name || len >= sizeof digits) return -1;
+    memcpy(digits, prev, len);
+    digits[len] = '\0';
+    return whole_number(digits, CALIB_MAX_LAYERS - 1);
+}
+
+static int unexpected(const Reader *r, const char *name, Error *err) {
+    char shown[72];
+    return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L or fit.KEY.{k,v}.L[.NAME])", r->path,
+                     error_shown(name, shown));
+}
+
+/* The fit of key in r, parsed and declared the first time it is seen; -1 when refused. */
+static int reader_fit(Reader *r, const char *name, const char *key, Error *err) {
+    char shown[72], why[160];
+    int fit = 0;
+    while (fit < r->n_fits && strcmp(r->fits[fit].key, key)) fit++;
+    if (fit < r->n_fits) return fit;
+    if (r->n_fits == CALIB_MAX_FITS) return error_set(err, "%s: more than %d fit keys", r->path, CALIB_MAX_FITS);
+    CalibFit *f = &r->fits[fit];
+    memset(f, 0, sizeof *f);
+    if (fit_key_parse(key, r->head_dim, &f->spec, why, sizeof why))
+        return error_set(err, "%s: tensor '%s': fit key: %s", r->path, error_shown(name, shown), why);
+    snprintf(f->key, sizeof f->key, "%s", key);
+    fit_declare(f, r->n_kv_heads, r->head_dim);
+    r->n_fits++;
+    return fit;
+}
+
+/* fit.KEY.S.L[.NAME], read from the right (a key may hold a '.', as a fractional number of bits would). */
+static int parse_fit_name(Reader *r, const char *name, TensorRole *role, int *layer_raw, Error *err) {
+    char shown[72], key[CALIB_KEY_MAX + 1];
+    const char *dot = strrchr(name, '.'), *tensor_name = "";
+    long layer = name_layer(name);
+    if (layer >= 0 && whole_number(dot + 1, CALIB_MAX_LAYERS - 1) < 0) {   /* .L.NAME */
+        tensor_name = dot + 1;
+        do dot--;
+        while (*dot != '.');
+    }
+    if (layer < 0 || dot - name < 7 || dot[-2] != '.' || (dot[-1] != 'k' && dot[-1] != 'v')) return unexpected(r, name, err);
+    size_t key_len = (size_t)(dot - 2 - (name + 4));
+    if (key_len > CALIB_KEY_MAX)
+        return error_set(err, "%s: tensor '%s': fit key longer than %d characters", r->path, error_shown(name, shown),
+                         CALIB_KEY_MAX);
+    memcpy(key, name + 4, key_len);
+    key[key_len] = '\0';
+    int fit = reader_fit(r, name, key, err), side = dot[-1] == 'v';
+    if (fit < 0) return -1;
+    const CalibFit *f = &r->fits[fit];
+    if (side >= f->sides)
+        return error_set(err, "%s: tensor '%s': a +prerope fit has keys' codebooks only", r->path, error_shown(name, shown));
+    int tensor = 0;
+    while (tensor < f->layout.n_tensors && strcmp(f->layout.tensors[tensor].name, tensor_name)) tensor++;
+    if (tensor == f->layout.n_tensors) return unexpected(r, name, err);
+    role->slot = fit_slot(fit, side, tensor);
+    role->layer = *layer_raw = (int)layer;
+    return 0;
+}
+
 /* Splits a tensor name into its role; -1 with the reason when it is not a calibration tensor. */
 static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_raw, Error *err) {
-    char shown[72], why[96];
-    const char *path = r->path, *dot = strrchr(name, '.');
+    const char *dot = strrchr(name, '.');
     long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
     if (strncmp(name, "stats.", 6) == 0 && layer >= 0) {
         for (int which = 0; which < 4; which++) {
@@ -403,56 +490,30 @@ static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_
                 return 0;
             }
         }
-    } else if (strncmp(name, "fit.", 4) == 0 && layer >= 0 && dot - name >= 7 && dot[-2] == '.' &&
-               (dot[-1] == 'k' || dot[-1] == 'v')) {
-        size_t key_len = (size_t)(dot - 2 - (name + 4));
-        char key[CALIB_KEY_MAX + 1];
-        if (key_len > CALIB_KEY_MAX)
-            return error_set(err, "%s: tensor '%s': fit key longer than %d characters", path,
-                             error_shown(name, shown), CALIB_KEY_MAX);
-        memcpy(key, name + 4, key_len);
-        key[key_len] = '\0';
-        int side = dot[-1] == 'v', fit = 0;
-        while (fit < r->n_fits && strcmp(r->fits[fit].key, key)) fit++;
-        if (fit == r->n_fits) {   /* a key not seen before */
-            CalibFitKey parsed;
-            if (calib_fit_key_parse(key, r->head_dim, &parsed, why, sizeof why))
-                return error_set(err, "%s: tensor '%s': fit key: %s", path, error_shown(name, shown), why);
-            if (r->n_fits == CALIB_MAX_FITS)
-                return error_set(err, "%s: more than %d fit keys", path, CALIB_MAX_FITS);
-            memcpy(r->fits[fit].key, key, key_len + 1);
-            r->fits[fit].parsed = parsed;
-            r->n_fits++;
-        }
-        if (side >= fit_sides(&r->fits[fit].parsed))
-            return error_set(err, "%s: tensor '%s': a +prerope fit has keys' codebooks only", path,
-                             error_shown(name, shown));
-        role->slot = 4 + 2 * fit + side;
-        role->layer = *layer_raw = (int)layer;
-        return 0;
+    } else if (strncmp(name, "fit.", 4) == 0) {
+        return parse_fit_name(r, name, role, layer_raw, err);
     }
-    return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L or fit.KEY.{k,v}.L)", path,
-                     error_shown(name, shown));
+    return unexpected(r, name, err);
+}
+
+/* The fit, side and tensor of a fit slot. */
+static void slot_parts(int slot, int *fit, int *side, int *tensor) {
+    *fit = (slot - 4) / KV_FIT_MAX_TENSORS / 2;
+    *side = (slot - 4) / KV_FIT_MAX_TENSORS % 2;
+    *tensor = (slot - 4) % KV_FIT_MAX_TENSORS;
 }
 
 /* The shape a tensor of this role must have. */
-static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[4]) {
+static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[ST_MAX_DIMS]) {
     if (role->slot < 4) {
         shape[0] = role->slot == 0 ? r->n_heads : r->n_kv_heads;
         shape[1] = r->head_dim;
         shape[2] = 3;
         return 3;
     }
-    const CalibFitKey *k = &r->fits[(role->slot - 4) / 2].parsed;
-    if (k->kind == CALIB_NUQ) {
-        shape[0] = (int64_t)1 << k->bits;
-        return 1;
-    }
-    shape[0] = r->n_kv_heads;
-    shape[1] = r->head_dim / k->sub_dim;
-    shape[2] = (int64_t)1 << k->bits;
-    shape[3] = k->sub_dim;
-    return 4;
+    int fit, side, tensor;
+    slot_parts(role->slot, &fit, &side, &tensor);
+    return tensor_shape(&r->fits[fit], r->n_kv_heads, tensor, shape);
 }
 
 static void shape_text(char *buf, size_t cap, const int64_t *shape, int ndim) {
@@ -466,7 +527,7 @@ static int check_tensor(const Reader *r, const Tensor *t, const TensorRole *role
     if (t->dtype != DT_F32)
         return error_set(err, "%s: tensor '%s' has dtype %s (F32 expected)", r->path, error_shown(t->name, shown),
                          dtype_name(t->dtype));
-    int64_t shape[4];
+    int64_t shape[ST_MAX_DIMS];
     int ndim = expected_shape(r, role, shape);
     if (t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * sizeof *shape)) {
         shape_text(want, sizeof want, shape, ndim);
@@ -502,8 +563,7 @@ static int read_geometry(Reader *r, const CalibModel *model, Error *err) {
     }
     r->n_layers = 0;
     for (int i = 0; i < r->st->n_tensors; i++) {
-        const char *name = r->st->tensors[i].name, *dot = strrchr(name, '.');
-        long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
+        long layer = name_layer(r->st->tensors[i].name);
         if (layer >= r->n_layers) r->n_layers = (int)layer + 1;
     }
     return 0;
@@ -511,14 +571,19 @@ static int read_geometry(Reader *r, const CalibModel *model, Error *err) {
 
 /* The name of the tensor of (slot, layer), for a message about it. */
 static void role_name(const Reader *r, int slot, int layer, char *buf, size_t cap) {
-    if (slot < 4) stat_name(buf, cap, slot, layer);
-    else fit_name(buf, cap, r->fits[(slot - 4) / 2].key, (slot - 4) % 2, layer);
+    int fit, side, tensor;
+    if (slot < 4) {
+        stat_name(buf, cap, slot, layer);
+        return;
+    }
+    slot_parts(slot, &fit, &side, &tensor);
+    fit_name(buf, cap, &r->fits[fit], side, layer, tensor);
 }
 
 /* Classifies and checks every tensor (roles[i] for tensor i), then checks that each layer has
  * its statistics and every fit its codebooks. */
 static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
-    const int slots = 4 + 2 * CALIB_MAX_FITS;
+    const int slots = SLOTS;
     unsigned char *seen = calloc((size_t)r->n_layers * slots, 1);
     if (!seen) return error_set(err, "%s: out of memory", r->path);
     int rc = 0;
@@ -534,8 +599,10 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
         if (rc == 0) seen[(size_t)roles[i].layer * slots + (size_t)roles[i].slot] = 1;
     }
     for (int l = 0; l < r->n_layers && rc == 0; l++)
-        for (int slot = 0; slot < 4 + 2 * r->n_fits && rc == 0; slot++) {
-            if (slot >= 4 && (slot - 4) % 2 >= fit_sides(&r->fits[(slot - 4) / 2].parsed)) continue;
+        for (int slot = 0; slot < fit_slot(r->n_fits, 0, 0) && rc == 0; slot++) {
+            int fit, side, tensor;
+            slot_parts(slot, &fit, &side, &tensor);
+            if (slot >= 4 && (side >= r->fits[fit].sides || tensor >= r->fits[fit].layout.n_tensors)) continue;
             if (!seen[(size_t)l * slots + (size_t)slot]) {
                 role_name(r, slot, l, name, sizeof name);
                 rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
@@ -549,14 +616,15 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
 static void copy_tensors(const Reader *r, const TensorRole *roles, Calibration *c) {
     for (int i = 0; i < r->st->n_tensors; i++) {
         const Tensor *t = &r->st->tensors[i];
-        float *to;
         if (roles[i].slot < 4) {
-            to = stats_array(c, roles[i].slot) + (size_t)roles[i].layer * t->numel;
-        } else {
-            const CalibFit *f = &c->fits[(roles[i].slot - 4) / 2];
-            to = (float *)calibration_codebook(c, f->key, SIDE_NAMES[(roles[i].slot - 4) % 2], roles[i].layer);
+            memcpy(stats_array(c, roles[i].slot) + (size_t)roles[i].layer * t->numel, t->data, t->nbytes);
+            continue;
         }
-        memcpy(to, t->data, t->nbytes);
+        int fit, side, tensor;
+        slot_parts(roles[i].slot, &fit, &side, &tensor);
+        const CalibFit *f = &c->fits[fit];
+        float *tables = (float *)calibration_codebook(c, f->key, SIDE_NAMES[side], roles[i].layer);
+        tensor_scatter(c, f, tables, tensor, (const unsigned char *)t->data);
     }
 }
 
