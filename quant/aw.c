@@ -1,0 +1,45 @@
+/* quant/aw.c: the +aw channel weights (SCHEMES.md §9; the rules are in aw.h). */
+#include "quant/aw.h"
+#include <stddef.h>
+
+/* Divides each head's d weights (float64) by their mean and stores them as float32; a head whose
+ * weights have no mass gets all ones (then +aw is the plain distance). */
+static void normalize_head(const double *sum, int d, float *w) {
+    double mean = 0;
+    for (int c = 0; c < d; c++) mean += sum[c];
+    mean /= d;
+    for (int c = 0; c < d; c++) w[c] = mean > 0 ? (float)(sum[c] / mean) : 1.0f;
+}
+
+void aw_key_weights(const float *stats_q, int n_heads, int n_kv_heads, int d, int prerope, float *w) {
+    int group = n_heads / n_kv_heads;
+    double sum[4096];
+    for (int h = 0; h < n_kv_heads; h++) {
+        for (int c = 0; c < d; c++) {
+            double s = 0;
+            for (int g = h * group; g < (h + 1) * group; g++) s += stats_q[((size_t)g * d + c) * 3 + 1];
+            sum[c] = s;
+        }
+        if (prerope)   /* RoPE turns each pair (c, c + d/2) at every relative position */
+            for (int c = 0; c < d / 2; c++) sum[c] = sum[c + d / 2] = (sum[c] + sum[c + d / 2]) / 2;
+        normalize_head(sum, d, w + (size_t)h * d);
+    }
+}
+
+void aw_value_weights(const float *wo, int dim, int n_heads, int n_kv_heads, int d, float *w) {
+    int group = n_heads / n_kv_heads;
+    size_t row = (size_t)n_heads * d;
+    double sum[4096];
+    for (int h = 0; h < n_kv_heads; h++) {
+        for (int c = 0; c < d; c++) {
+            double s = 0;
+            for (int g = h * group; g < (h + 1) * group; g++)
+                for (int i = 0; i < dim; i++) {
+                    double v = wo[(size_t)i * row + (size_t)g * d + c];
+                    s += v * v;
+                }
+            sum[c] = s;
+        }
+        normalize_head(sum, d, w + (size_t)h * d);
+    }
+}

@@ -1,0 +1,20 @@
+/* quant/aw.h: the `+aw` attention-aware channel weights of SCHEMES.md §9. An error in a cached key
+ * costs attention through q.k, an error in a value through o_proj; the fitted bases (nuq, vq, rvq,
+ * pca) with +aw measure distances with these per-channel weights w[h][c] (KV head h, channel c).
+ * Pure arithmetic: no allocation, no I/O. */
+#ifndef KVQ_AW_H
+#define KVQ_AW_H
+
+/* Key weights [n_kv_heads][d] of one layer from its stats.q [n_heads][d][3] (mean, mean square,
+ * max|x| of each query channel): w[h][c] = the sum of stats_q[g][c][1] over the query heads g of
+ * h's group (g / (n_heads / n_kv_heads) = h); with prerope each RoPE pair (c, c + d/2) takes its
+ * average; then each head divided by its mean over c (a zero mean -> all ones). Computed in
+ * float64, stored float32. */
+void aw_key_weights(const float *stats_q, int n_heads, int n_kv_heads, int d, int prerope, float *w);
+
+/* Value weights [n_kv_heads][d]: w[h][c] = sum over h's query heads g and over the rows i < dim
+ * of o_proj (wo: dim rows of n_heads*d floats, W_o[i][g*d + c]) of W_o[i][g*d + c]^2, then each
+ * head divided by its mean as for keys. */
+void aw_value_weights(const float *wo, int dim, int n_heads, int n_kv_heads, int d, float *w);
+
+#endif

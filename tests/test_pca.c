@@ -1,0 +1,271 @@
+/* tests/test_pca.c: quant/pca.c (pcaB's arithmetic, SCHEMES.md §9) and quant/aw.c (+aw's weights).
+ * - Eigen: a 2x2 case on paper (values, vectors, the sign rule on a tie of magnitudes); random
+ *   covariances of d = 16 reconstructed as U^T diag(values) U, U orthonormal, values descending,
+ *   each row's largest-magnitude entry positive.
+ * - The allocation against brute force over every allocation of small d (random costs, and
+ *   integer costs full of exact ties for the lexicographic rule).
+ * - A whole fit: D_i(0) is the energy of component i, each D_i(b) the objective of a Lloyd table,
+ *   the kept tables no worse than 1% over a differently started full Lloyd on the same points, the
+ *   bits summing to the budget's optimum, and encode/decode of every calibration row leaving
+ *   exactly the allocated distortion (plain and with +aw's weights).
+ * - +aw: key and value weights against sums done on paper (group of 2 query heads, the RoPE pair
+ *   average for pre-RoPE keys, a head of zero mass). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "quant/aw.h"
+#include "quant/lloyd.h"
+#include "quant/pca.h"
+#include "tests/test.h"
+
+/* ---- eigen ---- */
+
+static void test_eigen_by_hand(void) {
+    double a[4] = {2, 1, 1, 2}, values[2], vectors[4];
+    char scratch[64];
+    pca_eigen(a, 2, values, vectors, scratch);
+    double r = sqrt(0.5);
+    check(fabs(values[0] - 3) < 1e-12 && fabs(values[1] - 1) < 1e-12, "pca_eigen_2x2_values", "%g %g", values[0],
+          values[1]);
+    /* (1, 1)/sqrt2 and (1, -1)/sqrt2: both entries tie in magnitude, so the first is made positive */
+    check(fabs(vectors[0] - r) < 1e-12 && fabs(vectors[1] - r) < 1e-12 && fabs(vectors[2] - r) < 1e-12 &&
+              fabs(vectors[3] + r) < 1e-12,
+          "pca_eigen_2x2_vectors_signed", "%g %g / %g %g", vectors[0], vectors[1], vectors[2], vectors[3]);
+    /* diag(1, 5): the order is by value, the second vector is -e1 flipped to +e1 */
+    double b[4] = {1, 0, 0, 5};
+    pca_eigen(b, 2, values, vectors, scratch);
+    check(values[0] == 5 && values[1] == 1 && vectors[0] == 0 && vectors[1] == 1 && vectors[2] == 1 &&
+              vectors[3] == 0,
+          "pca_eigen_diagonal_sorted", "%g %g", values[0], values[1]);
+    /* a negative largest entry: [[1, -2], [-2, 1]] has (1, -1)/sqrt2 for 3 -> signed (+, -) already,
+     * and (1, 1)/sqrt2 for -1 */
+    double c[4] = {1, -2, -2, 1};
+    pca_eigen(c, 2, values, vectors, scratch);
+    check(fabs(values[0] - 3) < 1e-12 && vectors[0] > 0 && vectors[1] < 0 && vectors[2] > 0 && vectors[3] > 0,
+          "pca_eigen_2x2_negative_pair", "%g: %g %g", values[0], vectors[0], vectors[1]);
+}
+
+static void test_eigen_random(void) {
+    enum { D = 16, N = 200 };
+    uint64_t seed = 7;
+    double worst_rec = 0, worst_orth = 0;
+    int descending = 1, signed_ok = 1;
+    for (int trial = 0; trial < 5; trial++) {
+        static double a[D * D], a0[D * D], values[D], vectors[D * D];
+        double x[N][D];
+        for (int r = 0; r < N; r++)
+            for (int c = 0; c < D; c++) x[r][c] = rnd(&seed) * (1 + c % 5) + (c > 0 ? 0.5 * x[r][c - 1] : 0);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) {
+                double s = 0;
+                for (int r = 0; r < N; r++) s += x[r][i] * x[r][j];
+                a[i * D + j] = a0[i * D + j] = s / N;
+            }
+        char scratch[D * 16];
+        pca_eigen(a, D, values, vectors, scratch);
+        for (int i = 0; i < D; i++)
+            for (int j = 0; j < D; j++) {
+                double rec = 0, dot = 0;
+                for (int k = 0; k < D; k++) {
+                    rec += vectors[k * D + i] * values[k] * vectors[k * D + j];
+                    dot += vectors[i * D + k] * vectors[j * D + k];
+                }
+                worst_rec = max_or_inf(worst_rec, fabs(rec - a0[i * D + j]));
+                worst_orth = max_or_inf(worst_orth, fabs(dot - (i == j)));
+            }
+        for (int i = 0; i + 1 < D; i++) descending &= values[i] >= values[i + 1];
+        for (int i = 0; i < D; i++) {
+            int big = 0;
+            for (int k = 1; k < D; k++)
+                if (fabs(vectors[i * D + k]) > fabs(vectors[i * D + big])) big = k;
+            signed_ok &= vectors[i * D + big] > 0;
+        }
+    }
+    check(worst_rec < 1e-10, "pca_eigen_reconstructs", "max |U^T L U - A| = %g", worst_rec);
+    check(worst_orth < 1e-12, "pca_eigen_orthonormal", "max |U U^T - I| = %g", worst_orth);
+    check(descending, "pca_eigen_descending", "values out of order");
+    check(signed_ok, "pca_eigen_sign_rule", "a row's largest-magnitude entry is negative");
+}
+
+/* ---- allocation ---- */
+
+/* Every allocation of d components in lexicographic order; the first of the least sums, the sum
+ * nested as pca_allocate states. */
+static double brute_allocate(const double *cost, int d, int budget, int *bits) {
+    int b[8] = {0};
+    double best = INFINITY;
+    for (;;) {
+        int used = 0;
+        for (int i = 0; i < d; i++) used += b[i];
+        if (used <= budget) {
+            double s = cost[(d - 1) * 9 + b[d - 1]];
+            for (int i = d - 2; i >= 0; i--) s = cost[i * 9 + b[i]] + s;
+            if (s < best) {
+                best = s;
+                memcpy(bits, b, (size_t)d * sizeof *b);
+            }
+        }
+        int i = d - 1;   /* next in lexicographic order: the last digit counts fastest */
+        while (i >= 0 && b[i] == PCA_MAX_BITS) b[i--] = 0;
+        if (i < 0) break;
+        b[i]++;
+    }
+    return best;
+}
+
+static void test_allocate_brute(void) {
+    uint64_t seed = 11;
+    int mismatches = 0, trials = 0, tie_mismatches = 0, tie_trials = 0;
+    static char scratch[1 << 16];
+    for (int d = 1; d <= 4; d++)
+        for (int trial = 0; trial < 6; trial++)
+            for (int budget = 0; budget <= 8 * d + 1; budget += 3) {
+                double cost[4 * 9], ties[4 * 9];
+                for (int i = 0; i < d; i++) {
+                    double v = 1 + 10 * fabs(rnd(&seed)), t = 6 + (int)(4 * fabs(rnd(&seed)));
+                    for (int b = 0; b <= 8; b++) {
+                        cost[i * 9 + b] = v;
+                        v *= 0.2 + 0.5 * fabs(rnd(&seed));
+                        ties[i * 9 + b] = t;   /* whole numbers, decreasing by 0..2: many exact ties */
+                        t = t - (int)(3 * fabs(rnd(&seed)));
+                        if (t < 0) t = 0;
+                    }
+                }
+                int got[4], want[4];
+                double g = pca_allocate(cost, d, budget, got, scratch), w = brute_allocate(cost, d, budget, want);
+                trials++;
+                mismatches += g != w || memcmp(got, want, (size_t)d * sizeof *got) != 0;
+                g = pca_allocate(ties, d, budget, got, scratch);
+                w = brute_allocate(ties, d, budget, want);
+                tie_trials++;
+                tie_mismatches += g != w || memcmp(got, want, (size_t)d * sizeof *got) != 0;
+            }
+    check(mismatches == 0, "pca_allocate_vs_brute_force", "%d of %d differ", mismatches, trials);
+    check(tie_mismatches == 0, "pca_allocate_ties_lexicographic", "%d of %d differ", tie_mismatches, tie_trials);
+    /* on paper: two equal components, 3 bits: (1, 2) and (2, 1) both cost 5; (1, 2) is the smaller */
+    double flat[2 * 9] = {4, 3, 2, 2, 2, 2, 2, 2, 2, 4, 3, 2, 2, 2, 2, 2, 2, 2};
+    int bits[2];
+    double m = pca_allocate(flat, 2, 3, bits, scratch);
+    check(m == 5 && bits[0] == 1 && bits[1] == 2, "pca_allocate_by_hand", "%g: %d %d", m, bits[0], bits[1]);
+}
+
+/* ---- a whole fit ---- */
+
+enum { FIT_D = 8, FIT_N = 600 };
+
+static void make_rows(float *rows, uint64_t seed) {
+    for (int r = 0; r < FIT_N; r++) {
+        float common = rnd(&seed);
+        for (int c = 0; c < FIT_D; c++)
+            rows[r * FIT_D + c] = 0.3f * (float)c + common * (float)(c + 1) + 0.4f * rnd(&seed) * (c % 3 ? 1 : 4);
+    }
+}
+
+static void test_fit(const char *tag, const float *w) {
+    static float rows[FIT_N * FIT_D], mean[FIT_D], basis[FIT_D * FIT_D], bits[FIT_D], tables[FIT_D * 256];
+    static double cost[FIT_D * 9];
+    make_rows(rows, 3);
+    float sqrt_w[FIT_D];
+    for (int c = 0; c < FIT_D; c++) sqrt_w[c] = w ? sqrtf(w[c]) : 1;
+    int budget = 2 * FIT_D;
+    void *scratch = malloc(pca_fit_scratch_bytes(FIT_N, FIT_D, budget));
+    double total = pca_fit_head(rows, FIT_N, FIT_D, w ? sqrt_w : NULL, budget, mean, basis, bits, tables, cost, scratch);
+    free(scratch);
+    char name[96];
+    PcaHead h = {.d = FIT_D, .mean = mean, .basis = basis, .bits = bits, .tables = tables};
+
+    /* the components of the calibration rows, transposed */
+    static float y[FIT_D][FIT_N];
+    for (int r = 0; r < FIT_N; r++) {
+        float yr[FIT_D];
+        pca_project(&h, w ? sqrt_w : NULL, rows + r * FIT_D, yr);
+        for (int i = 0; i < FIT_D; i++) y[i][r] = yr[i];
+    }
+    double worst_energy = 0, sum_kept = 0, sum_other = 0;
+    int used = 0, ascending = 1;
+    for (int i = 0; i < FIT_D; i++) {
+        double e = 0;
+        for (int r = 0; r < FIT_N; r++) e += (double)y[i][r] * y[i][r];
+        worst_energy = max_or_inf(worst_energy, fabs(e - cost[i * 9]) / (e + 1e-30));
+        int b = (int)bits[i];
+        used += b;
+        if (b == 0) continue;
+        int k = 1 << b;
+        const float *t = tables + i * 256;
+        for (int j = 1; j < k; j++) ascending &= t[j - 1] <= t[j];
+        for (int j = k; j < 256; j++) ascending &= t[j] == 0;
+        sum_kept += lloyd_objective(y[i], FIT_N, 1, t, k);
+        /* an independent full Lloyd: started at spread points, not at ranks */
+        float other[256];
+        static uint16_t codes[FIT_N];
+        static char lloyd_scratch[1 << 16];
+        lloyd_init_spread(y[i], FIT_N, 1, k, other);
+        lloyd_fit(y[i], FIT_N, 1, other, k, LLOYD_MAX_ITERATIONS, codes, lloyd_scratch);
+        sum_other += lloyd_objective(y[i], FIT_N, 1, other, k);
+    }
+    snprintf(name, sizeof name, "pca_fit%s_energy_is_D0", tag);
+    check(worst_energy < 1e-5, name, "relative error %g", worst_energy);
+    snprintf(name, sizeof name, "pca_fit%s_tables_ascending_zero_padded", tag);
+    check(ascending, name, "a table out of order or unpadded");
+    snprintf(name, sizeof name, "pca_fit%s_budget", tag);
+    check(used <= budget && used >= budget - 1, name, "%d bits of %d", used, budget);
+    snprintf(name, sizeof name, "pca_fit%s_tables_vs_full_lloyd", tag);
+    check(sum_kept <= 1.01 * sum_other, name, "kept %g, other start %g", sum_kept, sum_other);
+
+    /* decode(encode(x)) leaves exactly the allocated distortion, in the weighted domain */
+    double err = 0;
+    for (int r = 0; r < FIT_N; r++) {
+        uint8_t codes[FIT_D];
+        float back[FIT_D];
+        pca_encode_row(&h, w ? sqrt_w : NULL, rows + r * FIT_D, codes);
+        pca_decode_row(&h, w ? sqrt_w : NULL, codes, back);
+        for (int c = 0; c < FIT_D; c++) {
+            double e = (double)back[c] - rows[r * FIT_D + c];
+            err += (w ? w[c] : 1) * e * e;
+        }
+    }
+    snprintf(name, sizeof name, "pca_fit%s_roundtrip_error_is_allocated", tag);
+    check(fabs(err - total) <= 1e-3 * total, name, "rows lose %g, the allocation says %g", err, total);
+}
+
+/* ---- +aw ---- */
+
+static void test_aw(void) {
+    /* 4 query heads, 2 KV heads, d = 4; stats_q[g][c][1] = 1 + g + c*c (mean and max around it) */
+    float stats_q[4 * 4 * 3], w[8];
+    for (int g = 0; g < 4; g++)
+        for (int c = 0; c < 4; c++) {
+            stats_q[(g * 4 + c) * 3 + 0] = 99;
+            stats_q[(g * 4 + c) * 3 + 1] = (float)(1 + g + c * c);
+            stats_q[(g * 4 + c) * 3 + 2] = -99;
+        }
+    /* head 0: sums over g = 0, 1: 3, 5, 11, 21 (mean 10); head 1 (g = 2, 3): 7, 9, 15, 25 (mean 14) */
+    float want[8] = {0.3f, 0.5f, 1.1f, 2.1f, 7 / 14.0f, 9 / 14.0f, 15 / 14.0f, 25 / 14.0f};
+    aw_key_weights(stats_q, 4, 2, 4, 0, w);
+    check(max_abs_diff(w, want, 8) < 1e-6, "aw_keys_by_hand", "%g %g %g %g", w[0], w[1], w[2], w[3]);
+    /* pre-RoPE: pairs (0, 2), (1, 3): head 0: 7, 13, 7, 13 / 10; head 1: 11, 17, 11, 17 / 14 */
+    float want_pre[8] = {0.7f, 1.3f, 0.7f, 1.3f, 11 / 14.0f, 17 / 14.0f, 11 / 14.0f, 17 / 14.0f};
+    aw_key_weights(stats_q, 4, 2, 4, 1, w);
+    check(max_abs_diff(w, want_pre, 8) < 1e-6, "aw_keys_prerope_pair_average", "%g %g %g %g", w[0], w[1], w[2],
+          w[3]);
+    /* values: o_proj of dim 2 rows x (4 heads * 2 channels); head 1's query heads all zero */
+    float wo[2 * 8] = {1, 2, 0, 1, 0, 0, 0, 0,   /* row 0: g0 c0 c1, g1 c0 c1, g2.., g3.. */
+                       1, 0, 3, 1, 0, 0, 0, 0};
+    float wv[4];
+    /* head 0, channel 0: 1 + 0 + 1 + 9 = 11; channel 1: 4 + 1 + 0 + 1 = 6; mean 8.5 */
+    aw_value_weights(wo, 2, 4, 2, 2, wv);
+    float want_v[4] = {11 / 8.5f, 6 / 8.5f, 1, 1};
+    check(max_abs_diff(wv, want_v, 4) < 1e-6, "aw_values_by_hand_zero_head_ones", "%g %g %g %g", wv[0], wv[1], wv[2],
+          wv[3]);
+}
+
+int main(void) {
+    test_eigen_by_hand();
+    test_eigen_random();
+    test_allocate_brute();
+    test_fit("", NULL);
+    float w[FIT_D] = {0.5f, 2, 1, 0.25f, 3, 1, 0.125f, 0.125f};
+    test_fit("_aw", w);
+    test_aw();
+    return test_failures ? 1 : 0;
+}
