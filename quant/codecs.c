@@ -15,6 +15,7 @@ extern const KvCodec kv_codec_iq4nl;
 extern const KvCodec kv_codec_tq;
 extern const KvCodec kv_codec_nuq;
 extern const KvCodec kv_codec_vq;
+extern const KvCodec kv_codec_pca;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
@@ -29,6 +30,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_tq,
     &kv_codec_nuq,
     &kv_codec_vq,
+    &kv_codec_pca,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))

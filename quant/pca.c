@@ -12,6 +12,16 @@
 
 #define JACOBI_MAX_SWEEPS 100
 
+size_t pca_head_floats(int d) { return (size_t)d * (size_t)(d + 2 + PCA_TABLE_STRIDE); }
+
+void pca_head_view(const float *block, int d, PcaHead *h) {
+    h->d = d;
+    h->mean = block;
+    h->basis = block + d;
+    h->bits = h->basis + (size_t)d * d;
+    h->tables = h->bits + d;
+}
+
 /* ---- eigen-decomposition ---- */
 
 /* One Jacobi rotation zeroing a[p][q] (p < q) of the symmetric a, accumulated into v's columns. */
@@ -251,6 +261,12 @@ double pca_fit_head(const float *rows, size_t n, int d, const float *sqrt_w, int
 
 /* ---- rows ---- */
 
+/* Component i's bits; anything outside 1..8 (only a hostile table holds it) stores nothing. */
+static int stored_bits(const PcaHead *h, int i) {
+    float v = h->bits[i];
+    return v >= 1 && v <= PCA_MAX_BITS ? (int)v : 0;
+}
+
 void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y) {
     int d = h->d;
     float centered[4096];
@@ -267,7 +283,7 @@ void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8
     float y[4096];
     pca_project(h, sqrt_w, x, y);
     for (int i = 0; i < h->d; i++) {
-        int b = (int)h->bits[i];
+        int b = stored_bits(h, i);
         codes[i] = b > 0 ? (uint8_t)lloyd_nearest(&y[i], 1, h->tables + (size_t)i * PCA_TABLE_STRIDE, 1 << b) : 0;
     }
 }
@@ -276,7 +292,7 @@ void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes,
     int d = h->d;
     for (int c = 0; c < d; c++) out[c] = h->mean[c];
     for (int i = 0; i < d; i++) {
-        if ((int)h->bits[i] <= 0) continue;
+        if (stored_bits(h, i) == 0) continue;
         float yi = h->tables[(size_t)i * PCA_TABLE_STRIDE + codes[i]];
         const float *u = h->basis + (size_t)i * d;
         for (int c = 0; c < d; c++) out[c] = out[c] + yi * u[c];

@@ -31,6 +31,11 @@ typedef struct {
     const float *mean, *basis, *bits, *tables;
 } PcaHead;
 
+/* One KV head's fit as one block of floats, the four arrays back to back in that order (what a
+ * codec's table holds): pca_head_floats(d) floats. */
+size_t pca_head_floats(int d);
+void pca_head_view(const float *block, int d, PcaHead *h);
+
 /* ---- eigen-decomposition ---- */
 
 /* Eigen-decomposition of the symmetric d x d matrix a (row-major, float64, destroyed) by cyclic
