@@ -1,6 +1,7 @@
 /* quant/aw.c: the +aw channel weights (SCHEMES.md §9; the rules are in aw.h). */
 #include "quant/aw.h"
 #include <stddef.h>
+#include <string.h>
 
 /* Divides each head's d weights (float64) by their mean and stores them as float32; a head whose
  * weights have no mass gets all ones (then +aw is the plain distance). */
@@ -42,4 +43,44 @@ void aw_value_weights(const float *wo, int dim, int n_heads, int n_kv_heads, int
         }
         normalize_head(sum, d, w + (size_t)h * d);
     }
+}
+
+/* Each entry to the weighted mean of its points; an entry without weight stays. */
+static void move_weighted(const float *points, const float *weights, size_t n, float *centroids, int k,
+                          const uint16_t *codes, double *scratch) {
+    double *sum = scratch, *mass = scratch + k;
+    memset(scratch, 0, 2 * (size_t)k * sizeof *scratch);
+    for (size_t i = 0; i < n; i++) {
+        sum[codes[i]] += (double)weights[i] * points[i];
+        mass[codes[i]] += weights[i];
+    }
+    for (int c = 0; c < k; c++)
+        if (mass[c] > 0) centroids[c] = (float)(sum[c] / mass[c]);
+}
+
+LloydResult aw_lloyd_fit_1d(const float *points, const float *weights, size_t n, float *centroids, int k,
+                            int max_iterations, uint16_t *codes, double *scratch) {
+    LloydResult r = {0, 0};
+    memset(codes, 0, n * sizeof *codes);
+    for (int pass = 0; pass < max_iterations; pass++) {
+        size_t changed = lloyd_assign(points, n, 1, centroids, k, codes);
+        r.iterations = pass + 1;
+        if (pass > 0 && changed == 0) {
+            r.converged = 1;
+            break;
+        }
+        move_weighted(points, weights, n, centroids, k, codes, scratch);
+    }
+    return r;
+}
+
+void aw_scale_points(float *points, size_t n, int dim, const float *sqrt_w) {
+    for (size_t i = 0; i < n; i++)
+        for (int e = 0; e < dim; e++) points[i * dim + e] *= sqrt_w[e];
+}
+
+void aw_unscale_centroids(float *centroids, int k, int dim, const float *sqrt_w) {
+    for (int c = 0; c < k; c++)
+        for (int e = 0; e < dim; e++)
+            centroids[(size_t)c * dim + e] = sqrt_w[e] > 0 ? centroids[(size_t)c * dim + e] / sqrt_w[e] : 0.0f;
 }

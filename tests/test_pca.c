@@ -259,6 +259,87 @@ static void test_aw(void) {
           wv[3]);
 }
 
+/* A weighted Lloyd stated plainly (scalar, weighted assignment, plain-mean move), for the scaled fit. */
+static double weighted_objective(const float *p, size_t n, int dim, const float *w, const float *c, int k) {
+    double total = 0;
+    for (size_t i = 0; i < n; i++) {
+        double best = INFINITY;
+        for (int j = 0; j < k; j++) {
+            double s = 0;
+            for (int e = 0; e < dim; e++) s += w[e] * ((double)p[i * dim + e] - c[j * dim + e]) * ((double)p[i * dim + e] - c[j * dim + e]);
+            if (s < best) best = s;
+        }
+        total += best;
+    }
+    return total;
+}
+
+static void plain_weighted_lloyd(const float *p, size_t n, int dim, const float *w, float *c, int k) {
+    static int code[4096];
+    for (int pass = 0; pass < 100; pass++) {
+        int changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            double best = INFINITY;
+            int bc = 0;
+            for (int j = 0; j < k; j++) {
+                double s = 0;
+                for (int e = 0; e < dim; e++) s += w[e] * ((double)p[i * dim + e] - c[j * dim + e]) * ((double)p[i * dim + e] - c[j * dim + e]);
+                if (s < best) best = s, bc = j;
+            }
+            changed += pass == 0 || code[i] != bc;
+            code[i] = bc;
+        }
+        if (!changed) break;
+        for (int j = 0; j < k; j++) {
+            double sum[16] = {0};
+            int count = 0;
+            for (size_t i = 0; i < n; i++)
+                if (code[i] == j) {
+                    count++;
+                    for (int e = 0; e < dim; e++) sum[e] += p[i * dim + e];
+                }
+            for (int e = 0; e < dim && count; e++) c[j * dim + e] = (float)(sum[e] / count);
+        }
+    }
+}
+
+static void test_aw_lloyd(void) {
+    /* 1-D weighted means on paper: {0, 1, 10} weighing {1, 3, 1} from {0, 10}: 0 and 1 go to the first
+     * entry, at (0 + 3) / 4 = 0.75 (the plain mean would be 0.5) */
+    float pts[3] = {0, 1, 10}, wts[3] = {1, 3, 1}, c[2] = {0, 10};
+    uint16_t codes[3];
+    double scratch[4];
+    LloydResult r = aw_lloyd_fit_1d(pts, wts, 3, c, 2, 100, codes, scratch);
+    check(c[0] == 0.75f && c[1] == 10 && r.converged && codes[1] == 0, "aw_lloyd_1d_weighted_mean_by_hand",
+          "%g %g", c[0], c[1]);
+    /* the scaled fit of 4-D points reaches the weighted objective of a plainly stated weighted Lloyd */
+    enum { N = 2000, DIM = 4, K = 16 };
+    static float p[N * DIM], scaled[N * DIM], mine[K * DIM], plain[K * DIM];
+    static uint16_t lcodes[N];
+    static char lscratch[1 << 16];
+    uint64_t seed = 5;
+    for (int i = 0; i < N * DIM; i++) p[i] = rnd(&seed) + (i % DIM == 1 ? 2 * rnd(&seed) : 0);
+    float w[DIM] = {4, 0.25f, 1, 2}, sqrt_w[DIM];
+    for (int e = 0; e < DIM; e++) sqrt_w[e] = sqrtf(w[e]);
+    memcpy(scaled, p, sizeof p);
+    aw_scale_points(scaled, N, DIM, sqrt_w);
+    lloyd_init_spread(scaled, N, DIM, K, mine);
+    lloyd_fit(scaled, N, DIM, mine, K, LLOYD_MAX_ITERATIONS, lcodes, lscratch);
+    aw_unscale_centroids(mine, K, DIM, sqrt_w);
+    lloyd_init_spread(p, N, DIM, K, plain);
+    plain_weighted_lloyd(p, N, DIM, w, plain, K);
+    double o_mine = weighted_objective(p, N, DIM, w, mine, K), o_plain = weighted_objective(p, N, DIM, w, plain, K);
+    double o_unweighted;
+    {
+        float u[K * DIM];
+        lloyd_init_spread(p, N, DIM, K, u);
+        lloyd_fit(p, N, DIM, u, K, LLOYD_MAX_ITERATIONS, lcodes, lscratch);
+        o_unweighted = weighted_objective(p, N, DIM, w, u, K);
+    }
+    check(fabs(o_mine - o_plain) <= 0.01 * o_plain && o_mine < o_unweighted, "aw_scaled_fit_vs_weighted_lloyd",
+          "scaled %g, weighted Lloyd %g, unweighted fit %g", o_mine, o_plain, o_unweighted);
+}
+
 int main(void) {
     test_eigen_by_hand();
     test_eigen_random();
@@ -267,5 +348,6 @@ int main(void) {
     float w[FIT_D] = {0.5f, 2, 1, 0.25f, 3, 1, 0.125f, 0.125f};
     test_fit("_aw", w);
     test_aw();
+    test_aw_lloyd();
     return test_failures ? 1 : 0;
 }
