@@ -13,6 +13,9 @@
 
 static const char *const STAT_NAMES[4] = {"q", "kpre", "k", "v"};   /* the file's order within a layer */
 static const char SIDE_NAMES[2] = {'k', 'v'};
+static const char *const AW_NAMES[3] = {"k", "kpre", "v"};   /* the file's order within a layer */
+/* Roles of a file's tensors: stats 0..3, then +aw's weights, then 2 per fit (keys, values). */
+enum { AW_SLOT0 = 4, FIT_SLOT0 = 7 };
 
 /* ---- fit keys ---- */
 
@@ -102,6 +105,9 @@ void calibration_free(Calibration *c) {
     free(c->stats_kpre);
     free(c->stats_v);
     free(c->stats_q);
+    free(c->aw_k);
+    free(c->aw_kpre);
+    free(c->aw_v);
     for (int i = 0; i < c->n_fits; i++) free(c->fits[i].codebooks);
     free(c->fits);
     memset(c, 0, sizeof *c);
@@ -125,7 +131,11 @@ int calibration_init(Calibration *c, int n_layers, int n_heads, int n_kv_heads, 
     c->stats_kpre = calloc(stats_floats(c, n_kv_heads), sizeof(float));
     c->stats_v = calloc(stats_floats(c, n_kv_heads), sizeof(float));
     c->stats_q = calloc(stats_floats(c, n_heads), sizeof(float));
-    if (!c->stats_k || !c->stats_kpre || !c->stats_v || !c->stats_q) {
+    size_t aw_floats = (size_t)n_layers * (size_t)n_kv_heads * (size_t)head_dim;
+    c->aw_k = calloc(aw_floats, sizeof(float));
+    c->aw_kpre = calloc(aw_floats, sizeof(float));
+    c->aw_v = calloc(aw_floats, sizeof(float));
+    if (!c->stats_k || !c->stats_kpre || !c->stats_v || !c->stats_q || !c->aw_k || !c->aw_kpre || !c->aw_v) {
         calibration_free(c);
         return error_set(err, "out of memory for the calibration statistics");
     }
@@ -177,6 +187,19 @@ const float *calibration_codebook(const Calibration *c, const char *key, char si
     return f->codebooks + ((size_t)layer * (size_t)f->sides + (size_t)s) * f->codebook_floats;
 }
 
+static float *aw_array(const Calibration *c, int which) {
+    float *arrays[3] = {c->aw_k, c->aw_kpre, c->aw_v};
+    return arrays[which];
+}
+
+static size_t aw_layer_floats(const Calibration *c) { return (size_t)c->n_kv_heads * (size_t)c->head_dim; }
+
+const float *calibration_aw(const Calibration *c, char side, int prerope, int layer) {
+    if (!c->has_aw || layer < 0 || layer >= c->n_layers || (side != 'k' && side != 'v')) return NULL;
+    int which = side == 'v' ? 2 : prerope ? 1 : 0;
+    return aw_array(c, which) + (size_t)layer * aw_layer_floats(c);
+}
+
 const float *calibration_vq_codebook(const Calibration *c, const char *key, char side, int layer, int head, int j) {
     const float *book = calibration_codebook(c, key, side, layer);
     const CalibFit *f = calibration_find_fit(c, key);
@@ -204,6 +227,10 @@ static const char *short_hash(const char *h, char out[24]) {
 
 static void stat_name(char *buf, size_t cap, int which, int layer) {
     snprintf(buf, cap, "stats.%s.%d", STAT_NAMES[which], layer);
+}
+
+static void aw_name(char *buf, size_t cap, int which, int layer) {
+    snprintf(buf, cap, "aw.%s.%d", AW_NAMES[which], layer);
 }
 
 static void fit_name(char *buf, size_t cap, const char *key, int side, int layer) {
@@ -246,6 +273,16 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
             if (check_floats(stats_array(c, which) + (size_t)l * per_layer, per_layer, 1, path, name, err)) return -1;
         }
     }
+    for (int which = 0; which < 3 && c->has_aw; which++)
+        for (int l = 0; l < c->n_layers; l++) {
+            const float *w = aw_array(c, which) + (size_t)l * aw_layer_floats(c);
+            aw_name(name, sizeof name, which, l);
+            if (check_floats(w, aw_layer_floats(c), 0, path, name, err)) return -1;
+            for (size_t i = 0; i < aw_layer_floats(c); i++)
+                if (w[i] < 0)
+                    return error_set(err, "%s: tensor '%s' holds a negative weight (%g) at element %zu", path, name,
+                                     (double)w[i], i);
+        }
     for (int i = 0; i < c->n_fits; i++) {
         const CalibFit *f = &c->fits[i];
         for (int l = 0; l < c->n_layers; l++)
@@ -267,7 +304,7 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
 
 int calibration_save(const char *path, const Calibration *c, Error *err) {
     if (calibration_check(c, path, err)) return -1;
-    int per_layer = 4;
+    int per_layer = 4 + (c->has_aw ? 3 : 0);
     for (int i = 0; i < c->n_fits; i++) per_layer += c->fits[i].sides;
     size_t n_tensors = (size_t)c->n_layers * (size_t)per_layer;
     StTensorOut *t = calloc(n_tensors, sizeof *t);
@@ -285,6 +322,11 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
             t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32, .ndim = 3,
                                   .shape = {heads, c->head_dim, 3},
                                   .data = stats_array(c, which) + (size_t)l * (size_t)heads * (size_t)c->head_dim * 3};
+        }
+        for (int which = 0; which < 3 && c->has_aw; which++, at++) {
+            aw_name(names[at], sizeof names[at], which, l);
+            t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32, .ndim = 2, .shape = {c->n_kv_heads, c->head_dim},
+                                  .data = aw_array(c, which) + (size_t)l * aw_layer_floats(c)};
         }
         for (int i = 0; i < c->n_fits; i++) {
             const CalibFit *f = &c->fits[i];
@@ -321,8 +363,8 @@ done:
 
 #define CALIB_MAX_FITS 64
 
-/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; 4 + 2 * fit + side = a fit's
- * codebook. */
+/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; AW_SLOT0 + 0..2 = aw k, kpre, v;
+ * FIT_SLOT0 + 2 * fit + side = a fit's codebook. */
 typedef struct {
     int slot, layer;
 } TensorRole;
@@ -339,6 +381,7 @@ typedef struct {
     int n_layers, n_heads, n_kv_heads, head_dim;
     FileFit fits[CALIB_MAX_FITS];
     int n_fits;
+    int has_aw;   /* some aw.* tensor was seen: then every layer needs all three */
 } Reader;
 
 /* A canonical non-negative decimal within limit, the whole string; -1 otherwise. */
@@ -402,6 +445,16 @@ static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_
                 return 0;
             }
         }
+    } else if (strncmp(name, "aw.", 3) == 0 && layer >= 0) {
+        for (int which = 0; which < 3; which++) {
+            size_t n = strlen(AW_NAMES[which]);
+            if ((size_t)(dot - (name + 3)) == n && !strncmp(name + 3, AW_NAMES[which], n)) {
+                role->slot = AW_SLOT0 + which;
+                role->layer = *layer_raw = (int)layer;
+                r->has_aw = 1;
+                return 0;
+            }
+        }
     } else if (strncmp(name, "fit.", 4) == 0 && layer >= 0 && dot - name >= 7 && dot[-2] == '.' &&
                (dot[-1] == 'k' || dot[-1] == 'v')) {
         size_t key_len = (size_t)(dot - 2 - (name + 4));
@@ -426,11 +479,11 @@ static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_
         if (side >= fit_sides(&r->fits[fit].parsed))
             return error_set(err, "%s: tensor '%s': a +prerope fit has keys' codebooks only", path,
                              error_shown(name, shown));
-        role->slot = 4 + 2 * fit + side;
+        role->slot = FIT_SLOT0 + 2 * fit + side;
         role->layer = *layer_raw = (int)layer;
         return 0;
     }
-    return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L or fit.KEY.{k,v}.L)", path,
+    return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L, aw.{k,kpre,v}.L or fit.KEY.{k,v}.L)", path,
                      error_shown(name, shown));
 }
 
@@ -442,7 +495,12 @@ static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape
         shape[2] = 3;
         return 3;
     }
-    const CalibFitKey *k = &r->fits[(role->slot - 4) / 2].parsed;
+    if (role->slot < FIT_SLOT0) {
+        shape[0] = r->n_kv_heads;
+        shape[1] = r->head_dim;
+        return 2;
+    }
+    const CalibFitKey *k = &r->fits[(role->slot - FIT_SLOT0) / 2].parsed;
     if (k->kind == CALIB_NUQ) {
         shape[0] = (int64_t)1 << k->bits;
         return 1;
@@ -511,13 +569,14 @@ static int read_geometry(Reader *r, const CalibModel *model, Error *err) {
 /* The name of the tensor of (slot, layer), for a message about it. */
 static void role_name(const Reader *r, int slot, int layer, char *buf, size_t cap) {
     if (slot < 4) stat_name(buf, cap, slot, layer);
-    else fit_name(buf, cap, r->fits[(slot - 4) / 2].key, (slot - 4) % 2, layer);
+    else if (slot < FIT_SLOT0) aw_name(buf, cap, slot - AW_SLOT0, layer);
+    else fit_name(buf, cap, r->fits[(slot - FIT_SLOT0) / 2].key, (slot - FIT_SLOT0) % 2, layer);
 }
 
 /* Classifies and checks every tensor (roles[i] for tensor i), then checks that each layer has
  * its statistics and every fit its codebooks. */
 static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
-    const int slots = 4 + 2 * CALIB_MAX_FITS;
+    const int slots = FIT_SLOT0 + 2 * CALIB_MAX_FITS;
     unsigned char *seen = calloc((size_t)r->n_layers * slots, 1);
     if (!seen) return error_set(err, "%s: out of memory", r->path);
     int rc = 0;
@@ -533,8 +592,10 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
         if (rc == 0) seen[(size_t)roles[i].layer * slots + (size_t)roles[i].slot] = 1;
     }
     for (int l = 0; l < r->n_layers && rc == 0; l++)
-        for (int slot = 0; slot < 4 + 2 * r->n_fits && rc == 0; slot++) {
-            if (slot >= 4 && (slot - 4) % 2 >= fit_sides(&r->fits[(slot - 4) / 2].parsed)) continue;
+        for (int slot = 0; slot < FIT_SLOT0 + 2 * r->n_fits && rc == 0; slot++) {
+            if (slot >= AW_SLOT0 && slot < FIT_SLOT0 && !r->has_aw) continue;
+            if (slot >= FIT_SLOT0 && (slot - FIT_SLOT0) % 2 >= fit_sides(&r->fits[(slot - FIT_SLOT0) / 2].parsed))
+                continue;
             if (!seen[(size_t)l * slots + (size_t)slot]) {
                 role_name(r, slot, l, name, sizeof name);
                 rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
@@ -551,9 +612,11 @@ static void copy_tensors(const Reader *r, const TensorRole *roles, Calibration *
         float *to;
         if (roles[i].slot < 4) {
             to = stats_array(c, roles[i].slot) + (size_t)roles[i].layer * t->numel;
+        } else if (roles[i].slot < FIT_SLOT0) {
+            to = aw_array(c, roles[i].slot - AW_SLOT0) + (size_t)roles[i].layer * t->numel;
         } else {
-            const CalibFit *f = &c->fits[(roles[i].slot - 4) / 2];
-            to = (float *)calibration_codebook(c, f->key, SIDE_NAMES[(roles[i].slot - 4) % 2], roles[i].layer);
+            const CalibFit *f = &c->fits[(roles[i].slot - FIT_SLOT0) / 2];
+            to = (float *)calibration_codebook(c, f->key, SIDE_NAMES[(roles[i].slot - FIT_SLOT0) % 2], roles[i].layer);
         }
         memcpy(to, t->data, t->nbytes);
     }
@@ -595,6 +658,7 @@ int calibration_from_safetensors(const SafeTensors *st, const CalibModel *model,
     memcpy(c->text_sha256, meta.text_sha256, sizeof c->text_sha256);
     c->tokens = meta.tokens;
     c->ctx = meta.ctx;
+    c->has_aw = r->has_aw;
     copy_tensors(r, roles, c);
     rc = calibration_check(c, st->path, err);
 done:

@@ -9,6 +9,8 @@
  *   stats.k.L, stats.kpre.L, stats.v.L   [n_kv_heads, head_dim, 3]   keys after / before RoPE, values
  *   stats.q.L                            [n_heads, head_dim, 3]      queries after RoPE
  *     the three: mean, mean square and max |x| of the channel over all calibration rows;
+ *   aw.k.L, aw.kpre.L, aw.v.L           [n_kv_heads, head_dim]      +aw's channel weights (§9, quant/aw.h):
+ *     finite, non-negative; every layer's three or none (files made before §9 have none);
  *   fit.KEY.k.L, fit.KEY.v.L             one fitted codebook per fit KEY, layer and side
  *     nuqB-gG, nuqB-tG: [2^B], non-decreasing (§8 stores T ascending; equal neighbours, which only
  *                       degenerate data gives, are accepted)
@@ -72,6 +74,9 @@ typedef struct {
     /* [n_layers][heads][head_dim][3]: mean, mean square, max |x| */
     float *stats_k, *stats_kpre, *stats_v;   /* heads = n_kv_heads */
     float *stats_q;                          /* heads = n_heads */
+    /* [n_layers][n_kv_heads][head_dim]: +aw's weights of keys after / before RoPE and of values */
+    float *aw_k, *aw_kpre, *aw_v;
+    int has_aw;                              /* 0: the file had none (they are zeros then) */
     CalibFit *fits;
     int n_fits;
 } Calibration;
@@ -109,6 +114,9 @@ const CalibFit *calibration_find_fit(const Calibration *c, const char *key);
 /* The codebook of (fit, layer, side): codebook_floats floats (a table of 2^B, or vq's
  * [n_kv_heads][head_dim/D][2^C][D]). */
 const float *calibration_codebook(const Calibration *c, const char *key, char side, int layer);
+/* +aw's weights of (side, layer): n_kv_heads x head_dim floats; side 'k' (prerope: before RoPE)
+ * or 'v'. NULL when the calibration has none. */
+const float *calibration_aw(const Calibration *c, char side, int prerope, int layer);
 /* vq only: the 2^C x D floats of KV head `head`'s sub-vector j. */
 const float *calibration_vq_codebook(const Calibration *c, const char *key, char side, int layer, int head, int j);
 
