@@ -3,7 +3,9 @@
  * tables of all fits in parallel. See eval/calibrate.h. */
 #include "eval/calibrate.h"
 #include "eval/progress.h"
+#include "quant/aw.h"
 #include "quant/lloyd.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +21,7 @@ int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitS
         return -1;
     f->keys = keys.all;
     if (!kv_spec_is_fitted(&f->keys)) {
-        snprintf(why, why_len, "%s is not a fitted base (nuqB-gG, nuqB-tG, vqC-dD)", f->keys.base.name);
+        snprintf(why, why_len, "%s is not a fitted base (nuqB-gG, nuqB-tG, vqC-dD, pcaB)", f->keys.base.name);
         return -1;
     }
     kv_spec_fit_key(&f->keys, f->key, sizeof f->key);
@@ -141,10 +143,41 @@ static void sort_ascending(float *x, int n) {
         }
 }
 
+/* A codec that fits a KV head's table at once (pca): the head's rows as the codec is given them. */
+static int fit_whole_table(const CalibRows *r, const KvSpec *spec, const FitTask *t, const float *weights, float *table,
+                           char *why, size_t why_len) {
+    int d = r->head_dim;
+    const KvFit *fit = spec->base.codec->fit;
+    size_t count = (size_t)r->rows;
+    float *rows = malloc(count * (size_t)d * sizeof *rows);
+    void *scratch = malloc(fit->fit_scratch_bytes(&spec->base, count, d));
+    if (!rows || !scratch) {
+        free(rows);
+        free(scratch);
+        snprintf(why, why_len, "out of memory for the fit of %s", spec->text);
+        return -1;
+    }
+    memcpy(rows, source_rows(r, spec, t->layer, t->head), count * (size_t)d * sizeof *rows);
+    for (size_t i = 0; i < count; i++) kv_spec_codec_input(spec, rows + i * d, d);
+    fit->fit_table(&spec->base, rows, count, d, weights, table, scratch);
+    free(rows);
+    free(scratch);
+    return 0;
+}
+
+/* +aw's weights of a task's KV head (NULL without +aw, or for a table the heads share). */
+static const float *task_weights(const Calibration *c, const CalibRows *r, const KvSpec *spec, const FitTask *t) {
+    if (!spec->aw || t->head < 0) return NULL;
+    const float *w = calibration_aw(c, spec->side == KV_SIDE_VALUES ? 'v' : 'k', spec->prerope, t->layer);
+    return w ? w + (size_t)t->head * r->head_dim : NULL;
+}
+
 /* The table of one task into `table` (the layer's, or the head's part of it). */
-static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, float *table, char *why, size_t why_len) {
+static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, const float *weights, float *table,
+                    char *why, size_t why_len) {
     KvTableShape shape;
     spec->base.codec->fit->shape(&spec->base, r->head_dim, &shape);
+    if (spec->base.codec->fit->fit_table) return fit_whole_table(r, spec, t, weights, table, why, why_len);
     FitBuffers b;
     int rc = buffers_alloc(&b, r, spec, t->head, &shape);
     if (rc) snprintf(why, why_len, "out of memory for the fit of %s", spec->text);
@@ -160,8 +193,14 @@ static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, fl
             break;
         }
         float *entries = table + (size_t)book * book_floats;
+        /* +aw on a head's sub-vectors (vq): Lloyd on sqrt(w)-scaled points is the weighted fit (quant/aw.h) */
+        float sqrt_w[LLOYD_MAX_DIM];
+        if (weights)
+            for (int e = 0; e < shape.dim; e++) sqrt_w[e] = sqrtf(weights[book * shape.dim + e]);
+        if (weights) aw_scale_points(b.points, n, shape.dim, sqrt_w);
         spec->base.codec->fit->start(&spec->base, b.points, n, entries, b.scratch);
         lloyd_fit(b.points, n, shape.dim, entries, shape.entries, LLOYD_MAX_ITERATIONS, b.codes, b.lloyd);
+        if (weights) aw_unscale_centroids(entries, shape.entries, shape.dim, sqrt_w);
         if (shape.dim == 1) sort_ascending(entries, shape.entries);   /* §8 stores a table of values ascending */
     }
     buffers_free(&b);
@@ -195,7 +234,8 @@ int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Ca
         if (skip) continue;
         char mine[256];
         const FitTask *t = &tasks[i];
-        if (fit_task(r, spec_of(&specs[t->fit], t->side), t, task_table(c, r, specs, t), mine, sizeof mine)) {
+        const KvSpec *spec = spec_of(&specs[t->fit], t->side);
+        if (fit_task(r, spec, t, task_weights(c, r, spec, t), task_table(c, r, specs, t), mine, sizeof mine)) {
             #pragma omp critical(calib_fit_failure)
             if (!failed) {
                 failed = 1;

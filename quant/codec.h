@@ -69,6 +69,12 @@ typedef struct {
     size_t (*points)(const KvBase *b, const float *units, size_t count, int n, int book, float *points);
     /* One book's initial entries from its points; scratch holds n_points floats. */
     void (*start)(const KvBase *b, const float *points, size_t n_points, float *entries, float *scratch);
+    /* Optional (pca): the whole table of one KV head at once from its count rows of n values (as
+     * the codec is given them), instead of books of Lloyd; weights: the head's +aw weights or
+     * NULL; scratch: fit_scratch_bytes. points and start are then unused (NULL). */
+    size_t (*fit_scratch_bytes)(const KvBase *b, size_t count, int n);
+    void (*fit_table)(const KvBase *b, const float *rows, size_t count, int n, const float *weights, float *table,
+                      void *scratch);
 } KvFit;
 
 struct KvCodec {

@@ -433,7 +433,7 @@ static void nuq_fit_start(const KvBase *b, const float *points, size_t n_points,
     lloyd_init_ranks(points, n_points, entries(b), table, scratch);
 }
 
-static const KvFit NUQ_FIT = {nuq_table_shape, nuq_fit_points, nuq_fit_start};
+static const KvFit NUQ_FIT = {.shape = nuq_table_shape, .points = nuq_fit_points, .start = nuq_fit_start};
 
 const KvCodec kv_codec_nuq = {
     .syntax = "nuqB-gG, nuqB-tG",

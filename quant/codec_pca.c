@@ -161,6 +161,36 @@ static void pca_decode(const KvBase *b, const void *units, int n, int r0, int co
     }
 }
 
+/* ---- fitting (SCHEMES.md §9) ---- */
+
+/* One block of pca_head_floats(d) per KV head. */
+static void pca_table_shape(const KvBase *b, int n, KvTableShape *shape) {
+    (void)b;
+    *shape = (KvTableShape){.books = 1, .entries = 1, .dim = (int)pca_head_floats(n), .per_head = 1};
+}
+
+static size_t pca_fit_scratch(const KvBase *b, size_t count, int n) {
+    return pca_fit_scratch_bytes(count, n, row_bits(b, n)) + (size_t)n * sizeof(float);
+}
+
+static void pca_fit_table(const KvBase *b, const float *rows, size_t count, int n, const float *weights, float *table,
+                          void *scratch) {
+    void *fit_scratch = scratch;   /* the fit's (8-byte aligned) first, then sqrt(w) */
+    float *roots = (float *)((char *)scratch + pca_fit_scratch_bytes(count, n, row_bits(b, n)));
+    PcaHead h;
+    pca_head_view(table, n, &h);
+    if (weights)
+        for (int c = 0; c < n; c++) roots[c] = sqrtf(weights[c]);
+    pca_fit_head(rows, count, n, weights ? roots : NULL, row_bits(b, n), (float *)h.mean, (float *)h.basis,
+                 (float *)h.bits, (float *)h.tables, NULL, fit_scratch);
+}
+
+static const KvFit PCA_FIT = {
+    .shape = pca_table_shape,
+    .fit_scratch_bytes = pca_fit_scratch,
+    .fit_table = pca_fit_table,
+};
+
 const KvCodec kv_codec_pca = {
     .syntax = "pcaB",
     .summary = "PCA transform coding fitted to the model (KVTC): per KV head a mean, an eigenbasis and per-component "
@@ -172,4 +202,5 @@ const KvCodec kv_codec_pca = {
     .encode = pca_encode,
     .decode = pca_decode,
     .own_transform = 1,
+    .fit = &PCA_FIT,
 };

@@ -383,7 +383,7 @@ static void vq_fit_start(const KvBase *b, const float *points, size_t n_points, 
     lloyd_init_spread(points, n_points, sub_dim(b), 1 << b->bits, entries);
 }
 
-static const KvFit VQ_FIT = {vq_table_shape, vq_fit_points, vq_fit_start};
+static const KvFit VQ_FIT = {.shape = vq_table_shape, .points = vq_fit_points, .start = vq_fit_start};
 
 const KvCodec kv_codec_vq = {
     .syntax = "vqC-dD",

@@ -1,6 +1,7 @@
 /* model/formats/calibration.c: calibration files, written and validated (layout in calibration.h). */
 #include "model/formats/calibration.h"
 #include "model/formats/sha256.h"
+#include "quant/pca.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +15,9 @@
 static const char *const STAT_NAMES[4] = {"q", "kpre", "k", "v"};   /* the file's order within a layer */
 static const char SIDE_NAMES[2] = {'k', 'v'};
 static const char *const AW_NAMES[3] = {"k", "kpre", "v"};   /* the file's order within a layer */
+/* A pca fit's four tensors per layer and side, in the file's order. */
+enum { PCA_PARTS = 4 };
+static const char *const PCA_PART_NAMES[PCA_PARTS] = {"mean", "basis", "bits", "tables"};
 /* Roles of a file's tensors: stats 0..3, then +aw's weights, then 2 per fit (keys, values). */
 enum { AW_SLOT0 = 4, FIT_SLOT0 = 7 };
 
@@ -47,6 +51,25 @@ static int key_error(char *why, size_t why_size, const char *msg) {
     return -1;
 }
 
+/* pcaB's B at *s as B x 10^4: canonical ("2", "1.25"; no trailing zero, no leading zero but
+ * "0.x"), in (0, 8]. */
+static int read_pca_bits(const char **s, int *scaled) {
+    const char *p = *s;
+    long whole = read_number(&p, 8);
+    if (whole < 0) return -1;
+    int frac = 0, places = 0;
+    if (*p == '.') {
+        p++;
+        for (; *p >= '0' && *p <= '9' && places < 4; p++, places++) frac = frac * 10 + (*p - '0');
+        if (places == 0 || p[-1] == '0' || (*p >= '0' && *p <= '9')) return -1;
+    }
+    for (; places < 4; places++) frac *= 10;
+    *scaled = (int)whole * 10000 + frac;
+    if (*scaled <= 0 || *scaled > 80000) return -1;
+    *s = p;
+    return 0;
+}
+
 int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *why, size_t why_size) {
     memset(out, 0, sizeof *out);
     if (strlen(key) > CALIB_KEY_MAX) return key_error(why, why_size, "longer than 48 characters");
@@ -70,8 +93,28 @@ int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *w
         if (d != 1 && d != 2 && d != 4 && d != 8 && d != 16)
             return key_error(why, why_size, "vq sub-vector size must be 1, 2, 4, 8 or 16");
         if (head_dim % d) return key_error(why, why_size, "vq sub-vector size does not divide head_dim");
+    } else if (take(&s, "rvq")) {
+        out->kind = CALIB_RVQ;
+        out->bits = (int)read_number(&s, 99);
+        if (out->bits < 1 || out->bits > 12) return key_error(why, why_size, "rvq code bits must be 1 to 12");
+        if (!take(&s, "x")) return key_error(why, why_size, "rvq needs stages: rvqCxS-dD");
+        out->stages = (int)read_number(&s, 99);
+        if (out->stages < 2 || out->stages > 4) return key_error(why, why_size, "rvq stages must be 2, 3 or 4");
+        if (!take(&s, "-d")) return key_error(why, why_size, "rvq needs a sub-vector size: rvqCxS-dD");
+        out->sub_dim = (int)read_number(&s, 99);
+        int d = out->sub_dim;
+        if (d != 1 && d != 2 && d != 4 && d != 8 && d != 16)
+            return key_error(why, why_size, "rvq sub-vector size must be 1, 2, 4, 8 or 16");
+        if (head_dim % d) return key_error(why, why_size, "rvq sub-vector size does not divide head_dim");
+    } else if (take(&s, "pca")) {
+        out->kind = CALIB_PCA;
+        out->sub_dim = 1;
+        if (read_pca_bits(&s, &out->pca_scaled))
+            return key_error(why, why_size, "pca needs B in (0, 8], a canonical decimal of at most 4 places");
+        if ((long)out->pca_scaled * head_dim % 10000 || head_dim > PCA_TABLE_STRIDE)
+            return key_error(why, why_size, "pca: B x head_dim is not a whole number of bits");
     } else {
-        return key_error(why, why_size, "not a fitted base (nuqB-gG, nuqB-tG or vqC-dD)");
+        return key_error(why, why_size, "not a fitted base (nuqB-gG, nuqB-tG, vqC-dD, rvqCxS-dD or pcaB)");
     }
     /* The modifiers that change what a fit sees, each at most once, in §8's order. */
     out->had = take(&s, "+had");
@@ -81,7 +124,11 @@ int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *w
         if (out->outliers < 1 || out->outliers >= head_dim)
             return key_error(why, why_size, "+outK needs 1 <= K < head_dim");
     }
-    if (*s) return key_error(why, why_size, "modifiers must be +had, +prerope, +outK, each once, in that order");
+    out->aw = take(&s, "+aw");
+    if (*s) return key_error(why, why_size, "modifiers must be +had, +prerope, +outK, +aw, each once, in that order");
+    if (out->kind == CALIB_PCA && (out->had || out->outliers))
+        return key_error(why, why_size, "pca takes neither +had nor +outK");
+    if (out->aw && out->had) return key_error(why, why_size, "+aw does not go with +had");
     return 0;
 }
 
@@ -89,9 +136,11 @@ int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *w
 static int fit_sides(const CalibFitKey *k) { return k->prerope ? 1 : 2; }
 
 static size_t codebook_floats(const CalibFitKey *k, int n_kv_heads, int head_dim) {
+    if (k->kind == CALIB_PCA) return (size_t)n_kv_heads * pca_head_floats(head_dim);
     size_t entries = (size_t)1 << k->bits;
     if (k->kind == CALIB_NUQ) return entries;
-    return (size_t)n_kv_heads * (size_t)(head_dim / k->sub_dim) * entries * (size_t)k->sub_dim;
+    size_t stages = k->kind == CALIB_RVQ ? (size_t)k->stages : 1;
+    return (size_t)n_kv_heads * (size_t)(head_dim / k->sub_dim) * stages * entries * (size_t)k->sub_dim;
 }
 
 /* ---- the in-memory calibration ---- */
@@ -237,6 +286,57 @@ static void fit_name(char *buf, size_t cap, const char *key, int side, int layer
     snprintf(buf, cap, "fit.%s.%c.%d", key, SIDE_NAMES[side], layer);
 }
 
+/* A pca fit's tensor of one part: fit.KEY.k.L.basis. */
+static void pca_part_name(char *buf, size_t cap, const char *key, int side, int layer, int part) {
+    snprintf(buf, cap, "fit.%s.%c.%d.%s", key, SIDE_NAMES[side], layer, PCA_PART_NAMES[part]);
+}
+
+/* Where part `part` of head h lies in a pca head block, and its floats per head. */
+static size_t pca_part_offset(int d, int part) {
+    size_t dd = (size_t)d * d;
+    size_t offsets[PCA_PARTS] = {0, (size_t)d, (size_t)d + dd, 2 * (size_t)d + dd};
+    return offsets[part];
+}
+
+static size_t pca_part_floats(int d, int part) {
+    size_t floats[PCA_PARTS] = {(size_t)d, (size_t)d * d, (size_t)d, (size_t)d * PCA_TABLE_STRIDE};
+    return floats[part];
+}
+
+/* Between a layer side's per-head blocks and one part's tensor [n_kv_heads, part floats]. */
+static void pca_gather(const float *blocks, int n_kv_heads, int d, int part, float *tensor) {
+    size_t pf = pca_part_floats(d, part), hf = pca_head_floats(d), off = pca_part_offset(d, part);
+    for (int h = 0; h < n_kv_heads; h++) memcpy(tensor + (size_t)h * pf, blocks + (size_t)h * hf + off, pf * sizeof(float));
+}
+
+static void pca_scatter(const float *tensor, int n_kv_heads, int d, int part, float *blocks) {
+    size_t pf = pca_part_floats(d, part), hf = pca_head_floats(d), off = pca_part_offset(d, part);
+    for (int h = 0; h < n_kv_heads; h++) memcpy(blocks + (size_t)h * hf + off, tensor + (size_t)h * pf, pf * sizeof(float));
+}
+
+/* pca's bits: whole numbers 0..8 per component, at most B x d a head; -1 with the message. */
+static int check_pca_bits(const Calibration *c, const CalibFit *f, const float *blocks, const char *path,
+                          const char *name, Error *err) {
+    int d = c->head_dim;
+    long budget = (long)f->parsed.pca_scaled * d / 10000;
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        PcaHead head;
+        pca_head_view(blocks + (size_t)h * pca_head_floats(d), d, &head);
+        long sum = 0;
+        for (int i = 0; i < d; i++) {
+            float b = head.bits[i];
+            if (!(b >= 0 && b <= PCA_MAX_BITS) || b != (float)(int)b)
+                return error_set(err, "%s: tensor '%s.bits' holds %g for head %d, component %d (whole numbers 0..8)",
+                                 path, name, (double)b, h, i);
+            sum += (long)b;
+        }
+        if (sum > budget)
+            return error_set(err, "%s: tensor '%s.bits' gives head %d %ld bits, more than B x head_dim = %ld", path,
+                             name, h, sum, budget);
+    }
+    return 0;
+}
+
 static float *stats_array(const Calibration *c, int which) {
     float *arrays[4] = {c->stats_q, c->stats_kpre, c->stats_k, c->stats_v};
     return arrays[which];
@@ -290,6 +390,7 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
                 const float *book = calibration_codebook(c, f->key, SIDE_NAMES[s], l);
                 fit_name(name, sizeof name, f->key, s, l);
                 if (check_floats(book, f->codebook_floats, 0, path, name, err)) return -1;
+                if (f->parsed.kind == CALIB_PCA && check_pca_bits(c, f, book, path, name, err)) return -1;
                 if (f->parsed.kind != CALIB_NUQ) continue;
                 for (size_t e = 1; e < f->codebook_floats; e++)
                     if (book[e] < book[e - 1])
@@ -304,13 +405,20 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
 
 int calibration_save(const char *path, const Calibration *c, Error *err) {
     if (calibration_check(c, path, err)) return -1;
-    int per_layer = 4 + (c->has_aw ? 3 : 0);
-    for (int i = 0; i < c->n_fits; i++) per_layer += c->fits[i].sides;
+    int per_layer = 4 + (c->has_aw ? 3 : 0), pca_tensors = 0;
+    for (int i = 0; i < c->n_fits; i++) {
+        int parts = c->fits[i].parsed.kind == CALIB_PCA ? PCA_PARTS : 1;
+        per_layer += c->fits[i].sides * parts;
+        if (parts > 1) pca_tensors += c->fits[i].sides * parts;
+    }
     size_t n_tensors = (size_t)c->n_layers * (size_t)per_layer;
     StTensorOut *t = calloc(n_tensors, sizeof *t);
     char (*names)[128] = calloc(n_tensors, sizeof *names);
+    /* pca's tensors are gathered from the per-head blocks: one buffer of a layer side's floats each */
+    size_t pca_floats = (size_t)c->n_layers * (size_t)pca_tensors * (size_t)c->n_kv_heads * pca_part_floats(c->head_dim, 3);
+    float *gathered = pca_floats ? malloc(pca_floats * sizeof *gathered) : NULL, *next = gathered;
     int rc = -1;
-    if (!t || !names) {
+    if (!t || !names || (pca_floats && !gathered)) {
         error_set(err, "%s: out of memory", path);
         goto done;
     }
@@ -330,13 +438,29 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
         }
         for (int i = 0; i < c->n_fits; i++) {
             const CalibFit *f = &c->fits[i];
-            for (int s = 0; s < f->sides; s++, at++) {
+            for (int s = 0; s < f->sides && f->parsed.kind == CALIB_PCA; s++)
+                for (int part = 0; part < PCA_PARTS; part++, at++) {
+                    pca_part_name(names[at], sizeof names[at], f->key, s, l, part);
+                    pca_gather(calibration_codebook(c, f->key, SIDE_NAMES[s], l), c->n_kv_heads, c->head_dim, part, next);
+                    t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32, .ndim = part == 1 || part == 3 ? 3 : 2,
+                                          .shape = {c->n_kv_heads, c->head_dim, part == 1 ? c->head_dim : PCA_TABLE_STRIDE},
+                                          .data = next};
+                    next += (size_t)c->n_kv_heads * pca_part_floats(c->head_dim, part);
+                }
+            for (int s = 0; s < f->sides && f->parsed.kind != CALIB_PCA; s++, at++) {
                 fit_name(names[at], sizeof names[at], f->key, s, l);
                 t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32,
                                       .data = calibration_codebook(c, f->key, SIDE_NAMES[s], l)};
                 if (f->parsed.kind == CALIB_NUQ) {
                     t[at].ndim = 1;
                     t[at].shape[0] = (int64_t)f->codebook_floats;
+                } else if (f->parsed.kind == CALIB_RVQ) {
+                    t[at].ndim = 5;
+                    t[at].shape[0] = c->n_kv_heads;
+                    t[at].shape[1] = c->head_dim / f->parsed.sub_dim;
+                    t[at].shape[2] = f->parsed.stages;
+                    t[at].shape[3] = (int64_t)1 << f->parsed.bits;
+                    t[at].shape[4] = f->parsed.sub_dim;
                 } else {
                     t[at].ndim = 4;
                     t[at].shape[0] = c->n_kv_heads;
@@ -356,6 +480,7 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
 done:
     free(t);
     free(names);
+    free(gathered);
     return rc;
 }
 
@@ -367,6 +492,7 @@ done:
  * FIT_SLOT0 + 2 * fit + side = a fit's codebook. */
 typedef struct {
     int slot, layer;
+    int part;   /* a pca fit's tensor: 0..3 = mean, basis, bits, tables; else 0 */
 } TensorRole;
 
 typedef struct {
@@ -432,8 +558,18 @@ static int stats_shape(const Tensor *t, int *heads, int *head_dim) {
 }
 
 /* Splits a tensor name into its role; -1 with the reason when it is not a calibration tensor. */
-static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_raw, Error *err) {
-    char shown[72], why[96];
+static int parse_name(Reader *r, const char *full_name, TensorRole *role, int *layer_raw, Error *err) {
+    char shown[72], why[96], name[256];
+    /* a pca fit's tensors end in a part: fit.KEY.k.L.basis; the rest is read as any fit's name */
+    int part = -1;
+    snprintf(name, sizeof name, "%s", full_name);
+    const char *last = strrchr(name, '.');
+    for (int i = 0; i < PCA_PARTS && last && strncmp(name, "fit.", 4) == 0; i++)
+        if (!strcmp(last + 1, PCA_PART_NAMES[i])) {
+            part = i;
+            name[last - name] = '\0';
+        }
+    role->part = part < 0 ? 0 : part;
     const char *path = r->path, *dot = strrchr(name, '.');
     long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
     if (strncmp(name, "stats.", 6) == 0 && layer >= 0) {
@@ -478,17 +614,20 @@ static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_
         }
         if (side >= fit_sides(&r->fits[fit].parsed))
             return error_set(err, "%s: tensor '%s': a +prerope fit has keys' codebooks only", path,
-                             error_shown(name, shown));
+                             error_shown(full_name, shown));
+        if ((r->fits[fit].parsed.kind == CALIB_PCA) != (part >= 0))
+            return error_set(err, "%s: tensor '%s': a pca fit's tensors (and only they) end in .mean, .basis, .bits "
+                             "or .tables", path, error_shown(full_name, shown));
         role->slot = FIT_SLOT0 + 2 * fit + side;
         role->layer = *layer_raw = (int)layer;
         return 0;
     }
     return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L, aw.{k,kpre,v}.L or fit.KEY.{k,v}.L)", path,
-                     error_shown(name, shown));
+                     error_shown(full_name, shown));
 }
 
 /* The shape a tensor of this role must have. */
-static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[4]) {
+static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[5]) {
     if (role->slot < 4) {
         shape[0] = role->slot == 0 ? r->n_heads : r->n_kv_heads;
         shape[1] = r->head_dim;
@@ -504,6 +643,20 @@ static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape
     if (k->kind == CALIB_NUQ) {
         shape[0] = (int64_t)1 << k->bits;
         return 1;
+    }
+    if (k->kind == CALIB_PCA) {   /* mean, bits: [heads, d]; basis: [heads, d, d]; tables: [heads, d, 256] */
+        shape[0] = r->n_kv_heads;
+        shape[1] = r->head_dim;
+        shape[2] = role->part == 1 ? r->head_dim : PCA_TABLE_STRIDE;
+        return role->part == 1 || role->part == 3 ? 3 : 2;
+    }
+    if (k->kind == CALIB_RVQ) {
+        shape[0] = r->n_kv_heads;
+        shape[1] = r->head_dim / k->sub_dim;
+        shape[2] = k->stages;
+        shape[3] = (int64_t)1 << k->bits;
+        shape[4] = k->sub_dim;
+        return 5;
     }
     shape[0] = r->n_kv_heads;
     shape[1] = r->head_dim / k->sub_dim;
@@ -523,7 +676,7 @@ static int check_tensor(const Reader *r, const Tensor *t, const TensorRole *role
     if (t->dtype != DT_F32)
         return error_set(err, "%s: tensor '%s' has dtype %s (F32 expected)", r->path, error_shown(t->name, shown),
                          dtype_name(t->dtype));
-    int64_t shape[4];
+    int64_t shape[5];
     int ndim = expected_shape(r, role, shape);
     if (t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * sizeof *shape)) {
         shape_text(want, sizeof want, shape, ndim);
@@ -567,17 +720,19 @@ static int read_geometry(Reader *r, const CalibModel *model, Error *err) {
 }
 
 /* The name of the tensor of (slot, layer), for a message about it. */
-static void role_name(const Reader *r, int slot, int layer, char *buf, size_t cap) {
+static void role_name(const Reader *r, int slot, int layer, int part, char *buf, size_t cap) {
+    const FileFit *f = slot >= FIT_SLOT0 ? &r->fits[(slot - FIT_SLOT0) / 2] : NULL;
     if (slot < 4) stat_name(buf, cap, slot, layer);
     else if (slot < FIT_SLOT0) aw_name(buf, cap, slot - AW_SLOT0, layer);
-    else fit_name(buf, cap, r->fits[(slot - FIT_SLOT0) / 2].key, (slot - FIT_SLOT0) % 2, layer);
+    else if (f->parsed.kind == CALIB_PCA) pca_part_name(buf, cap, f->key, (slot - FIT_SLOT0) % 2, layer, part);
+    else fit_name(buf, cap, f->key, (slot - FIT_SLOT0) % 2, layer);
 }
 
 /* Classifies and checks every tensor (roles[i] for tensor i), then checks that each layer has
  * its statistics and every fit its codebooks. */
 static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
     const int slots = FIT_SLOT0 + 2 * CALIB_MAX_FITS;
-    unsigned char *seen = calloc((size_t)r->n_layers * slots, 1);
+    unsigned char *seen = calloc((size_t)r->n_layers * slots * PCA_PARTS, 1);
     if (!seen) return error_set(err, "%s: out of memory", r->path);
     int rc = 0;
     char shown[72], name[128];
@@ -589,17 +744,19 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
             rc = error_set(err, "%s: tensor '%s' is for layer %d; the model has %d layers", r->path,
                            error_shown(t->name, shown), layer, r->n_layers);
         if (rc == 0) rc = check_tensor(r, t, &roles[i], err);
-        if (rc == 0) seen[(size_t)roles[i].layer * slots + (size_t)roles[i].slot] = 1;
+        if (rc == 0) seen[((size_t)roles[i].layer * slots + (size_t)roles[i].slot) * PCA_PARTS + (size_t)roles[i].part] = 1;
     }
     for (int l = 0; l < r->n_layers && rc == 0; l++)
         for (int slot = 0; slot < FIT_SLOT0 + 2 * r->n_fits && rc == 0; slot++) {
             if (slot >= AW_SLOT0 && slot < FIT_SLOT0 && !r->has_aw) continue;
             if (slot >= FIT_SLOT0 && (slot - FIT_SLOT0) % 2 >= fit_sides(&r->fits[(slot - FIT_SLOT0) / 2].parsed))
                 continue;
-            if (!seen[(size_t)l * slots + (size_t)slot]) {
-                role_name(r, slot, l, name, sizeof name);
-                rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
-            }
+            int parts = slot >= FIT_SLOT0 && r->fits[(slot - FIT_SLOT0) / 2].parsed.kind == CALIB_PCA ? PCA_PARTS : 1;
+            for (int part = 0; part < parts && rc == 0; part++)
+                if (!seen[((size_t)l * slots + (size_t)slot) * PCA_PARTS + (size_t)part]) {
+                    role_name(r, slot, l, part, name, sizeof name);
+                    rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
+                }
         }
     free(seen);
     return rc;
@@ -617,6 +774,10 @@ static void copy_tensors(const Reader *r, const TensorRole *roles, Calibration *
         } else {
             const CalibFit *f = &c->fits[(roles[i].slot - FIT_SLOT0) / 2];
             to = (float *)calibration_codebook(c, f->key, SIDE_NAMES[(roles[i].slot - FIT_SLOT0) % 2], roles[i].layer);
+            if (f->parsed.kind == CALIB_PCA) {
+                pca_scatter(t->data, c->n_kv_heads, c->head_dim, roles[i].part, to);
+                continue;
+            }
         }
         memcpy(to, t->data, t->nbytes);
     }

@@ -15,8 +15,14 @@
  *     nuqB-gG, nuqB-tG: [2^B], non-decreasing (§8 stores T ascending; equal neighbours, which only
  *                       degenerate data gives, are accepted)
  *     vqC-dD:           [n_kv_heads, head_dim/D, 2^C, D]
+ *     rvqCxS-dD:        [n_kv_heads, head_dim/D, S, 2^C, D]   (§9)
+ *     pcaB:             four tensors fit.KEY.{k,v}.L.{mean,basis,bits,tables}: [n_kv_heads, head_dim],
+ *                       [n_kv_heads, head_dim, head_dim], [n_kv_heads, head_dim] (whole numbers 0..8
+ *                       summing to at most B x head_dim), [n_kv_heads, head_dim, 256] (§9); held in
+ *                       memory per KV head as one block (quant/pca.h's pca_head_view)
  * A fit KEY is a base with the modifiers that change what it sees, in this order:
- *   BASE ( "+had" )? ( "+prerope" )? ( "+out" K )?      BASE := nuqB-gG | nuqB-tG | vqC-dD
+ *   BASE ( "+had" )? ( "+prerope" )? ( "+out" K )? ( "+aw" )?
+ *   BASE := nuqB-gG | nuqB-tG | vqC-dD | rvqCxS-dD | pcaB      (pca: no +had, no +out; +aw: no +had)
  * with B in 2..4, G a positive integer, C in 1..12, D in 1, 2, 4, 8, 16 dividing head_dim,
  * 1 <= K < head_dim, numbers in canonical decimal. +prerope concerns keys only, so a +prerope fit
  * has keys' tensors only (its .v tensors would be refused); every other fit has both sides.
@@ -38,17 +44,20 @@
 #define CALIB_KEY_MAX 48          /* longest fit key, NUL excluded */
 #define CALIB_HASH_HEX 64
 
-typedef enum { CALIB_NUQ, CALIB_VQ } CalibBaseKind;
+typedef enum { CALIB_NUQ, CALIB_VQ, CALIB_RVQ, CALIB_PCA } CalibBaseKind;
 
 /* A parsed fit key. */
 typedef struct {
     CalibBaseKind kind;
-    int bits;          /* nuq: B (a table of 2^B); vq: C (2^C centroids) */
+    int bits;          /* nuq: B (a table of 2^B); vq, rvq: C (2^C centroids) */
+    int stages;        /* rvq: S */
+    int pca_scaled;    /* pca: B x 10^4 (B may be fractional) */
     int group;         /* nuq: G */
     int token_axis;    /* nuq: 1 for nuqB-tG */
     int sub_dim;       /* vq: D; nuq: 1 */
     int had, prerope;  /* the modifiers present */
     int outliers;      /* K of +outK, 0 without */
+    int aw;            /* +aw */
 } CalibFitKey;
 
 /* Parses a fit key for a model of head_dim; 0, or -1 with the reason in why ("bits must be 2, 3
@@ -60,7 +69,8 @@ typedef struct {
     char key[CALIB_KEY_MAX + 1];
     CalibFitKey parsed;
     int sides;                /* 2: keys and values; 1: keys only (+prerope) */
-    size_t codebook_floats;   /* floats per (layer, side): nuq 2^B; vq n_kv_heads * (head_dim/D) * 2^C * D */
+    size_t codebook_floats;   /* floats per (layer, side): nuq 2^B; vq n_kv_heads * (head_dim/D) * 2^C * D;
+                                 rvq S times vq's; pca n_kv_heads * pca_head_floats(head_dim) */
     float *codebooks;         /* [n_layers][sides][codebook_floats], keys first */
 } CalibFit;
 
