@@ -1,11 +1,8 @@
-/* eval/calib_fit.c: the tables of fitted bases from calibration rows (SCHEMES.md §8): each
- * table's points as its codec defines them, its start, Lloyd's algorithm (quant/lloyd.h), all
- * tables of all fits in parallel. See eval/calibrate.h. */
+/* eval/calib_fit.c: the tables of fitted bases from calibration rows (SCHEMES.md §8, §9): each
+ * table's rows as its codec is given them, fitted by the codec (KvFit, quant/codec.h), all tables
+ * of all fits in parallel. See eval/calibrate.h. */
 #include "eval/calibrate.h"
 #include "eval/progress.h"
-#include "quant/aw.h"
-#include "quant/lloyd.h"
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +18,9 @@ int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitS
         return -1;
     f->keys = keys.all;
     if (!kv_spec_is_fitted(&f->keys)) {
-        snprintf(why, why_len, "%s is not a fitted base (nuqB-gG, nuqB-tG, vqC-dD, pcaB)", f->keys.base.name);
+        char fitted[128];
+        kv_fitted_syntaxes(fitted, sizeof fitted);
+        snprintf(why, why_len, "%s is not a fitted base (%s)", f->keys.base.name, fitted);
         return -1;
     }
     kv_spec_fit_key(&f->keys, f->key, sizeof f->key);
@@ -35,7 +34,7 @@ int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitS
     return 0;
 }
 
-/* ---- one table's points ---- */
+/* ---- one table's rows ---- */
 
 /* Units a spec forms on one KV head's rows: rows one by one, or for a token-axis base the
  * complete groups of G positions of each window, from position 0. */
@@ -57,7 +56,7 @@ static const float *source_rows(const CalibRows *r, const KvSpec *spec, int l, i
     return base + (((size_t)l * r->n_kv_heads + (size_t)h) * (size_t)r->rows) * (size_t)r->head_dim;
 }
 
-size_t calib_points(const CalibRows *r, const KvSpec *spec, int layer, int head, int book, float *units, float *points) {
+size_t calib_units(const CalibRows *r, const KvSpec *spec, int layer, int head, float *units) {
     int d = r->head_dim, g = spec->base.rows;
     size_t count = 0;
     for (int h = head < 0 ? 0 : head; h < (head < 0 ? r->n_kv_heads : head + 1); h++) {
@@ -70,7 +69,7 @@ size_t calib_points(const CalibRows *r, const KvSpec *spec, int layer, int head,
                     kv_spec_codec_input(spec, row, d);
                 }
     }
-    return spec->base.codec->fit->points(&spec->base, units, count, d, book, points);
+    return count;
 }
 
 /* ---- the fits ---- */
@@ -87,11 +86,11 @@ static int task_list(const CalibRows *r, const CalibFitSpec *specs, int n_specs,
     FitTask *t = NULL;
     for (int f = 0; f < n_specs; f++)
         for (int side = 0; side < specs[f].sides; side++) {
-            KvTableShape shape;
+            KvFitLayout layout;
             const KvSpec *spec = spec_of(&specs[f], side);
-            spec->base.codec->fit->shape(&spec->base, r->head_dim, &shape);
+            spec->base.codec->fit->layout(&spec->base, r->head_dim, &layout);
             for (int l = 0; l < r->n_layers; l++)
-                for (int h = shape.per_head ? 0 : -1; h < (shape.per_head ? r->n_kv_heads : 0); h++) {
+                for (int h = layout.per_head ? 0 : -1; h < (layout.per_head ? r->n_kv_heads : 0); h++) {
                     if (n == cap) {
                         FitTask *grown = realloc(t, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *t);
                         if (!grown) {
@@ -107,113 +106,43 @@ static int task_list(const CalibRows *r, const CalibFitSpec *specs, int n_specs,
     return n;
 }
 
-/* Buffers of one task: its units, its points, the start's scratch, Lloyd's codes and sums. */
-typedef struct {
-    float *units, *points, *scratch;
-    uint16_t *codes;
-    void *lloyd;
-} FitBuffers;
-
-static void buffers_free(FitBuffers *b) {
-    free(b->units);
-    free(b->points);
-    free(b->scratch);
-    free(b->codes);
-    free(b->lloyd);
-}
-
-static int buffers_alloc(FitBuffers *b, const CalibRows *r, const KvSpec *spec, int head, const KvTableShape *shape) {
-    size_t floats = calib_units_floats(r, spec, head);
-    memset(b, 0, sizeof *b);
-    b->units = malloc(floats * sizeof(float));
-    b->points = malloc(floats * sizeof(float));
-    b->scratch = malloc(floats * sizeof(float));
-    b->codes = malloc(floats * sizeof(uint16_t));
-    b->lloyd = malloc(lloyd_scratch_bytes(shape->dim, shape->entries));
-    return b->units && b->points && b->scratch && b->codes && b->lloyd ? 0 : -1;
-}
-
-/* Lloyd keeps 1-D centroids in order, except after equal starts ({0, 0, 10} can end {1, 0, 9}). */
-static void sort_ascending(float *x, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
-            float t = x[j];
-            x[j] = x[j - 1];
-            x[j - 1] = t;
-        }
-}
-
-/* A codec that fits a KV head's table at once (pca): the head's rows as the codec is given them. */
-static int fit_whole_table(const CalibRows *r, const KvSpec *spec, const FitTask *t, const float *weights, float *table,
-                           char *why, size_t why_len) {
-    int d = r->head_dim;
-    const KvFit *fit = spec->base.codec->fit;
-    size_t count = (size_t)r->rows;
-    float *rows = malloc(count * (size_t)d * sizeof *rows);
-    void *scratch = malloc(fit->fit_scratch_bytes(&spec->base, count, d));
-    if (!rows || !scratch) {
-        free(rows);
-        free(scratch);
-        snprintf(why, why_len, "out of memory for the fit of %s", spec->text);
-        return -1;
-    }
-    memcpy(rows, source_rows(r, spec, t->layer, t->head), count * (size_t)d * sizeof *rows);
-    for (size_t i = 0; i < count; i++) kv_spec_codec_input(spec, rows + i * d, d);
-    fit->fit_table(&spec->base, rows, count, d, weights, table, scratch);
-    free(rows);
-    free(scratch);
-    return 0;
-}
-
-/* +aw's weights of a task's KV head (NULL without +aw, or for a table the heads share). */
-static const float *task_weights(const Calibration *c, const CalibRows *r, const KvSpec *spec, const FitTask *t) {
-    if (!spec->aw || t->head < 0) return NULL;
-    const float *w = calibration_aw(c, spec->side == KV_SIDE_VALUES ? 'v' : 'k', spec->prerope, t->layer);
-    return w ? w + (size_t)t->head * r->head_dim : NULL;
-}
-
-/* The table of one task into `table` (the layer's, or the head's part of it). */
-static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, const float *weights, float *table,
+/* The table of one task into `table` (the layer's, or the head's part of it): its rows, then
+ * the codec's fit in its own scratch. */
+static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, const Calibration *c, float *table,
                     char *why, size_t why_len) {
-    KvTableShape shape;
-    spec->base.codec->fit->shape(&spec->base, r->head_dim, &shape);
-    if (spec->base.codec->fit->fit_table) return fit_whole_table(r, spec, t, weights, table, why, why_len);
-    FitBuffers b;
-    int rc = buffers_alloc(&b, r, spec, t->head, &shape);
-    if (rc) snprintf(why, why_len, "out of memory for the fit of %s", spec->text);
-    size_t book_floats = (size_t)shape.entries * shape.dim;
-    for (int book = 0; book < shape.books && !rc; book++) {
-        size_t n = calib_points(r, spec, t->layer, t->head, book, b.units, b.points);
-        size_t need = 4 * (size_t)shape.entries;
-        if (n < need) {   /* the points grow with the tokens: as many more tokens as points are missing */
+    const KvFit *fit = spec->base.codec->fit;
+    float *units = malloc(calib_units_floats(r, spec, t->head) * sizeof(float));
+    void *scratch = NULL;
+    int rc = -1;
+    if (units) {
+        KvFitRows rows = {.units = units, .count = calib_units(r, spec, t->layer, t->head, units), .n = r->head_dim};
+        /* +aw (§9): the head's weights, or every head's for a table they share */
+        const float *w = spec->aw ? calibration_aw(c, spec->side == KV_SIDE_VALUES ? 'v' : 'k', spec->prerope, t->layer) : NULL;
+        if (w) {
+            rows.weights = w + (t->head < 0 ? 0 : (size_t)t->head * r->head_dim);
+            rows.weight_rows = t->head < 0 ? r->n_kv_heads : 1;
+        }
+        KvFitShortfall shortfall = {0, 0};
+        scratch = malloc(fit->scratch_bytes(&spec->base, &rows));
+        if (scratch && (rc = fit->fit(&spec->base, &rows, table, scratch, &shortfall)) != 0) {
+            /* the points grow with the tokens: as many more tokens as points are missing */
+            size_t need = 4 * (size_t)shortfall.entries, n = shortfall.points;
             size_t tokens = n ? ((size_t)r->rows * need + n - 1) / n : need;
             snprintf(why, why_len, "the fit %.60s has %zu points in layer %d, fewer than 4 x its %d entries: give "
-                     "--tokens %zu or more", spec->text, n, t->layer, shape.entries, tokens);
-            rc = -1;
-            break;
+                     "--tokens %zu or more", spec->text, n, t->layer, shortfall.entries, tokens);
         }
-        float *entries = table + (size_t)book * book_floats;
-        /* +aw on a head's sub-vectors (vq): Lloyd on sqrt(w)-scaled points is the weighted fit (quant/aw.h) */
-        float sqrt_w[LLOYD_MAX_DIM];
-        if (weights)
-            for (int e = 0; e < shape.dim; e++) sqrt_w[e] = sqrtf(weights[book * shape.dim + e]);
-        if (weights) aw_scale_points(b.points, n, shape.dim, sqrt_w);
-        spec->base.codec->fit->start(&spec->base, b.points, n, entries, b.scratch);
-        lloyd_fit(b.points, n, shape.dim, entries, shape.entries, LLOYD_MAX_ITERATIONS, b.codes, b.lloyd);
-        if (weights) aw_unscale_centroids(entries, shape.entries, shape.dim, sqrt_w);
-        if (shape.dim == 1) sort_ascending(entries, shape.entries);   /* §8 stores a table of values ascending */
     }
-    buffers_free(&b);
-    return rc;
+    if (!units || !scratch) snprintf(why, why_len, "out of memory for the fit of %s", spec->text);
+    free(units);
+    free(scratch);
+    return units && scratch ? rc : -1;
 }
 
 /* Where a task's table lies in the calibration: the layer's side, then the head's part. */
-static float *task_table(Calibration *c, const CalibRows *r, const CalibFitSpec *specs, const FitTask *t) {
+static float *task_table(Calibration *c, const FitTask *t) {
     CalibFit *fit = &c->fits[t->fit];
-    float *layer_side = fit->codebooks + ((size_t)t->layer * fit->sides + (size_t)t->side) * fit->codebook_floats;
-    size_t head_floats = fit->codebook_floats / (size_t)(t->head < 0 ? 1 : r->n_kv_heads);
-    (void)specs;
-    return layer_side + (t->head < 0 ? 0 : (size_t)t->head * head_floats);
+    float *layer_side = fit->codebooks + ((size_t)t->layer * fit->sides + (size_t)t->side) * fit->layer_floats;
+    return layer_side + (t->head < 0 ? 0 : (size_t)t->head * fit->table_floats);
 }
 
 int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Calibration *c,
@@ -234,8 +163,7 @@ int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Ca
         if (skip) continue;
         char mine[256];
         const FitTask *t = &tasks[i];
-        const KvSpec *spec = spec_of(&specs[t->fit], t->side);
-        if (fit_task(r, spec, t, task_weights(c, r, spec, t), task_table(c, r, specs, t), mine, sizeof mine)) {
+        if (fit_task(r, spec_of(&specs[t->fit], t->side), t, c, task_table(c, t), mine, sizeof mine)) {
             #pragma omp critical(calib_fit_failure)
             if (!failed) {
                 failed = 1;

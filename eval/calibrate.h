@@ -1,12 +1,12 @@
 /* eval/calibrate.h: ./run calibrate — a model run over calibration text to fit the KV cache to it
  * (SCHEMES.md §8): per-channel statistics of its keys, values and queries, and the tables of the
- * fitted bases (nuqB-gG / nuqB-tG, vqC-dD) asked for, written as a calibration file
+ * fitted bases asked for (quant/codec.h's KvFit), written as a calibration file
  * (model/formats/calibration.h) that --calib then gives to every command.
  *
  * The flow: the text tokenized as the evaluation tokenizes WikiText, its first N tokens cut into
  * windows of ctx; each window runs from an empty fp32 cache with exact f32 matmuls, and every
  * position of every window is a calibration row (calib_collect). Then each fit's tables, one per
- * layer and side (and KV head for vq), from its rows by Lloyd's algorithm, in parallel
+ * layer and side (and KV head for a per-head fit), each fitted by its codec, in parallel
  * (calib_fit_all). The default text is the calibration split, wiki.valid: numbers reported on
  * the test split stay held-out. */
 #ifndef KVQ_CALIBRATE_H
@@ -48,7 +48,7 @@ void calib_rows_free(CalibRows *rows);
 void calib_store_stats(const CalibRows *rows, Calibration *c);
 
 /* One fit's spec for each side, parsed from --fit (a fit key, or any spec with a fitted base,
- * whose fit key is derived: "nuq3-g64+had+res128" fits "nuq3-g64+had"). */
+ * whose fit key is derived: BASE+had+res128 fits BASE+had). */
 typedef struct {
     char key[96];
     KvSpec keys, values;
@@ -58,14 +58,12 @@ typedef struct {
 /* Parses --fit text for a model of n_layers x head_dim; 0 or -1 with why. */
 int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitSpec *f, char *why, size_t why_len);
 
-/* The calibration points of one book of one table: the rows of layer `layer` (and KV head
- * `head`, or every head when the table is shared: head -1) as the spec's base is given them
- * (§8: after +had, +prerope, +out; token groups complete within each window from position 0),
- * turned into points by the codec. units: scratch of calib_units_floats floats; points: as many.
- * Returns the number of points. */
+/* The units one table is fitted on: the rows of layer `layer` (and KV head `head`, or every
+ * head when the table is shared: head -1) as the spec's base is given them (§8: after +had,
+ * +prerope, +out; token groups complete within each window from position 0), into units
+ * (calib_units_floats floats). Returns the number of units (the codec's fit makes its points). */
 size_t calib_units_floats(const CalibRows *rows, const KvSpec *spec, int head);
-size_t calib_points(const CalibRows *rows, const KvSpec *spec, int layer, int head, int book, float *units,
-                    float *points);
+size_t calib_units(const CalibRows *rows, const KvSpec *spec, int layer, int head, float *units);
 
 /* Fits every table of every fit into c (fits already added to c in the order of specs), in
  * parallel; progress after each table. A fit whose points are fewer than 4 x its entries is

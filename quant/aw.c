@@ -1,5 +1,6 @@
 /* quant/aw.c: the +aw channel weights (SCHEMES.md §9; the rules are in aw.h). */
 #include "quant/aw.h"
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -83,4 +84,21 @@ void aw_unscale_centroids(float *centroids, int k, int dim, const float *sqrt_w)
     for (int c = 0; c < k; c++)
         for (int e = 0; e < dim; e++)
             centroids[(size_t)c * dim + e] = sqrt_w[e] > 0 ? centroids[(size_t)c * dim + e] / sqrt_w[e] : 0.0f;
+}
+
+double aw_objective(const float *points, size_t n, int dim, const float *w, const float *centroids, int k) {
+    double total = 0;
+    for (size_t i = 0; i < n; i++) {
+        double best = INFINITY;
+        for (int c = 0; c < k; c++) {
+            double s = 0;
+            for (int e = 0; e < dim; e++) {
+                double t = (double)points[i * dim + e] - centroids[(size_t)c * dim + e];
+                s += w[e] * t * t;
+            }
+            if (s < best) best = s;
+        }
+        total += best;
+    }
+    return total;
 }

@@ -50,32 +50,72 @@ typedef struct {
     char name[32];     /* canonical spelling, as written in a scheme */
 } KvBase;
 
-/* The table of a fitted base (SCHEMES.md §8): `books` independent codebooks of `entries`
- * entries of `dim` values each, back to back (nuq: one of 2^B single values; vqC-dD: d/D of
- * 2^C sub-vectors of D values). per_head: each KV head has its own table (vq), else the heads
- * of a layer share one (nuq). */
+/* What a fitted base stores (SCHEMES.md §8, §9). A calibration holds, per fit key, layer and
+ * side, one *table* per KV head (per_head) or one the layer's heads share. A table is one or
+ * more named float32 tensors back to back, in the order declared: tensor t of a per-head fit
+ * is written to the calibration file as fit.KEY.S.L[.NAME] of shape [n_kv_heads, dims...]
+ * (head h's table holds its slice), of a shared fit as [dims...]. NAME is "" for a fit of one
+ * tensor (nuq, vq: fit.KEY.k.0), else a word ("mean", "basis": fit.KEY.k.0.mean). The KV cache
+ * binds KvBase.table to the table of the rows' layer, side and head; model/formats/calibration.c
+ * derives every name, shape and check from this declaration. */
+#define KV_FIT_MAX_TENSORS 4
+#define KV_FIT_MAX_DIMS 3
 typedef struct {
-    int books, entries, dim, per_head;
-} KvTableShape;
+    const char *name;             /* "" for the fit's only tensor, else a lowercase word */
+    int ndim;                     /* 1..KV_FIT_MAX_DIMS: the dims of one table's part */
+    int dims[KV_FIT_MAX_DIMS];
+} KvFitTensor;
 
-/* How a fitted base's table is fitted to calibration rows (eval/calibrate.c runs it: Lloyd's
- * algorithm, quant/lloyd.h, on each book's points from the start given here). */
 typedef struct {
-    void (*shape)(const KvBase *b, int n, KvTableShape *shape);
-    /* The points of book `book` in count units lying back to back (b->rows rows of n values
-     * each, as the codec is given them: after +had and +out), in their order, into points (at
-     * most count * rows * n floats); returns how many points (of shape.dim values each). For a
-     * shared table the caller passes the units of every KV head. */
-    size_t (*points)(const KvBase *b, const float *units, size_t count, int n, int book, float *points);
-    /* One book's initial entries from its points; scratch holds n_points floats. */
-    void (*start)(const KvBase *b, const float *points, size_t n_points, float *entries, float *scratch);
-    /* Optional (pca): the whole table of one KV head at once from its count rows of n values (as
-     * the codec is given them), instead of books of Lloyd; weights: the head's +aw weights or
-     * NULL; scratch: fit_scratch_bytes. points and start are then unused (NULL). */
-    size_t (*fit_scratch_bytes)(const KvBase *b, size_t count, int n);
-    void (*fit_table)(const KvBase *b, const float *rows, size_t count, int n, const float *weights, float *table,
-                      void *scratch);
+    int per_head;                 /* 1: each KV head its own table; 0: the heads share one */
+    int n_tensors;                /* 1..KV_FIT_MAX_TENSORS */
+    KvFitTensor tensors[KV_FIT_MAX_TENSORS];
+} KvFitLayout;
+
+/* The units a table is fitted on: count units back to back, b->rows rows of n values each, as
+ * the codec is given them (after +had, +prerope, +out), in calibration order; for a shared
+ * table the units of every KV head. A struct so that what a fit may weigh by (+aw's
+ * per-channel weights, SCHEMES.md §9) is one more field. */
+typedef struct {
+    const float *units;
+    size_t count;
+    int n;
+    /* +aw: each unit's row weights, n floats per KV head (for a per-head table the head's own, for a
+     * shared one units [h * count / heads, (h + 1) * count / heads) weigh by row h); NULL: plain */
+    const float *weights;
+    int weight_rows;     /* rows of weights given (1 for a per-head table, n_kv_heads for a shared one) */
+} KvFitRows;
+
+/* Why a fit could not be made: too few points for one of its Lloyd runs (§8 asks for at least
+ * 4 per entry). The caller turns it into the tokens needed. */
+typedef struct {
+    size_t points;                /* the points that run had */
+    int entries;                  /* its entries: it needed 4 x entries points */
+} KvFitShortfall;
+
+/* How a fitted base's tables are declared and fitted. Pure like the rest of the codec: the
+ * caller allocates (scratch_bytes), reads and writes files, and runs tables in parallel. */
+typedef struct {
+    /* The tensors of one table for rows of n values (b checked for n). */
+    void (*layout)(const KvBase *b, int n, KvFitLayout *layout);
+    /* Optional: 1 when a table's finite values are valid for the codec (nuq: ascending), else 0
+     * with why naming the entry ("entry 3 = 0.1 after 0.2"). NULL: every finite table is. */
+    int (*check)(const KvBase *b, int n, const float *table, char *why, size_t why_len);
+    /* Bytes of scratch fit and objective need for rows (8-byte aligned by the caller). */
+    size_t (*scratch_bytes)(const KvBase *b, const KvFitRows *rows);
+    /* Fits one table (all its tensors, in the order declared: a part may use the parts fitted
+     * before it, as rvq's stage s the stages before it) from rows; deterministic. 0, or -1 with
+     * shortfall set when a Lloyd run would have too few points. */
+    int (*fit)(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall);
+    /* What the fit lowers, for rows and a table, in float64: Σ over the rows' points of the
+     * squared distance to what the codec would store (before the per-row scale), for comparing
+     * two tables of the same rows. */
+    double (*objective)(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch);
 } KvFit;
+
+/* Floats of one tensor of a table, and of the whole table (its tensors back to back). */
+size_t kv_fit_tensor_floats(const KvFitTensor *t);
+size_t kv_fit_table_floats(const KvFitLayout *layout);
 
 struct KvCodec {
     const char *syntax;    /* how the base is written: "intB-gG[-asym]" */
@@ -107,6 +147,10 @@ struct KvCodec {
     /* A fitted base's fitting (NULL: the codec has no table to fit). */
     const KvFit *fit;
 };
+
+/* The fitted bases' syntaxes from the table, ", "-separated ("nuqB-gG, nuqB-tG, vqC-dD"), for
+ * help and error texts. */
+void kv_fitted_syntaxes(char *out, size_t out_len);
 
 /* Parses a base name against every row of the table; 0 on success, else -1 with why
  * ("unknown base 'int4-x64'", or the codec's own complaint about a parameter). */

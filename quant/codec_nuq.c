@@ -32,6 +32,7 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#include "quant/aw.h"
 #include "quant/lloyd.h"
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -401,20 +402,35 @@ static void nuq_decode_t64(const KvBase *b, const void *units, int n, int r0, in
 
 /* ---- fitting (SCHEMES.md §8) ---- */
 
-/* One table of 2^B single values per layer and side, shared by the heads. */
-static void nuq_table_shape(const KvBase *b, int n, KvTableShape *shape) {
+/* One table of 2^B single values per layer and side, shared by the heads (file: [2^B]). */
+static void nuq_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
     (void)n;
-    *shape = (KvTableShape){.books = 1, .entries = entries(b), .dim = 1, .per_head = 0};
+    *layout = (KvFitLayout){.per_head = 0, .n_tensors = 1, .tensors = {{.name = "", .ndim = 1, .dims = {entries(b)}}}};
 }
 
-/* The z = x / s of every group of count units, groups with s = 0 left out; NaN values too (a
- * calibration row holds none; they would only poison the fit). */
-static size_t nuq_fit_points(const KvBase *b, const float *units, size_t count, int n, int book, float *points) {
-    (void)book;
-    size_t made = 0, unit_values = (size_t)b->rows * n;
-    int G = b->group, tokens = b->axis == KV_AXIS_TOKENS;
-    for (size_t u = 0; u < count; u++) {
-        const float *x = units + u * unit_values;
+/* §8 stores T ascending (equal neighbours, which only degenerate data gives, are accepted). */
+static int nuq_fit_check(const KvBase *b, int n, const float *table, char *why, size_t why_len) {
+    (void)n;
+    for (int e = 1; e < entries(b); e++)
+        if (!(table[e - 1] <= table[e])) {
+            snprintf(why, why_len, "is not ascending (entry %d = %g after %g)", e, (double)table[e], (double)table[e - 1]);
+            return 0;
+        }
+    return 1;
+}
+
+/* The z = x / s of every group of the rows, groups with s = 0 left out; NaN values too (a
+ * calibration row holds none; they would only poison the fit). With +aw (rows->weights, and
+ * point_weights given) each point's weight is its channel's w of its unit's KV head (the units
+ * of the weight rows' heads lie back to back, equally many). */
+static size_t nuq_fit_points(const KvBase *b, const KvFitRows *rows, float *points, float *point_weights) {
+    size_t made = 0, unit_values = (size_t)b->rows * rows->n;
+    int n = rows->n, G = b->group, tokens = b->axis == KV_AXIS_TOKENS;
+    const float *weights = point_weights ? rows->weights : NULL;
+    size_t per_head = weights && rows->weight_rows > 0 ? rows->count / (size_t)rows->weight_rows : 1;
+    for (size_t u = 0; u < rows->count; u++) {
+        const float *x = rows->units + u * unit_values;
+        const float *w = weights ? weights + (u / (per_head ? per_head : 1)) * (size_t)n : NULL;
         for (int g = 0; g < (tokens ? n : n / G); g++) {
             const float *xg = tokens ? x + g : x + (size_t)g * G;
             size_t stride = tokens ? (size_t)n : 1;
@@ -422,18 +438,90 @@ static size_t nuq_fit_points(const KvBase *b, const float *units, size_t count, 
             if (s == 0.0f) continue;
             for (int i = 0; i < G; i++) {
                 float z = xg[(size_t)i * stride] / s;
-                if (z == z) points[made++] = z;
+                if (z != z) continue;
+                if (w) point_weights[made] = w[tokens ? g : g * G + i];
+                points[made++] = z;
             }
         }
     }
     return made;
 }
 
-static void nuq_fit_start(const KvBase *b, const float *points, size_t n_points, float *table, float *scratch) {
-    lloyd_init_ranks(points, n_points, entries(b), table, scratch);
+/* Scratch: Lloyd's sums (plain, or +aw's weighted ones), the points, the sorted copy the start
+ * needs, the points' +aw weights, the codes. */
+typedef struct {
+    float *points, *sorted, *weights;
+    uint16_t *codes;
+    void *lloyd;
+    double *weighted;
+} NuqScratch;
+
+static size_t nuq_values(const KvBase *b, const KvFitRows *rows) { return rows->count * (size_t)b->rows * rows->n; }
+
+static size_t nuq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
+    size_t v = nuq_values(b, rows);
+    return lloyd_scratch_bytes(1, entries(b)) + 2 * (size_t)entries(b) * sizeof(double) + 3 * v * sizeof(float) +
+           v * sizeof(uint16_t) + 8;
 }
 
-static const KvFit NUQ_FIT = {.shape = nuq_table_shape, .points = nuq_fit_points, .start = nuq_fit_start};
+static NuqScratch nuq_scratch(const KvBase *b, const KvFitRows *rows, void *scratch) {
+    size_t v = nuq_values(b, rows);
+    NuqScratch s;
+    s.lloyd = scratch;   /* first: Lloyd's float64 sums keep the caller's alignment */
+    s.weighted = (double *)((char *)scratch + lloyd_scratch_bytes(1, entries(b)));
+    s.points = (float *)(s.weighted + 2 * (size_t)entries(b));
+    s.sorted = s.points + v;
+    s.weights = s.sorted + v;
+    s.codes = (uint16_t *)(s.weights + v);
+    return s;
+}
+
+/* Lloyd keeps 1-D centroids in order, except after equal starts ({0, 0, 10} can end {1, 0, 9}). */
+static void sort_ascending(float *x, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            float t = x[j];
+            x[j] = x[j - 1];
+            x[j - 1] = t;
+        }
+}
+
+/* §8: the points' ranks as the start, Lloyd, the table stored ascending. */
+static int nuq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
+    NuqScratch s = nuq_scratch(b, rows, scratch);
+    size_t n = nuq_fit_points(b, rows, s.points, s.weights);
+    if (n < 4 * (size_t)entries(b)) {
+        *shortfall = (KvFitShortfall){.points = n, .entries = entries(b)};
+        return -1;
+    }
+    lloyd_init_ranks(s.points, n, entries(b), table, s.sorted);
+    if (rows->weights)   /* +aw (§9): an entry moves to the weighted mean of its points */
+        aw_lloyd_fit_1d(s.points, s.weights, n, table, entries(b), LLOYD_MAX_ITERATIONS, s.codes, s.weighted);
+    else
+        lloyd_fit(s.points, n, 1, table, entries(b), LLOYD_MAX_ITERATIONS, s.codes, s.lloyd);
+    sort_ascending(table, entries(b));
+    return 0;
+}
+
+static double nuq_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
+    NuqScratch s = nuq_scratch(b, rows, scratch);
+    size_t n = nuq_fit_points(b, rows, s.points, s.weights);
+    if (!rows->weights) return lloyd_objective(s.points, n, 1, table, entries(b));
+    double sum = 0;   /* +aw: each point's squared error times its weight */
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)s.points[i] - table[lloyd_nearest(&s.points[i], 1, table, entries(b))];
+        sum += s.weights[i] * e * e;
+    }
+    return sum;
+}
+
+static const KvFit NUQ_FIT = {
+    .layout = nuq_fit_layout,
+    .check = nuq_fit_check,
+    .scratch_bytes = nuq_fit_scratch_bytes,
+    .fit = nuq_fit,
+    .objective = nuq_fit_objective,
+};
 
 const KvCodec kv_codec_nuq = {
     .syntax = "nuqB-gG, nuqB-tG",

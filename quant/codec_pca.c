@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "quant/codec.h"
+#include "quant/lloyd.h"
 #include "quant/pca.h"
 
 #define PCA_SCALE 10000   /* B is kept as B * 10^4 in KvBase.variant: up to 4 decimal places */
@@ -163,32 +164,85 @@ static void pca_decode(const KvBase *b, const void *units, int n, int r0, int co
 
 /* ---- fitting (SCHEMES.md §9) ---- */
 
-/* One block of pca_head_floats(d) per KV head. */
-static void pca_table_shape(const KvBase *b, int n, KvTableShape *shape) {
+/* Per KV head: mean [d], basis [d, d], bits [d], tables [d, 256] (pca_head_view's order). */
+static void pca_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
     (void)b;
-    *shape = (KvTableShape){.books = 1, .entries = 1, .dim = (int)pca_head_floats(n), .per_head = 1};
+    *layout = (KvFitLayout){.per_head = 1, .n_tensors = 4,
+                            .tensors = {{.name = "mean", .ndim = 1, .dims = {n}},
+                                        {.name = "basis", .ndim = 2, .dims = {n, n}},
+                                        {.name = "bits", .ndim = 1, .dims = {n}},
+                                        {.name = "tables", .ndim = 2, .dims = {n, PCA_TABLE_STRIDE}}}};
 }
 
-static size_t pca_fit_scratch(const KvBase *b, size_t count, int n) {
-    return pca_fit_scratch_bytes(count, n, row_bits(b, n)) + (size_t)n * sizeof(float);
-}
-
-static void pca_fit_table(const KvBase *b, const float *rows, size_t count, int n, const float *weights, float *table,
-                          void *scratch) {
-    void *fit_scratch = scratch;   /* the fit's (8-byte aligned) first, then sqrt(w) */
-    float *roots = (float *)((char *)scratch + pca_fit_scratch_bytes(count, n, row_bits(b, n)));
+/* bits: whole numbers 0..8 summing to at most B x d (what the row's bytes hold). */
+static int pca_fit_check(const KvBase *b, int n, const float *table, char *why, size_t why_len) {
     PcaHead h;
     pca_head_view(table, n, &h);
-    if (weights)
-        for (int c = 0; c < n; c++) roots[c] = sqrtf(weights[c]);
-    pca_fit_head(rows, count, n, weights ? roots : NULL, row_bits(b, n), (float *)h.mean, (float *)h.basis,
-                 (float *)h.bits, (float *)h.tables, NULL, fit_scratch);
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        float v = h.bits[i];
+        if (!(v >= 0 && v <= PCA_MAX_BITS) || v != (float)(int)v) {
+            snprintf(why, why_len, "bits of component %d = %g (whole numbers 0..8)", i, (double)v);
+            return 0;
+        }
+        sum += (long)v;
+    }
+    if (sum > row_bits(b, n)) {
+        snprintf(why, why_len, "bits sum to %ld, more than B x d = %d", sum, row_bits(b, n));
+        return 0;
+    }
+    return 1;
+}
+
+/* The fit's scratch (8-byte aligned, first), then sqrt(w). */
+static size_t pca_fit_scratch(const KvBase *b, const KvFitRows *rows) {
+    return pca_fit_scratch_bytes(rows->count, rows->n, row_bits(b, rows->n)) + (size_t)rows->n * sizeof(float);
+}
+
+static const float *scratch_roots(const KvBase *b, const KvFitRows *rows, void *scratch) {
+    if (!rows->weights) return NULL;
+    float *roots = (float *)((char *)scratch + pca_fit_scratch_bytes(rows->count, rows->n, row_bits(b, rows->n)));
+    for (int c = 0; c < rows->n; c++) roots[c] = sqrtf(rows->weights[c]);
+    return roots;
+}
+
+static int pca_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
+    (void)shortfall;
+    int n = rows->n;
+    PcaHead h;
+    pca_head_view(table, n, &h);
+    pca_fit_head(rows->units, rows->count, n, scratch_roots(b, rows, scratch), row_bits(b, n), (float *)h.mean,
+                 (float *)h.basis, (float *)h.bits, (float *)h.tables, NULL, scratch);
+    return 0;
+}
+
+/* sum over rows and components of (y_i - stored y_i)^2, y_i^2 where nothing is stored: the
+ * allocation's objective (in the +aw-weighted domain). */
+static double pca_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
+    int n = rows->n;
+    PcaHead h;
+    pca_head_view(table, n, &h);
+    const float *roots = scratch_roots(b, rows, scratch);
+    double sum = 0;
+    for (size_t r = 0; r < rows->count; r++) {
+        float y[PCA_TABLE_STRIDE];
+        pca_project(&h, roots, rows->units + r * (size_t)n, y);
+        for (int i = 0; i < n; i++) {
+            int bits = component_bits(&h, i);
+            const float *t = h.tables + (size_t)i * PCA_TABLE_STRIDE;
+            double e = bits ? (double)y[i] - t[lloyd_nearest(&y[i], 1, t, 1 << bits)] : (double)y[i];
+            sum += e * e;
+        }
+    }
+    return sum;
 }
 
 static const KvFit PCA_FIT = {
-    .shape = pca_table_shape,
-    .fit_scratch_bytes = pca_fit_scratch,
-    .fit_table = pca_fit_table,
+    .layout = pca_fit_layout,
+    .check = pca_fit_check,
+    .scratch_bytes = pca_fit_scratch,
+    .fit = pca_fit,
+    .objective = pca_fit_objective,
 };
 
 const KvCodec kv_codec_pca = {

@@ -140,16 +140,6 @@ static void tq_rotate(const KvBase *b, float *x, int n, KvRotation direction) {
 
 /* ---- encode ---- */
 
-/* fp16 bits of ||x||_2, or 0 when it is not a finite half (see the header: NaN, inf, overflow). */
-static uint16_t norm_f16(const float *x, int n) {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
-    double norm = sqrt(sum);
-    if (!(norm < 1e30)) return 0;   /* NaN or huge: also keeps the double -> float conversion in range */
-    uint16_t h = f32_to_f16((float)norm);
-    return (h & 0x7c00u) == 0x7c00u ? 0 : h;
-}
-
 /* The code of z: how many midpoints between neighbouring centroids lie strictly below z. */
 static inline uint32_t nearest_code(float z, const double *midpoints, int count) {
     uint32_t code = 0;
@@ -167,7 +157,7 @@ static inline void pack8(const uint32_t c[8], int bits, unsigned char *p) {
 static void tq_encode(const KvBase *b, const float *x, int n, void *unit) {
     if (!tq_width_ok(n)) return;
     unsigned char *codes = unit;
-    uint16_t r16 = norm_f16(x, n);
+    uint16_t r16 = f16_norm(x, n);
     memset(unit, 0, tq_unit_bytes(b, n));   /* r = 0: codes 0, r 0 */
     if (r16 == 0) return;
     kv_put_u16(codes + code_bytes(b, n), r16);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#include "quant/aw.h"
 #include "quant/lloyd.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -91,16 +92,6 @@ static unsigned get_code(const unsigned char *codes, int i, int bits) {
 }
 
 /* ---- encode and decode ---- */
-
-/* fp16 bits of ||x||_2, or 0 when it is not a finite half (NaN, inf, overflow). */
-static uint16_t norm_f16(const float *x, int n) {
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
-    double norm = sqrt(sum);
-    if (!(norm < 1e30)) return 0;   /* NaN or huge: also keeps the double -> float conversion in range */
-    uint16_t h = f32_to_f16((float)norm);
-    return (h & 0x7c00u) == 0x7c00u ? 0 : h;
-}
 
 #if defined(__AVX512F__)
 /* lloyd.h's distances from x (D = 4) to the 16 entries c0 .. c0+15 of a codebook: 4 registers
@@ -179,7 +170,7 @@ static unsigned nearest_weighted(const float *z, int D, const float *book, int k
 static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     unsigned char *codes = unit;
     memset(unit, 0, vq_unit_bytes(b, n));   /* r = 0 or no table: codes 0, r 0 */
-    uint16_t r16 = norm_f16(x, n);
+    uint16_t r16 = f16_norm(x, n);
     if (r16 == 0 || !b->table) return;
     kv_put_u16(codes + code_bytes(b, n), r16);
     float r = f16_to_f32(r16), sqrt_d = sqrtf((float)n), z[KV_MAX_HEAD_DIM];
@@ -356,20 +347,21 @@ static void vq_decode_t64(const KvBase *b, const void *units, int n, int r0, int
 
 /* ---- fitting (SCHEMES.md §8) ---- */
 
-/* Per KV head, d/D books of 2^C entries of D values. */
-static void vq_table_shape(const KvBase *b, int n, KvTableShape *shape) {
-    *shape = (KvTableShape){.books = n / sub_dim(b), .entries = 1 << b->bits, .dim = sub_dim(b), .per_head = 1};
+/* Per KV head, d/D books of 2^C entries of D values (file: [n_kv_heads, d/D, 2^C, D]). */
+static void vq_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
+    *layout = (KvFitLayout){.per_head = 1, .n_tensors = 1,
+                            .tensors = {{.name = "", .ndim = 3, .dims = {n / sub_dim(b), 1 << b->bits, sub_dim(b)}}}};
 }
 
 /* Sub-vector `book` of the z of every row (one head's, in calibration order); rows with r = 0
  * (no direction to fit) left out. */
-static size_t vq_fit_points(const KvBase *b, const float *units, size_t count, int n, int book, float *points) {
-    int D = sub_dim(b);
+static size_t vq_fit_points(const KvBase *b, const KvFitRows *rows, int book, float *points) {
+    int D = sub_dim(b), n = rows->n;
     float sqrt_d = sqrtf((float)n);
     size_t made = 0;
-    for (size_t u = 0; u < count; u++) {
-        const float *x = units + u * (size_t)n;
-        uint16_t r16 = norm_f16(x, n);
+    for (size_t u = 0; u < rows->count; u++) {
+        const float *x = rows->units + u * (size_t)n;
+        uint16_t r16 = f16_norm(x, n);
         if (r16 == 0) continue;
         float r = f16_to_f32(r16);
         for (int i = 0; i < D; i++) points[made * D + i] = x[book * D + i] * sqrt_d / r;
@@ -378,12 +370,57 @@ static size_t vq_fit_points(const KvBase *b, const float *units, size_t count, i
     return made;
 }
 
-static void vq_fit_start(const KvBase *b, const float *points, size_t n_points, float *entries, float *scratch) {
-    (void)scratch;
-    lloyd_init_spread(points, n_points, sub_dim(b), 1 << b->bits, entries);
+/* Scratch: one book's points, Lloyd's codes and sums. */
+static size_t vq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
+    return lloyd_scratch_bytes(sub_dim(b), 1 << b->bits) + rows->count * (sub_dim(b) * sizeof(float) + sizeof(uint16_t));
 }
 
-static const KvFit VQ_FIT = {.shape = vq_table_shape, .points = vq_fit_points, .start = vq_fit_start};
+static float *vq_scratch_points(const KvBase *b, void *scratch) {
+    return (float *)((char *)scratch + lloyd_scratch_bytes(sub_dim(b), 1 << b->bits));
+}
+
+/* §8, each book apart: the points at indices floor(k n / K) as the start, then Lloyd. */
+static int vq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
+    int D = sub_dim(b), k = 1 << b->bits;
+    float *points = vq_scratch_points(b, scratch);
+    uint16_t *codes = (uint16_t *)(points + rows->count * (size_t)D);
+    for (int book = 0; book < rows->n / D; book++) {
+        size_t n = vq_fit_points(b, rows, book, points);
+        if (n < 4 * (size_t)k) {
+            *shortfall = (KvFitShortfall){.points = n, .entries = k};
+            return -1;
+        }
+        float *entries = table + (size_t)book * book_floats(b);
+        /* +aw: Lloyd on sqrt(w)-scaled points is the weighted fit (quant/aw.h) */
+        float sqrt_w[16];
+        if (rows->weights)
+            for (int e = 0; e < D; e++) sqrt_w[e] = sqrtf(rows->weights[book * D + e]);
+        if (rows->weights) aw_scale_points(points, n, D, sqrt_w);
+        lloyd_init_spread(points, n, D, k, entries);
+        lloyd_fit(points, n, D, entries, k, LLOYD_MAX_ITERATIONS, codes, scratch);
+        if (rows->weights) aw_unscale_centroids(entries, k, D, sqrt_w);
+    }
+    return 0;
+}
+
+static double vq_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
+    float *points = vq_scratch_points(b, scratch);
+    double sum = 0;
+    for (int book = 0; book < rows->n / sub_dim(b); book++) {
+        size_t n = vq_fit_points(b, rows, book, points);
+        const float *entries = table + (size_t)book * book_floats(b);
+        sum += rows->weights ? aw_objective(points, n, sub_dim(b), rows->weights + book * sub_dim(b), entries, 1 << b->bits)
+                             : lloyd_objective(points, n, sub_dim(b), entries, 1 << b->bits);
+    }
+    return sum;
+}
+
+static const KvFit VQ_FIT = {
+    .layout = vq_fit_layout,
+    .scratch_bytes = vq_fit_scratch_bytes,
+    .fit = vq_fit,
+    .objective = vq_fit_objective,
+};
 
 const KvCodec kv_codec_vq = {
     .syntax = "vqC-dD",

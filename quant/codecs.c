@@ -39,6 +39,25 @@ int kv_codec_count(void) { return N_CODECS; }
 
 const KvCodec *kv_codec_at(int i) { return i >= 0 && i < N_CODECS ? CODECS[i] : NULL; }
 
+void kv_fitted_syntaxes(char *out, size_t out_len) {
+    size_t used = 0;
+    if (out_len) out[0] = '\0';
+    for (int i = 0; i < N_CODECS && used < out_len; i++)
+        if (CODECS[i]->fit) used += (size_t)snprintf(out + used, out_len - used, "%s%s", used ? ", " : "", CODECS[i]->syntax);
+}
+
+size_t kv_fit_tensor_floats(const KvFitTensor *t) {
+    size_t floats = 1;
+    for (int i = 0; i < t->ndim; i++) floats *= (size_t)t->dims[i];
+    return floats;
+}
+
+size_t kv_fit_table_floats(const KvFitLayout *layout) {
+    size_t floats = 0;
+    for (int i = 0; i < layout->n_tensors; i++) floats += kv_fit_tensor_floats(&layout->tensors[i]);
+    return floats;
+}
+
 int kv_base_parse(const char *name, KvBase *b, char *why, size_t why_len) {
     for (int i = 0; i < N_CODECS; i++) {
         memset(b, 0, sizeof *b);

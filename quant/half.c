@@ -2,6 +2,7 @@
  * manipulation so the results do not depend on compiler support for _Float16
  * or on the FPU's rounding mode. Every rounding is to nearest, ties to even. */
 #include "quant/half.h"
+#include <math.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -110,4 +111,13 @@ void f16_bytes_to_f32(const unsigned char *p, size_t n, float *out) {
         _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 2 * i))));
 #endif
     for (; i < n; i++) out[i] = f16_to_f32((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
+}
+
+uint16_t f16_norm(const float *x, int n) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)x[i] * (double)x[i];
+    double norm = sqrt(sum);
+    if (!(norm < 1e30)) return 0;   /* NaN or huge: also keeps the double -> float conversion in range */
+    uint16_t h = f32_to_f16((float)norm);
+    return (h & 0x7c00u) == 0x7c00u ? 0 : h;
 }

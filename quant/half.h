@@ -25,6 +25,10 @@ static inline float bf16_to_f32(uint16_t b) {
 void f32_to_f16_bytes(const float *x, size_t n, unsigned char *p);
 void f16_bytes_to_f32(const unsigned char *p, size_t n, float *out);
 
+/* fp16 bits of ||x||_2 (n values; the squares summed in double), or 0 when the norm is not a
+ * finite half (NaN, inf, overflow): the per-row scale of tq, vq and rvq. */
+uint16_t f16_norm(const float *x, int n);
+
 /* Rounds f to the nearest representable half and back (what storing in fp16 does). */
 static inline float round_to_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
 

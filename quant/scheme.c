@@ -277,6 +277,24 @@ int kv_layered_bind(KvLayered *l, int n_layers, int head_dim, KvSide side, char 
     return 0;
 }
 
+int kv_fit_key_parse(const char *key, int head_dim, KvSpec *spec, char *why, size_t why_len) {
+    char canonical[96], fitted[128];
+    if (kv_spec_parse(key, KV_SIDE_KEYS, spec, why, why_len) || spec_check(spec, head_dim, KV_SIDE_KEYS, why, why_len))
+        return -1;
+    if (!kv_spec_is_fitted(spec)) {
+        kv_fitted_syntaxes(fitted, sizeof fitted);
+        snprintf(why, why_len, "%s is not a fitted base (%s)", spec->base.name, fitted);
+        return -1;
+    }
+    kv_spec_fit_key(spec, canonical, sizeof canonical);
+    if (strcmp(canonical, key)) {   /* a key names tensors: one spelling, and only what changes a fit */
+        snprintf(why, why_len, "'%.48s' is not a fit key: its fit key is '%s' (+had, +prerope, +outK, in that order)", key,
+                 canonical);
+        return -1;
+    }
+    return 0;
+}
+
 const KvSpec *kv_layered_at(const KvLayered *l, int layer) {
     for (int i = l->n_items - 1; i >= 0; i--)
         if (layer >= l->items[i].first && layer <= l->items[i].last) return &l->items[i].spec;
@@ -337,9 +355,9 @@ double kv_layered_table_bytes(const KvLayered *l, int n_layers, int n_kv_heads, 
     for (int layer = 0; layer < n_layers; layer++) {
         const KvSpec *spec = kv_layered_at(l, layer);
         if (!kv_spec_is_fitted(spec)) continue;
-        KvTableShape shape;
-        spec->base.codec->fit->shape(&spec->base, head_dim, &shape);
-        bytes += 4.0 * shape.books * shape.entries * shape.dim * (shape.per_head ? n_kv_heads : 1);
+        KvFitLayout layout;
+        spec->base.codec->fit->layout(&spec->base, head_dim, &layout);
+        bytes += 4.0 * (double)kv_fit_table_floats(&layout) * (layout.per_head ? n_kv_heads : 1);
     }
     return bytes;
 }

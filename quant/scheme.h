@@ -88,6 +88,10 @@ int kv_spec_is_fp32(const KvSpec *spec);
  * given or how it measures, in this order: +had, +prerope, +outK, +aw ("nuq3-g64+had"). +res and +sink do not change a
  * fit. Empty for a base without a table to fit. */
 void kv_spec_fit_key(const KvSpec *spec, char *key, size_t key_len);
+/* Parses a fit key for rows of head_dim values into spec (for keys: a +prerope key is keys'
+ * only). 0, or -1 with why: a bad base or modifier, not a fitted base (the table's list), or
+ * not the canonical fit key of what it names (it names tensors: "nuq3-g064", "+res4" refused). */
+int kv_fit_key_parse(const char *key, int head_dim, KvSpec *spec, char *why, size_t why_len);
 /* 1 when the spec's base is fitted (reads a table from a calibration). */
 int kv_spec_is_fitted(const KvSpec *spec);
 

@@ -68,21 +68,22 @@ static void test_reference(void) {
                 snprintf(name, sizeof name, "fit.%s.%c.%d", keys[i], "kv"[side], l);
                 const Tensor *t = st_find(&st, name);
                 const float *book = calibration_codebook(&c, keys[i], "kv"[side], l);
-                /* The layout calibration.h documents: codebooks[layer][side][codebook_floats]. */
-                bad += book != c.fits[i].codebooks + ((size_t)l * 2 + (size_t)side) * c.fits[i].codebook_floats;
-                bad += !t || !book || t->numel != c.fits[i].codebook_floats || memcmp(book, t->data, t->nbytes);
+                /* The layout calibration.h documents: codebooks[layer][side][layer_floats]. */
+                bad += book != c.fits[i].codebooks + ((size_t)l * 2 + (size_t)side) * c.fits[i].layer_floats;
+                bad += !t || !book || t->numel != c.fits[i].layer_floats || memcmp(book, t->data, t->nbytes);
             }
     }
     check(bad == 0, "calib reference arrays = the file's bytes (every stats and fit tensor)", "%d differ", bad);
 
     /* vq lookups: head 1, sub-vector 15 of layer 3's values starts at ((1 * 16 + 15) * 256) * 4 floats. */
     const Tensor *t = st_find(&st, "fit.vq8-d4.v.3");
-    const float *sub = calibration_vq_codebook(&c, "vq8-d4", 'v', 3, 1, 15);
+    const float *head = calibration_table(&c, "vq8-d4", 'v', 3, 1), *sub = head ? head + 15 * 256 * 4 : NULL;
     check(t && sub && !memcmp(sub, (const char *)t->data + (size_t)((1 * 16 + 15) * 256) * 4 * sizeof(float),
                                256 * 4 * sizeof(float)),
           "calib vq lookup: head 1, sub-vector 15 of a [2, 16, 256, 4] codebook", "wrong place");
     t = st_find(&st, "fit.vq8-d8+had.k.0");
-    sub = calibration_vq_codebook(&c, "vq8-d8+had", 'k', 0, 0, 7);
+    head = calibration_table(&c, "vq8-d8+had", 'k', 0, 0);
+    sub = head ? head + 7 * 256 * 8 : NULL;
     check(t && sub && !memcmp(sub, (const char *)t->data + (size_t)(7 * 256 * 8) * sizeof(float), 256 * 8 * sizeof(float)),
           "calib vq lookup: head 0, sub-vector 7 of a [2, 8, 256, 8] codebook", "wrong place");
     st_close(&st);
@@ -95,11 +96,13 @@ static void test_reference(void) {
     /* Lookups outside the file give NULL. */
     check(!calibration_codebook(&c, "nuq4-g64", 'k', 0) && !calibration_codebook(&c, "nuq3-g64", 'x', 0) &&
               !calibration_codebook(&c, "nuq3-g64", 'k', 4) && !calibration_codebook(&c, "nuq3-g64", 'k', -1) &&
-              !calibration_vq_codebook(&c, "nuq3-g64", 'k', 0, 0, 0) &&
-              !calibration_vq_codebook(&c, "vq8-d4", 'k', 0, 2, 0) &&
-              !calibration_vq_codebook(&c, "vq8-d4", 'k', 0, 0, 16) &&
-              !calibration_vq_codebook(&c, "vq8-d4", 'k', 0, -1, 0),
-          "calib lookups of absent keys, sides, layers, heads and sub-vectors give NULL", "a lookup answered");
+              !calibration_table(&c, "nuq3-g64", 'k', 0, 2) && !calibration_table(&c, "vq8-d4", 'k', 0, 2) &&
+              !calibration_table(&c, "vq8-d4", 'k', 0, -1) && !calibration_table(&c, "vq8-d4", 'k', 4, 0),
+          "calib lookups of absent keys, sides, layers and heads give NULL", "a lookup answered");
+    /* A shared table is every head's; a per-head one is the head's slice of the layer. */
+    check(calibration_table(&c, "nuq3-g64", 'k', 0, 1) == calibration_codebook(&c, "nuq3-g64", 'k', 0) &&
+              calibration_table(&c, "vq8-d4", 'v', 3, 1) == calibration_codebook(&c, "vq8-d4", 'v', 3) + 16 * 256 * 4,
+          "calib table of a head: nuq's shared, vq's own slice", "wrong table");
     calibration_free(&c);
     check(is_empty(&c), "calib free leaves a zeroed struct", "not zeroed");
 
@@ -152,14 +155,14 @@ static void fill(Calibration *c, uint64_t seed) {
         CalibFit *fit = &c->fits[f];
         size_t books = (size_t)c->n_layers * fit->sides;
         for (size_t b = 0; b < books; b++) {
-            float *x = fit->codebooks + b * fit->codebook_floats;
-            for (size_t i = 0; i < fit->codebook_floats; i++)
-                x[i] = fit->parsed.kind == CALIB_NUQ ? -1.0f + (float)i * 0.25f + 0.1f * rnd(&seed) : rnd(&seed);
+            float *x = fit->codebooks + b * fit->layer_floats;
+            for (size_t i = 0; i < fit->layer_floats; i++)
+                x[i] = strncmp(fit->key, "nuq", 3) == 0 ? -1.0f + (float)i * 0.25f + 0.1f * rnd(&seed) : rnd(&seed);
         }
     }
 }
 
-static const char *SMALL_KEYS[4] = {"nuq2-g8", "vq4-d2", "nuq3-t4+had+prerope+out1", "vq2-d8+had"};
+static const char *SMALL_KEYS[4] = {"nuq2-g8", "vq4-d2", "nuq3-g8+had+prerope+out1", "vq2-d8+had"};
 
 static int build_small(Calibration *c, Error *err) {
     if (calibration_init(c, LAYERS, HEADS, KV_HEADS, DIM, err)) return -1;
@@ -197,8 +200,8 @@ static int calibrations_equal(const Calibration *a, const Calibration *b) {
         return 0;
     for (int i = 0; i < a->n_fits; i++) {
         const CalibFit *x = &a->fits[i], *y = &b->fits[i];
-        if (strcmp(x->key, y->key) || x->sides != y->sides || x->codebook_floats != y->codebook_floats ||
-            memcmp(x->codebooks, y->codebooks, (size_t)a->n_layers * x->sides * x->codebook_floats * 4))
+        if (strcmp(x->key, y->key) || x->sides != y->sides || x->layer_floats != y->layer_floats ||
+            memcmp(x->codebooks, y->codebooks, (size_t)a->n_layers * x->sides * x->layer_floats * 4))
             return 0;
     }
     return 1;
@@ -211,8 +214,8 @@ static void test_round_trip(void) {
     snprintf(a, sizeof a, "%s/a.safetensors", tmpdir);
     snprintf(b, sizeof b, "%s/b.safetensors", tmpdir);
     int rc = build_small(&c, &err);
-    check(rc == 0 && c.fits[2].sides == 1 && c.fits[1].codebook_floats == 2 * 4 * 16 * 2 &&
-              c.fits[3].codebook_floats == 2 * 1 * 4 * 8,
+    check(rc == 0 && c.fits[2].sides == 1 && c.fits[1].layer_floats == 2 * 4 * 16 * 2 &&
+              c.fits[3].layer_floats == 2 * 1 * 4 * 8,
           "calib build in memory (a +prerope fit has keys only; vq sizes)", "%s", err.msg);
     rc = rc || calibration_save(a, &c, &err);
     CalibModel model = {LAYERS, HEADS, KV_HEADS, DIM, OUTLIERS_SHA};
@@ -281,7 +284,7 @@ static void test_writer_refusals(void) {
 
     /* Building: bad and repeated fit keys. */
     calibration_init(&c, LAYERS, HEADS, KV_HEADS, DIM, &err);
-    int refused = !calibration_add_fit(&c, "nuq5-g8", &err) && strstr(err.msg, "nuq bits must be 2, 3 or 4");
+    int refused = !calibration_add_fit(&c, "nuq5-g8", &err) && strstr(err.msg, "nuq5-g8: expected nuqB-gG or nuqB-tG with B = 2, 3 or 4");
     refused = refused && calibration_add_fit(&c, "nuq2-g8", &err) && !calibration_add_fit(&c, "nuq2-g8", &err) &&
               strstr(err.msg, "already");
     check(refused && c.n_fits == 1, "calib add_fit refuses a bad key and a repeated key", "%s", err.msg);
@@ -555,27 +558,27 @@ static void test_bad_names(void) {
     static const struct {
         const char *from, *to, *want, *name;
     } renames[] = {
-        {"fit.nuq2-g8.k.0", "fit.nuq5-g8.k.0", "tensor 'fit.nuq5-g8.k.0': fit key: nuq bits must be 2, 3 or 4",
+        {"fit.nuq2-g8.k.0", "fit.nuq5-g8.k.0", "tensor 'fit.nuq5-g8.k.0': fit key: nuq5-g8: expected nuqB-gG or nuqB-tG with B = 2, 3 or 4",
          "calib refuses fit key nuq5-g8"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-x8.k.0", "fit key: nuq needs a group", "calib refuses fit key nuq2-x8"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g08.k.0", "fit key: the group must be a positive integer",
+        {"fit.nuq2-g8.k.0", "fit.nuq2-x8.k.0", "fit key: nuq2-x8: expected nuqB-gG or nuqB-tG", "calib refuses fit key nuq2-x8"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g08.k.0", "fit key: 'nuq2-g08' is not a fit key: its fit key is 'nuq2-g8'",
          "calib refuses a non-canonical fit key nuq2-g08"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g0.k.0", "fit key: the group must be a positive integer", "calib refuses fit key nuq2-g0"},
-        {"fit.vq4-d2.k.0", "fit.vq13-d2.k.0", "fit key: vq code bits must be 1 to 12", "calib refuses fit key vq13-d2"},
-        {"fit.vq4-d2.k.0", "fit.vq0-d2.k.0", "fit key: vq code bits must be 1 to 12", "calib refuses fit key vq0-d2"},
-        {"fit.vq4-d2.k.0", "fit.vq4-d3.k.0", "fit key: vq sub-vector size must be 1, 2, 4, 8 or 16",
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g0.k.0", "fit key: nuq2-g0: the group must be a multiple of 8", "calib refuses fit key nuq2-g0"},
+        {"fit.vq4-d2.k.0", "fit.vq13-d2.k.0", "fit key: vq13-d2: expected vqC-dD with C = 1..12", "calib refuses fit key vq13-d2"},
+        {"fit.vq4-d2.k.0", "fit.vq0-d2.k.0", "fit key: vq0-d2: expected vqC-dD with C = 1..12", "calib refuses fit key vq0-d2"},
+        {"fit.vq4-d2.k.0", "fit.vq4-d3.k.0", "fit key: vq4-d3: expected vqC-dD with C = 1..12 code bits and D = 1, 2, 4, 8 or 16",
          "calib refuses fit key vq4-d3"},
-        {"fit.vq4-d2.k.0", "fit.vq4-d16.k.0", "fit key: vq sub-vector size does not divide head_dim",
+        {"fit.vq4-d2.k.0", "fit.vq4-d16.k.0", "fit key: vq4-d16: sub-vectors of 16 do not divide rows of 8",
          "calib refuses fit key vq4-d16 for head_dim 8"},
-        {"fit.vq4-d2.k.0", "fit.vq4.k.0", "fit key: vq needs a sub-vector size", "calib refuses fit key vq4"},
-        {"fit.nuq2-g8.k.0", "fit.int4-g8.k.0", "fit key: not a fitted base", "calib refuses fit key int4-g8"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+out1+had.k.0", "fit key: modifiers must be +had, +prerope, +outK, each once",
+        {"fit.vq4-d2.k.0", "fit.vq4.k.0", "fit key: vq4: expected vqC-dD", "calib refuses fit key vq4"},
+        {"fit.nuq2-g8.k.0", "fit.int4-g8.k.0", "fit key: int4-g8 is not a fitted base (nuqB-gG, nuqB-tG, vqC-dD", "calib refuses fit key int4-g8"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+out1+had.k.0", "fit key: 'nuq2-g8+out1+had' is not a fit key: its fit key is 'nuq2-g8+had+out1' (+had, +prerope, +outK, in that order)",
          "calib refuses modifiers out of order"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+had+had.k.0", "modifiers must be", "calib refuses a repeated modifier"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+res4.k.0", "modifiers must be", "calib refuses +res in a fit key"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+out8.k.0", "fit key: +outK needs 1 <= K < head_dim", "calib refuses +out8 for head_dim 8"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+out0.k.0", "+outK needs 1 <= K < head_dim", "calib refuses +out0"},
-        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+had+prerope+out1+x.k.0", "modifiers must be", "calib refuses trailing text in a fit key"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+had+had.k.0", "fit key: modifier '+had' given twice", "calib refuses a repeated modifier"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+res4.k.0", "fit key: 'nuq2-g8+res4' is not a fit key: its fit key is 'nuq2-g8'", "calib refuses +res in a fit key"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+out8.k.0", "fit key: nuq2-g8+out8: +out8 needs fewer outliers than head_dim 8", "calib refuses +out8 for head_dim 8"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+out0.k.0", "fit key: modifier '+out0': the number must be 1 to 64", "calib refuses +out0"},
+        {"fit.nuq2-g8.k.0", "fit.nuq2-g8+had+prerope+out1+x.k.0", "fit key: unknown modifier '+x'", "calib refuses trailing text in a fit key"},
         {"fit.nuq2-g8.k.0", "fit.nuq2-g8-and-a-very-long-tail-of-characters-to-pass-48.k.0",
          "fit key longer than 48 characters", "calib refuses a fit key over 48 characters"},
         {"fit.nuq2-g8.k.0", "fit.nuq2-g8.x.0", "unexpected tensor 'fit.nuq2-g8.x.0'", "calib refuses side x"},

@@ -25,6 +25,7 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#include "quant/lloyd.h"
 #include "quant/scheme.h"
 #include "tests/test.h"
 #include "tests/test_random.h"
@@ -404,18 +405,19 @@ static void test_vq_names(void) {
 }
 
 /* Each fitted codec's `examples` (what ./run schemes lists) parse to themselves, store rows of 64,
- * and are fitted; every other codec of the table has no fit. */
+ * are fitted and declare every part of KvFit but the optional check; nuq and vq are among them. */
 static void test_examples(void) {
-    int fitted = 0, bad = 0, other_fit = 0;
+    int nuq = 0, vq = 0, bad = 0;
     char first[200] = "";
     for (int i = 0; i < kv_codec_count(); i++) {
         const KvCodec *c = kv_codec_at(i);
-        int ours = c->syntax && (!strncmp(c->syntax, "nuqB", 4) || !strncmp(c->syntax, "vqC", 3));
-        if (!ours) {
-            other_fit += c->fit != NULL;
+        if (!c->fit) continue;
+        nuq += !strncmp(c->syntax, "nuqB", 4);
+        vq += !strncmp(c->syntax, "vqC", 3);
+        if (!c->fit->layout || !c->fit->scratch_bytes || !c->fit->fit || !c->fit->objective) {
+            if (!bad++) snprintf(first, sizeof first, "%s: a KvFit function missing", c->syntax);
             continue;
         }
-        fitted++;
         char list[512];
         snprintf(list, sizeof list, "%s", c->examples);
         for (char *e = strtok(list, " "); e; e = strtok(NULL, " ")) {
@@ -428,9 +430,9 @@ static void test_examples(void) {
             if (!ok && !bad++) snprintf(first, sizeof first, "'%.40s': %.150s", e, why);
         }
     }
-    check(fitted == 2 && bad == 0 && other_fit == 0,
-          "codec nuq/vq examples (./run schemes) parse to themselves, take rows of 64 and are fitted; no other codec is",
-          "%d fitted codecs, %d bad (%s), %d other codecs with a fit", fitted, bad, first, other_fit);
+    check(nuq == 1 && vq == 1 && bad == 0,
+          "codec nuq/vq examples (./run schemes) of every fitted codec parse to themselves, take rows of 64 and are fitted",
+          "nuq %d, vq %d, %d bad (%s)", nuq, vq, bad, first);
 }
 
 /* ---- random rows on both axes ---- */
@@ -1211,30 +1213,33 @@ static void test_vq_layout(uint64_t *rng) {
 
 /* ==== the fit (KvFit) ======================================================== */
 
-static void test_fit_shape(void) {
+static void test_fit_layout(void) {
     static const struct {
         const char *text;
-        int n, books, entries, dim, per_head;
+        int n, ndim, d0, d1, d2, per_head;
     } cases[] = {
-        {"nuq3-g64", 64, 1, 8, 1, 0},   {"nuq2-t32", 64, 1, 4, 1, 0},     {"nuq4-g8", 128, 1, 16, 1, 0},
-        {"vq8-d4", 64, 16, 256, 4, 1}, {"vq12-d8", 128, 16, 4096, 8, 1}, {"vq1-d1", 64, 64, 2, 1, 1},
-        {"vq5-d16", 64, 4, 32, 16, 1},
+        {"nuq3-g64", 64, 1, 8, 0, 0, 0},      {"nuq2-t32", 64, 1, 4, 0, 0, 0},      {"nuq4-g8", 128, 1, 16, 0, 0, 0},
+        {"vq8-d4", 64, 3, 16, 256, 4, 1},     {"vq12-d8", 128, 3, 16, 4096, 8, 1}, {"vq1-d1", 64, 3, 64, 2, 1, 1},
+        {"vq5-d16", 64, 3, 4, 32, 16, 1},
     };
     int bad = 0;
     char first[200] = "";
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         KvBase b = base_of(cases[i].text);
-        KvTableShape s = {-1, -1, -1, -1};
-        b.codec->fit->shape(&b, cases[i].n, &s);
-        if (s.books != cases[i].books || s.entries != cases[i].entries || s.dim != cases[i].dim ||
-            s.per_head != cases[i].per_head) {
+        KvFitLayout l;
+        memset(&l, 0xff, sizeof l);
+        b.codec->fit->layout(&b, cases[i].n, &l);
+        const KvFitTensor *t = &l.tensors[0];
+        int dims_ok = t->dims[0] == cases[i].d0 && (t->ndim < 2 || t->dims[1] == cases[i].d1) &&
+                      (t->ndim < 3 || t->dims[2] == cases[i].d2);
+        if (l.n_tensors != 1 || strcmp(t->name, "") || t->ndim != cases[i].ndim || !dims_ok || l.per_head != cases[i].per_head) {
             if (!bad++)
-                snprintf(first, sizeof first, "%s d %d: %d books x %d entries x %d, per head %d", cases[i].text, cases[i].n,
-                         s.books, s.entries, s.dim, s.per_head);
+                snprintf(first, sizeof first, "%s d %d: %d tensors, ndim %d, dims %d %d %d, per head %d", cases[i].text,
+                         cases[i].n, l.n_tensors, t->ndim, t->dims[0], t->dims[1], t->dims[2], l.per_head);
         }
     }
-    check(bad == 0, "codec nuq/vq fit shape: nuq one book of 2^B single values shared by the heads; vq d/D books of 2^C "
-          "entries of D, per head", "%s", first);
+    check(bad == 0, "codec nuq/vq fit layout: nuq one tensor [2^B] shared by the heads; vq one [d/D, 2^C, D] per head",
+          "%s", first);
 }
 
 /* nuq's points restated: the z = x / s of every group with s != 0 (NaN z left out), units in
@@ -1278,7 +1283,59 @@ static int same_floats(const float *a, const float *b, size_t n) {
     return 1;
 }
 
-static void test_fit_points(uint64_t *rng) {
+/* A fit through the codec's KvFit, in a scratch of the size it asks for; -1 and shortfall when refused. */
+static int codec_fit(const KvBase *b, const float *units, size_t count, int n, float *table, KvFitShortfall *shortfall) {
+    KvFitRows rows = {.units = units, .count = count, .n = n};
+    void *scratch = alloc(b->codec->fit->scratch_bytes(b, &rows));
+    int rc = b->codec->fit->fit(b, &rows, table, scratch, shortfall);
+    free(scratch);
+    return rc;
+}
+
+static void sort_floats(float *x, size_t n) {
+    for (size_t i = 1; i < n; i++)   /* insertion sort: plain and independent */
+        for (size_t j = i; j > 0 && x[j - 1] > x[j]; j--) {
+            float t = x[j];
+            x[j] = x[j - 1], x[j - 1] = t;
+        }
+}
+
+/* nuq's fit restated (§8): its points, the sorted points at ranks floor((j + 1/2) n / K) as the
+ * start, Lloyd (quant/lloyd.h, tested in test_lloyd), the table sorted ascending. */
+static size_t nuq_ref_fit(NuqFmt f, const float *units, size_t count, int n, float *T) {
+    size_t vals = count * nuq_values(f, n);
+    float *points = alloc(vals * sizeof(float)), *sorted = alloc(vals * sizeof(float));
+    uint16_t *codes = alloc(vals * sizeof(uint16_t));
+    int K = 1 << f.bits;
+    void *scratch = alloc(lloyd_scratch_bytes(1, K));
+    size_t np = nuq_ref_points(f, units, count, n, points);
+    memcpy(sorted, points, np * sizeof(float));
+    sort_floats(sorted, np);
+    for (int j = 0; j < K; j++) T[j] = sorted[(size_t)floor(((double)j + 0.5) * (double)np / (double)K)];
+    lloyd_fit(points, np, 1, T, K, LLOYD_MAX_ITERATIONS, codes, scratch);
+    sort_floats(T, (size_t)K);
+    free(points); free(sorted); free(codes); free(scratch);
+    return np;
+}
+
+/* vq's fit restated (§8): per book its points, the points at indices floor(k n / K) as the start, Lloyd. */
+static size_t vq_ref_fit(int C, int D, const float *rows, size_t count, int n, float *T) {
+    int K = 1 << C;
+    float *points = alloc(count * (size_t)D * sizeof(float));
+    uint16_t *codes = alloc(count * sizeof(uint16_t));
+    void *scratch = alloc(lloyd_scratch_bytes(D, K));
+    size_t np = 0;
+    for (int book = 0; book < n / D; book++) {
+        np = vq_ref_points(D, rows, count, n, book, points);
+        float *entries = T + (size_t)book * vq_book_floats(C, D);
+        for (int k = 0; k < K; k++) memcpy(entries + (size_t)k * D, points + (size_t)floor((double)k * (double)np / K) * D, (size_t)D * sizeof(float));
+        lloyd_fit(points, np, D, entries, K, LLOYD_MAX_ITERATIONS, codes, scratch);
+    }
+    free(points); free(codes); free(scratch);
+    return np;
+}
+
+static void test_fit_nuq(uint64_t *rng) {
     static const struct {
         const char *text;
         int n;
@@ -1288,125 +1345,69 @@ static void test_fit_points(uint64_t *rng) {
     for (size_t k = 0; k < sizeof nuqs / sizeof nuqs[0]; k++) {
         KvBase b = base_of(nuqs[k].text);
         NuqFmt f = nuq_fmt(&b);
-        int n = nuqs[k].n;
+        int n = nuqs[k].n, K = 1 << f.bits;
         size_t count = nuqs[k].count, vals = count * nuq_values(f, n);
-        float *x = alloc(vals * sizeof(float)), *got = alloc(vals * sizeof(float)), *want = alloc(vals * sizeof(float));
-        float T[16];
-        make_table(TABLE_ASCENDING, 1 << f.bits, T, rng);
+        float *x = alloc(vals * sizeof(float)), T[16], want[16], got[16];
+        make_table(TABLE_ASCENDING, K, T, rng);
         for (size_t u = 0; u < count; u++)
             for (size_t g = 0; g < nuq_groups(f, n); g++) {
                 int kind = (int)((u + g) % GROUP_KINDS);
                 float sc = group_scale_for(kind, rng);
                 float *xg = x + u * nuq_values(f, n) + group_start(f, g);
-                for (int i = 0; i < f.group; i++) xg[(size_t)i * group_stride(f, n)] = group_value(kind, i, T, 1 << f.bits, sc, rng);
+                for (int i = 0; i < f.group; i++) xg[(size_t)i * group_stride(f, n)] = group_value(kind, i, T, K, sc, rng);
             }
-        size_t nw = nuq_ref_points(f, x, count, n, want);
-        size_t ng = b.codec->fit->points(&b, x, count, n, 0, got);
-        size_t zero_groups = (vals - nw) / (size_t)f.group;
-        snprintf(name, sizeof name, "codec nuq fit points: %s d %d, %zu units: the z of every group with s != 0, in order "
-                 "(%zu points, %zu groups with s = 0 left out)", nuqs[k].text, n, count, nw, zero_groups);
-        check(ng == nw && same_floats(got, want, nw) && zero_groups > 0 && nw > 0, name, "%zu points, want %zu", ng, nw);
-        free(x); free(got); free(want);
+        x[1] = NAN;   /* a NaN value is left out of the points (the codec's documented choice) */
+        size_t np = nuq_ref_fit(f, x, count, n, want);
+        KvFitShortfall sf = {0, 0};
+        int rc = codec_fit(&b, x, count, n, got, &sf);
+        snprintf(name, sizeof name, "codec nuq fit: %s d %d, %zu units: the table of §8's points (%zu: groups with s = 0 "
+                 "and NaN values left out), rank start, Lloyd, ascending", nuqs[k].text, n, count, np);
+        check(rc == 0 && np < vals - 1 && same_floats(got, want, (size_t)K), name, "rc %d, table differs", rc);
+        /* fewer units than 4 x K points: refused, saying how many points there were */
+        size_t few = 0;
+        while (nuq_ref_points(f, x, few + 1, n, want) < 4 * (size_t)K && few + 1 < count) few++;
+        if (nuq_ref_points(f, x, few, n, want) < 4 * (size_t)K) {
+            rc = codec_fit(&b, x, few, n, got, &sf);
+            snprintf(name, sizeof name, "codec nuq fit: %s on %zu units (fewer than 4 x %d points) is refused with the count",
+                     nuqs[k].text, few, K);
+            check(rc == -1 && sf.entries == K && sf.points == nuq_ref_points(f, x, few, n, want), name, "rc %d, %zu points",
+                  rc, sf.points);
+        }
+        free(x);
     }
-    /* NaN values are left out, inf values' z kept (the codec's documented choice); a group all NaN has s = 0 */
-    {
-        KvBase b = base_of("nuq3-g8");
-        float x[24] = {0.5f, NAN, -0.25f, 0.1f, 0, 0.3f, -0.7f, 0.05f, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                       1, 2, 3, 4, 5, 6, 7, 8};
-        float got[24], want[24];
-        NuqFmt f = nuq_fmt(&b);
-        size_t nw = nuq_ref_points(f, x, 3, 8, want), ng = b.codec->fit->points(&b, x, 3, 8, 0, got);
-        check(ng == 15 && nw == 15 && same_floats(got, want, nw),
-              "codec nuq fit points: a NaN value is left out, an all-NaN group (s = 0) too", "%zu points, want %zu", ng, nw);
-    }
+    KvBase b = base_of("nuq2-g8");
+    float bad[4] = {-1, 0.5f, 0.25f, 1}, good[4] = {-1, 0.25f, 0.25f, 1};
+    char why[160] = "";
+    check(!b.codec->fit->check(&b, 8, bad, why, sizeof why) && strstr(why, "not ascending (entry 2 = 0.25 after 0.5)") &&
+              b.codec->fit->check(&b, 8, good, why, sizeof why),
+          "codec nuq fit check: a table out of order refused naming the entry, equal neighbours accepted", "%s", why);
+}
+
+static void test_fit_vq(uint64_t *rng) {
     static const struct {
         const char *text;
         int n;
-    } vqs[] = {{"vq8-d4", 64}, {"vq4-d16", 128}, {"vq2-d1", 64}, {"vq3-d8", 48}};
+        size_t count;
+    } vqs[] = {{"vq4-d4", 64, 90}, {"vq4-d16", 128, 70}, {"vq2-d1", 64, 40}, {"vq3-d8", 48, 60}};
+    char name[240];
     for (size_t k = 0; k < sizeof vqs / sizeof vqs[0]; k++) {
         KvBase b = base_of(vqs[k].text);
-        int n = vqs[k].n, D = b.variant;
-        const size_t count = 40;
-        float *x = alloc(count * (size_t)n * sizeof(float)), *got = alloc(count * (size_t)n * sizeof(float));
-        float *want = alloc(count * (size_t)n * sizeof(float));
+        int n = vqs[k].n, D = b.variant, C = b.bits;
+        size_t count = vqs[k].count, floats = (size_t)(n / D) * vq_book_floats(C, D);
+        float *x = alloc(count * (size_t)n * sizeof(float)), *want = alloc(floats * sizeof(float)), *got = alloc(floats * sizeof(float));
         for (size_t r = 0; r < count; r++) vq_row((int)(r % VQ_ROW_KINDS), x + r * (size_t)n, n, rng);
         x[5 * (size_t)n + 2] = NAN;   /* a row with a NaN: r = 0, left out */
-        int bad = 0;
-        size_t nw = 0;
-        const int books_tried[] = {0, 1, n / D - 1};
-        for (int t = 0; t < 3; t++) {
-            int book = books_tried[t];
-            nw = vq_ref_points(D, x, count, n, book, want);
-            size_t ng = b.codec->fit->points(&b, x, count, n, book, got);
-            bad += ng != nw || !same_floats(got, want, nw * (size_t)D);
-        }
-        snprintf(name, sizeof name, "codec vq fit points: %s d %d: sub-vector j of z of every row with r != 0, in order "
-                 "(books 0, 1, last; %zu of %zu rows)", vqs[k].text, n, nw, count);
-        check(bad == 0 && nw < count && nw > count / 2, name, "%d books differ", bad);
-        free(x); free(got); free(want);
+        size_t np = vq_ref_fit(C, D, x, count, n, want);
+        KvFitShortfall sf = {0, 0};
+        int rc = codec_fit(&b, x, count, n, got, &sf);
+        snprintf(name, sizeof name, "codec vq fit: %s d %d: every book from sub-vector j of z of the rows with r != 0 "
+                 "(%zu of %zu), spread start, Lloyd", vqs[k].text, n, np, count);
+        check(rc == 0 && np < count && np >= 4u << C && same_floats(got, want, floats), name, "rc %d, table differs", rc);
+        rc = codec_fit(&b, x, 2, n, got, &sf);
+        snprintf(name, sizeof name, "codec vq fit: %s on 2 rows is refused (fewer than 4 x %d points)", vqs[k].text, 1 << C);
+        check(rc == -1 && sf.entries == 1 << C && sf.points <= 2, name, "rc %d, %zu points", rc, sf.points);
+        free(x); free(want); free(got);
     }
-}
-
-static void test_fit_start(uint64_t *rng) {
-    char name[240];
-    /* nuq: the sorted points' elements at ranks floor((j + 1/2) n / K), j = 0..K-1 */
-    const size_t sizes[] = {1, 7, 16, 17, 1000, 4099};
-    const char *nuqs[] = {"nuq2-g64", "nuq3-g64", "nuq4-t32"};
-    int bad = 0, tried = 0;
-    char first[200] = "";
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-        for (int k = 0; k < 3; k++) {
-            KvBase b = base_of(nuqs[k]);
-            size_t np = sizes[s];
-            int K = 1 << b.bits;
-            float *p = alloc(np * sizeof(float)), *keep = alloc(np * sizeof(float)), *scratch = alloc(np * sizeof(float));
-            float *sorted = alloc(np * sizeof(float)), got[16];
-            for (size_t i = 0; i < np; i++) p[i] = i % 5 == 0 ? (float)(int)(normal(rng) * 3) * 0.25f : normal(rng);
-            memcpy(keep, p, np * sizeof(float));
-            memcpy(sorted, p, np * sizeof(float));
-            for (size_t i = 1; i < np; i++)   /* insertion sort: plain and independent */
-                for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-                    float t = sorted[j];
-                    sorted[j] = sorted[j - 1], sorted[j - 1] = t;
-                }
-            b.codec->fit->start(&b, p, np, got, scratch);
-            tried++;
-            for (int j = 0; j < K; j++) {
-                size_t rank = (size_t)floor(((double)j + 0.5) * (double)np / (double)K);
-                if (got[j] != sorted[rank] && !bad++)
-                    snprintf(first, sizeof first, "%s n %zu: entry %d = %g, want rank %zu = %g", nuqs[k], np, j, got[j], rank,
-                             sorted[rank]);
-            }
-            if (memcmp(p, keep, np * sizeof(float)) && !bad++) snprintf(first, sizeof first, "points modified");
-            free(p); free(keep); free(scratch); free(sorted);
-        }
-    snprintf(name, sizeof name, "codec nuq fit start: the sorted points at ranks floor((j + 1/2) n / K) (n 1..4099, "
-             "K 4, 8, 16: %d cases), the points untouched", tried);
-    check(bad == 0, name, "%s", first);
-
-    /* vq: the points at indices floor(k n / K) */
-    const char *vqs[] = {"vq3-d4", "vq8-d2", "vq4-d16", "vq1-d1"};
-    bad = 0, tried = 0;
-    first[0] = '\0';
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-        for (int k = 0; k < 4; k++) {
-            KvBase b = base_of(vqs[k]);
-            int D = b.variant, K = 1 << b.bits;
-            size_t np = sizes[s];
-            float *p = alloc(np * (size_t)D * sizeof(float)), *got = alloc((size_t)K * D * sizeof(float));
-            float *scratch = alloc(np * sizeof(float));
-            for (size_t i = 0; i < np * (size_t)D; i++) p[i] = normal(rng);
-            b.codec->fit->start(&b, p, np, got, scratch);
-            tried++;
-            for (int c = 0; c < K; c++) {
-                size_t at = (size_t)floor((double)c * (double)np / (double)K);
-                if (!same_floats(got + (size_t)c * D, p + at * (size_t)D, (size_t)D) && !bad++)
-                    snprintf(first, sizeof first, "%s n %zu: entry %d is not point %zu", vqs[k], np, c, at);
-            }
-            free(p); free(got); free(scratch);
-        }
-    snprintf(name, sizeof name, "codec vq fit start: entry k = point floor(k n / K) (n 1..4099, K 2..256: %d cases)", tried);
-    check(bad == 0, name, "%s", first);
 }
 
 /* ==== through the scheme layer ================================================ */
@@ -1592,9 +1593,9 @@ int main(void) {
     test_vq_special(&rng);
     test_vq_layout(&rng);
 
-    test_fit_shape();
-    test_fit_points(&rng);
-    test_fit_start(&rng);
+    test_fit_layout();
+    test_fit_nuq(&rng);
+    test_fit_vq(&rng);
 
     test_fit_key();
     test_scheme_parse();

@@ -297,16 +297,16 @@ static void check_sparsify(void) {
 #define FIT_SHA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 /* A calibration of kv-mini-llama's geometry (4 layers, 2 KV heads, head_dim 64) with seeded
- * tables for nuq3-g64 and nuq3-g128 (ascending) and vq4-d8 (every layer, side, head and
+ * tables for nuq3-g64 (ascending) and vq4-d8 (every layer, side, head and
  * sub-vector its own). */
 static int fitted_calibration(Calibration *c, int n_kv_heads, Error *err) {
     if (calibration_init(c, 4, 4, n_kv_heads, 64, err)) return -1;
     uint64_t rng = 77;
-    const char *keys[3] = {"nuq3-g64", "vq4-d8", "nuq3-g128"};
-    for (int k = 0; k < 3; k++) {
+    const char *keys[2] = {"nuq3-g64", "vq4-d8"};   /* a fit key is one its codec takes at this head_dim */
+    for (int k = 0; k < 2; k++) {
         CalibFit *f = calibration_add_fit(c, keys[k], err);
         if (!f) return -1;
-        for (size_t i = 0; i < (size_t)c->n_layers * 2 * f->codebook_floats; i++) f->codebooks[i] = normal(&rng);
+        for (size_t i = 0; i < (size_t)c->n_layers * 2 * f->layer_floats; i++) f->codebooks[i] = normal(&rng);
         for (size_t b = 0; k != 1 && b < (size_t)c->n_layers * 2; b++) {   /* nuq: each table ascending */
             float *t = f->codebooks + b * 8;
             for (int i = 1; i < 8; i++)
@@ -330,8 +330,8 @@ static int rows_match(const KvSnapshot *s, const KvSnapshot *recon, const Calibr
             char key[96];
             kv_spec_fit_key(&spec, key, sizeof key);
             char sd = side == KV_SIDE_KEYS ? 'k' : 'v';
-            spec.base.table = strncmp(key, "vq", 2) == 0 ? calibration_vq_codebook(c, key, sd, layer, h, 0)
-                                                         : calibration_codebook(c, key, sd, layer);
+            const CalibFit *fit = calibration_find_fit(c, key);   /* the layout calibration.h documents */
+            spec.base.table = calibration_codebook(c, key, sd, layer) + (fit->layout.per_head ? (size_t)h * fit->table_floats : 0);
             size_t at = kv_snapshot_layer_size(s) * layer + (size_t)h * s->seq_len * n;
             const float *x = (side == KV_SIDE_KEYS ? s->k : s->v) + at, *got = (side == KV_SIDE_KEYS ? recon->k : recon->v) + at;
             for (int p = 0; p < s->seq_len; p++) {

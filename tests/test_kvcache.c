@@ -428,20 +428,22 @@ static int synthetic_calibration(RefSpec *refs, Calibration *cal, Error *err) {
         if (!key[0]) continue;
         CalibFit *fit = (CalibFit *)calibration_find_fit(cal, key);
         if (!fit && !(fit = calibration_add_fit(cal, key, err))) return -1;
-        KvTableShape shape;
-        r->spec.base.codec->fit->shape(&r->spec.base, RB_DIM, &shape);
-        size_t n = (size_t)RB_LAYERS * fit->sides * fit->codebook_floats, head = fit->codebook_floats / (shape.per_head ? RB_HEADS : 1);
+        KvFitLayout layout;
+        r->spec.base.codec->fit->layout(&r->spec.base, RB_DIM, &layout);
+        /* a shared table is nuq's one tensor of 2^B values, stored ascending */
+        size_t n = (size_t)RB_LAYERS * fit->sides * fit->layer_floats, entries = kv_fit_table_floats(&layout);
+        int shared = !layout.per_head;
         if (fit->codebooks[0] == 0.0f)   /* a fresh fit: fill it once */
-            for (size_t j = 0; j < n; j++) fit->codebooks[j] = 0.7f * normal(&rng) + (shape.dim == 1 ? 0.0f : 0.1f);
-        for (size_t t0 = 0; shape.dim == 1 && t0 < n; t0 += (size_t)shape.entries)   /* each table ascending */
-            for (int a = 1; a < shape.entries; a++)
-                for (int b = a; b > 0 && fit->codebooks[t0 + b - 1] > fit->codebooks[t0 + b]; b--) {
+            for (size_t j = 0; j < n; j++) fit->codebooks[j] = 0.7f * normal(&rng) + (shared ? 0.0f : 0.1f);
+        for (size_t t0 = 0; shared && t0 < n; t0 += entries)   /* each table ascending */
+            for (size_t a = 1; a < entries; a++)
+                for (size_t b = a; b > 0 && fit->codebooks[t0 + b - 1] > fit->codebooks[t0 + b]; b--) {
                     float x = fit->codebooks[t0 + b];
                     fit->codebooks[t0 + b] = fit->codebooks[t0 + b - 1];
                     fit->codebooks[t0 + b - 1] = x;
                 }
         const float *layer = calibration_codebook(cal, key, r->spec.side == KV_SIDE_KEYS ? 'k' : 'v', i / 2);
-        for (int h = 0; h < RB_HEADS; h++) r->tables[h] = layer + (shape.per_head ? (size_t)h * head : 0);
+        for (int h = 0; h < RB_HEADS; h++) r->tables[h] = layer + (layout.per_head ? (size_t)h * fit->table_floats : 0);
     }
     return 0;
 }

@@ -410,7 +410,7 @@ static int make_calibration(Calibration *c, int dim, const char *sha, const char
     CalibFit *f = calibration_add_fit(c, key, &err);
     if (!f) return -1;
     static const float table[4] = {-1.0f, -0.25f, 0.25f, 1.0f};
-    for (size_t i = 0; i < 2 * f->codebook_floats; i++) f->codebooks[i] = table[i % 4];
+    for (size_t i = 0; i < 2 * f->layer_floats; i++) f->codebooks[i] = table[i % 4];
     snprintf(c->path, sizeof c->path, "calib-%s.safetensors", key);
     snprintf(c->file_sha256, sizeof c->file_sha256, "%s", sha);
     return 0;

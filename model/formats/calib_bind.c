@@ -12,22 +12,21 @@ int calib_bind_heads(const KvSpec *spec, const Calibration *calib, int layer, in
         return error_set(err, "%s scheme %s: its base is fitted to the model and needs a calibration (--calib FILE; "
                          "./run calibrate MODEL_DIR --fit %s --out FILE makes one)", side, spec->text, key);
     const CalibFit *fit = calibration_find_fit(calib, key);
-    const float *table = calibration_codebook(calib, key, spec->side == KV_SIDE_KEYS ? 'k' : 'v', layer);
-    if (!fit || !table)
+    char side_name = spec->side == KV_SIDE_KEYS ? 'k' : 'v';
+    if (!fit || !calibration_codebook(calib, key, side_name, layer))
         return error_set(err, "%s scheme %s: %s has no fit %s (./run calibrate MODEL_DIR --fit %s --out FILE makes it)",
                          side, spec->text, calib->path, key, key);
-    KvTableShape shape;
-    spec->base.codec->fit->shape(&spec->base, head_dim, &shape);
-    size_t head_floats = (size_t)shape.books * shape.entries * shape.dim;
-    size_t layer_floats = head_floats * (shape.per_head ? (size_t)n_kv_heads : 1);
-    if (fit->codebook_floats != layer_floats)
+    KvFitLayout layout;
+    spec->base.codec->fit->layout(&spec->base, head_dim, &layout);
+    size_t layer_floats = kv_fit_table_floats(&layout) * (layout.per_head ? (size_t)n_kv_heads : 1);
+    if (fit->layer_floats != layer_floats || calib->n_kv_heads != n_kv_heads)
         return error_set(err, "%s scheme %s: the fit %s in %s has %zu floats a layer, not the %zu these rows need", side,
-                         spec->text, key, calib->path, fit->codebook_floats, layer_floats);
-    for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.table = table + (shape.per_head ? (size_t)h * head_floats : 0);
+                         spec->text, key, calib->path, fit->layer_floats, layer_floats);
+    for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.table = calibration_table(calib, key, side_name, layer, h);
     if (!spec->aw) return 0;
-    const float *weights = calibration_aw(calib, spec->side == KV_SIDE_KEYS ? 'k' : 'v', spec->prerope, layer);
+    const float *weights = calibration_aw(calib, side_name, spec->prerope, layer);
     if (!weights)
-        return error_set(err, "%s scheme %s: %s has no +aw weights (aw.*; ./run calibrate MODEL_DIR --fit %s --out FILE "
+        return error_set(err, "%s scheme %s: %s has no +aw weights aw.* (./run calibrate MODEL_DIR --fit %s --out FILE "
                          "makes them)", side, spec->text, calib->path, key);
     for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.weights = weights + (size_t)h * head_dim;
     return 0;

@@ -1,7 +1,6 @@
 /* model/formats/calibration.c: calibration files, written and validated (layout in calibration.h). */
 #include "model/formats/calibration.h"
 #include "model/formats/sha256.h"
-#include "quant/pca.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,12 +13,7 @@
 
 static const char *const STAT_NAMES[4] = {"q", "kpre", "k", "v"};   /* the file's order within a layer */
 static const char SIDE_NAMES[2] = {'k', 'v'};
-static const char *const AW_NAMES[3] = {"k", "kpre", "v"};   /* the file's order within a layer */
-/* A pca fit's four tensors per layer and side, in the file's order. */
-enum { PCA_PARTS = 4 };
-static const char *const PCA_PART_NAMES[PCA_PARTS] = {"mean", "basis", "bits", "tables"};
-/* Roles of a file's tensors: stats 0..3, then +aw's weights, then 2 per fit (keys, values). */
-enum { AW_SLOT0 = 4, FIT_SLOT0 = 7 };
+static const char *const AW_NAMES[3] = {"k", "kpre", "v"};   /* +aw's weights, the file's order */
 
 /* ---- fit keys ---- */
 
@@ -38,109 +32,24 @@ static long read_number(const char **s, long limit) {
     return v;
 }
 
-/* Consumes prefix at *s when present. */
-static int take(const char **s, const char *prefix) {
-    size_t n = strlen(prefix);
-    if (strncmp(*s, prefix, n)) return 0;
-    *s += n;
-    return 1;
-}
-
-static int key_error(char *why, size_t why_size, const char *msg) {
-    snprintf(why, why_size, "%s", msg);
-    return -1;
-}
-
-/* pcaB's B at *s as B x 10^4: canonical ("2", "1.25"; no trailing zero, no leading zero but
- * "0.x"), in (0, 8]. */
-static int read_pca_bits(const char **s, int *scaled) {
-    const char *p = *s;
-    long whole = read_number(&p, 8);
-    if (whole < 0) return -1;
-    int frac = 0, places = 0;
-    if (*p == '.') {
-        p++;
-        for (; *p >= '0' && *p <= '9' && places < 4; p++, places++) frac = frac * 10 + (*p - '0');
-        if (places == 0 || p[-1] == '0' || (*p >= '0' && *p <= '9')) return -1;
+/* A fit key parsed for rows of head_dim values (kv_fit_key_parse, within the file's length limit). */
+static int fit_key_parse(const char *key, int head_dim, KvSpec *spec, char *why, size_t why_size) {
+    if (strlen(key) > CALIB_KEY_MAX) {
+        snprintf(why, why_size, "longer than %d characters", CALIB_KEY_MAX);
+        return -1;
     }
-    for (; places < 4; places++) frac *= 10;
-    *scaled = (int)whole * 10000 + frac;
-    if (*scaled <= 0 || *scaled > 80000) return -1;
-    *s = p;
-    return 0;
-}
-
-int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *why, size_t why_size) {
-    memset(out, 0, sizeof *out);
-    if (strlen(key) > CALIB_KEY_MAX) return key_error(why, why_size, "longer than 48 characters");
-    const char *s = key;
-    if (take(&s, "nuq")) {
-        out->kind = CALIB_NUQ;
-        out->sub_dim = 1;
-        out->bits = (int)read_number(&s, 99);
-        if (out->bits < 2 || out->bits > 4) return key_error(why, why_size, "nuq bits must be 2, 3 or 4");
-        if (take(&s, "-t")) out->token_axis = 1;
-        else if (!take(&s, "-g")) return key_error(why, why_size, "nuq needs a group: nuqB-gG or nuqB-tG");
-        out->group = (int)read_number(&s, 1L << 20);
-        if (out->group < 1) return key_error(why, why_size, "the group must be a positive integer");
-    } else if (take(&s, "vq")) {
-        out->kind = CALIB_VQ;
-        out->bits = (int)read_number(&s, 99);
-        if (out->bits < 1 || out->bits > 12) return key_error(why, why_size, "vq code bits must be 1 to 12");
-        if (!take(&s, "-d")) return key_error(why, why_size, "vq needs a sub-vector size: vqC-dD");
-        out->sub_dim = (int)read_number(&s, 99);
-        int d = out->sub_dim;
-        if (d != 1 && d != 2 && d != 4 && d != 8 && d != 16)
-            return key_error(why, why_size, "vq sub-vector size must be 1, 2, 4, 8 or 16");
-        if (head_dim % d) return key_error(why, why_size, "vq sub-vector size does not divide head_dim");
-    } else if (take(&s, "rvq")) {
-        out->kind = CALIB_RVQ;
-        out->bits = (int)read_number(&s, 99);
-        if (out->bits < 1 || out->bits > 12) return key_error(why, why_size, "rvq code bits must be 1 to 12");
-        if (!take(&s, "x")) return key_error(why, why_size, "rvq needs stages: rvqCxS-dD");
-        out->stages = (int)read_number(&s, 99);
-        if (out->stages < 2 || out->stages > 4) return key_error(why, why_size, "rvq stages must be 2, 3 or 4");
-        if (!take(&s, "-d")) return key_error(why, why_size, "rvq needs a sub-vector size: rvqCxS-dD");
-        out->sub_dim = (int)read_number(&s, 99);
-        int d = out->sub_dim;
-        if (d != 1 && d != 2 && d != 4 && d != 8 && d != 16)
-            return key_error(why, why_size, "rvq sub-vector size must be 1, 2, 4, 8 or 16");
-        if (head_dim % d) return key_error(why, why_size, "rvq sub-vector size does not divide head_dim");
-    } else if (take(&s, "pca")) {
-        out->kind = CALIB_PCA;
-        out->sub_dim = 1;
-        if (read_pca_bits(&s, &out->pca_scaled))
-            return key_error(why, why_size, "pca needs B in (0, 8], a canonical decimal of at most 4 places");
-        if ((long)out->pca_scaled * head_dim % 10000 || head_dim > PCA_TABLE_STRIDE)
-            return key_error(why, why_size, "pca: B x head_dim is not a whole number of bits");
-    } else {
-        return key_error(why, why_size, "not a fitted base (nuqB-gG, nuqB-tG, vqC-dD, rvqCxS-dD or pcaB)");
-    }
-    /* The modifiers that change what a fit sees, each at most once, in §8's order. */
-    out->had = take(&s, "+had");
-    out->prerope = take(&s, "+prerope");
-    if (take(&s, "+out")) {
-        out->outliers = (int)read_number(&s, 1L << 20);
-        if (out->outliers < 1 || out->outliers >= head_dim)
-            return key_error(why, why_size, "+outK needs 1 <= K < head_dim");
-    }
-    out->aw = take(&s, "+aw");
-    if (*s) return key_error(why, why_size, "modifiers must be +had, +prerope, +outK, +aw, each once, in that order");
-    if (out->kind == CALIB_PCA && (out->had || out->outliers))
-        return key_error(why, why_size, "pca takes neither +had nor +outK");
-    if (out->aw && out->had) return key_error(why, why_size, "+aw does not go with +had");
-    return 0;
+    return kv_fit_key_parse(key, head_dim, spec, why, why_size);
 }
 
 /* 2 sides, or 1 (keys) for a +prerope fit: values never see RoPE. */
-static int fit_sides(const CalibFitKey *k) { return k->prerope ? 1 : 2; }
+static int fit_sides(const KvSpec *spec) { return spec->prerope ? 1 : 2; }
 
-static size_t codebook_floats(const CalibFitKey *k, int n_kv_heads, int head_dim) {
-    if (k->kind == CALIB_PCA) return (size_t)n_kv_heads * pca_head_floats(head_dim);
-    size_t entries = (size_t)1 << k->bits;
-    if (k->kind == CALIB_NUQ) return entries;
-    size_t stages = k->kind == CALIB_RVQ ? (size_t)k->stages : 1;
-    return (size_t)n_kv_heads * (size_t)(head_dim / k->sub_dim) * stages * entries * (size_t)k->sub_dim;
+/* The codec's declaration of what the fit stores, and its sizes, for this geometry. */
+static void fit_declare(CalibFit *f, int n_kv_heads, int head_dim) {
+    f->spec.base.codec->fit->layout(&f->spec.base, head_dim, &f->layout);
+    f->sides = fit_sides(&f->spec);
+    f->table_floats = kv_fit_table_floats(&f->layout);
+    f->layer_floats = f->table_floats * (size_t)(f->layout.per_head ? n_kv_heads : 1);
 }
 
 /* ---- the in-memory calibration ---- */
@@ -198,9 +107,9 @@ const CalibFit *calibration_find_fit(const Calibration *c, const char *key) {
 }
 
 CalibFit *calibration_add_fit(Calibration *c, const char *key, Error *err) {
-    char why[96], shown[72];
-    CalibFitKey parsed;
-    if (calib_fit_key_parse(key, c->head_dim, &parsed, why, sizeof why)) {
+    char why[160], shown[72];
+    KvSpec spec;
+    if (fit_key_parse(key, c->head_dim, &spec, why, sizeof why)) {
         error_set(err, "fit key '%s': %s", error_shown(key, shown), why);
         return NULL;
     }
@@ -217,10 +126,9 @@ CalibFit *calibration_add_fit(Calibration *c, const char *key, Error *err) {
     CalibFit *f = &c->fits[c->n_fits];
     memset(f, 0, sizeof *f);
     snprintf(f->key, sizeof f->key, "%s", key);
-    f->parsed = parsed;
-    f->sides = fit_sides(&parsed);
-    f->codebook_floats = codebook_floats(&parsed, c->n_kv_heads, c->head_dim);
-    f->codebooks = calloc((size_t)c->n_layers * (size_t)f->sides * f->codebook_floats, sizeof(float));
+    f->spec = spec;
+    fit_declare(f, c->n_kv_heads, c->head_dim);
+    f->codebooks = calloc((size_t)c->n_layers * (size_t)f->sides * f->layer_floats, sizeof(float));
     if (!f->codebooks) {
         error_set(err, "out of memory for fit '%s'", key);
         return NULL;
@@ -233,30 +141,14 @@ const float *calibration_codebook(const Calibration *c, const char *key, char si
     const CalibFit *f = calibration_find_fit(c, key);
     int s = side == 'k' ? 0 : side == 'v' ? 1 : -1;
     if (!f || s < 0 || s >= f->sides || layer < 0 || layer >= c->n_layers) return NULL;
-    return f->codebooks + ((size_t)layer * (size_t)f->sides + (size_t)s) * f->codebook_floats;
+    return f->codebooks + ((size_t)layer * (size_t)f->sides + (size_t)s) * f->layer_floats;
 }
 
-static float *aw_array(const Calibration *c, int which) {
-    float *arrays[3] = {c->aw_k, c->aw_kpre, c->aw_v};
-    return arrays[which];
-}
-
-static size_t aw_layer_floats(const Calibration *c) { return (size_t)c->n_kv_heads * (size_t)c->head_dim; }
-
-const float *calibration_aw(const Calibration *c, char side, int prerope, int layer) {
-    if (!c->has_aw || layer < 0 || layer >= c->n_layers || (side != 'k' && side != 'v')) return NULL;
-    int which = side == 'v' ? 2 : prerope ? 1 : 0;
-    return aw_array(c, which) + (size_t)layer * aw_layer_floats(c);
-}
-
-const float *calibration_vq_codebook(const Calibration *c, const char *key, char side, int layer, int head, int j) {
-    const float *book = calibration_codebook(c, key, side, layer);
+const float *calibration_table(const Calibration *c, const char *key, char side, int layer, int head) {
+    const float *tables = calibration_codebook(c, key, side, layer);
+    if (!tables || head < 0 || head >= c->n_kv_heads) return NULL;
     const CalibFit *f = calibration_find_fit(c, key);
-    if (!book || f->parsed.kind != CALIB_VQ) return NULL;
-    int subs = c->head_dim / f->parsed.sub_dim;
-    if (head < 0 || head >= c->n_kv_heads || j < 0 || j >= subs) return NULL;
-    size_t entries = (size_t)1 << f->parsed.bits;
-    return book + ((size_t)head * (size_t)subs + (size_t)j) * entries * (size_t)f->parsed.sub_dim;
+    return tables + (f->layout.per_head ? (size_t)head * f->table_floats : 0);
 }
 
 /* ---- checks shared by the reader and the writer ---- */
@@ -278,63 +170,61 @@ static void stat_name(char *buf, size_t cap, int which, int layer) {
     snprintf(buf, cap, "stats.%s.%d", STAT_NAMES[which], layer);
 }
 
+/* fit.KEY.S.L, or fit.KEY.S.L.NAME for a declared tensor with a name. */
+static void fit_name(char *buf, size_t cap, const CalibFit *f, int side, int layer, int tensor) {
+    const char *name = f->layout.tensors[tensor].name;
+    snprintf(buf, cap, "fit.%s.%c.%d%s%s", f->key, SIDE_NAMES[side], layer, name[0] ? "." : "", name);
+}
+
+/* Where tensor t of a table starts within it: the tensors before it. */
+static size_t tensor_offset(const CalibFit *f, int tensor) {
+    size_t at = 0;
+    for (int i = 0; i < tensor; i++) at += kv_fit_tensor_floats(&f->layout.tensors[i]);
+    return at;
+}
+
+/* The tables' heads: n_kv_heads for a per-head fit, else one. */
+static int fit_heads(const Calibration *c, const CalibFit *f) { return f->layout.per_head ? c->n_kv_heads : 1; }
+
+/* File tensor t of (fit, layer, side) <-> the tables in memory: each head's part of it. A fit
+ * of one tensor is stored as the file has it; several per-head tensors interleave. */
+static void tensor_gather(const Calibration *c, const CalibFit *f, const float *tables, int tensor, float *out) {
+    size_t off = tensor_offset(f, tensor), n = kv_fit_tensor_floats(&f->layout.tensors[tensor]);
+    for (int h = 0; h < fit_heads(c, f); h++)
+        memcpy(out + (size_t)h * n, tables + (size_t)h * f->table_floats + off, n * sizeof(float));
+}
+
+/* in: the file's bytes, which need not be aligned for float. */
+static void tensor_scatter(const Calibration *c, const CalibFit *f, float *tables, int tensor, const unsigned char *in) {
+    size_t off = tensor_offset(f, tensor), n = kv_fit_tensor_floats(&f->layout.tensors[tensor]);
+    for (int h = 0; h < fit_heads(c, f); h++)
+        memcpy(tables + (size_t)h * f->table_floats + off, in + (size_t)h * n * sizeof(float), n * sizeof(float));
+}
+
+/* A file tensor's shape: [n_kv_heads, dims...] per head, else [dims...]; returns ndim. */
+static int tensor_shape(const CalibFit *f, int n_kv_heads, int tensor, int64_t shape[4]) {
+    const KvFitTensor *t = &f->layout.tensors[tensor];
+    int ndim = 0;
+    if (f->layout.per_head) shape[ndim++] = n_kv_heads;
+    for (int i = 0; i < t->ndim; i++) shape[ndim++] = t->dims[i];
+    return ndim;
+}
+
 static void aw_name(char *buf, size_t cap, int which, int layer) {
     snprintf(buf, cap, "aw.%s.%d", AW_NAMES[which], layer);
 }
 
-static void fit_name(char *buf, size_t cap, const char *key, int side, int layer) {
-    snprintf(buf, cap, "fit.%s.%c.%d", key, SIDE_NAMES[side], layer);
+static float *aw_array(const Calibration *c, int which) {
+    float *arrays[3] = {c->aw_k, c->aw_kpre, c->aw_v};
+    return arrays[which];
 }
 
-/* A pca fit's tensor of one part: fit.KEY.k.L.basis. */
-static void pca_part_name(char *buf, size_t cap, const char *key, int side, int layer, int part) {
-    snprintf(buf, cap, "fit.%s.%c.%d.%s", key, SIDE_NAMES[side], layer, PCA_PART_NAMES[part]);
-}
+static size_t aw_layer_floats(const Calibration *c) { return (size_t)c->n_kv_heads * (size_t)c->head_dim; }
 
-/* Where part `part` of head h lies in a pca head block, and its floats per head. */
-static size_t pca_part_offset(int d, int part) {
-    size_t dd = (size_t)d * d;
-    size_t offsets[PCA_PARTS] = {0, (size_t)d, (size_t)d + dd, 2 * (size_t)d + dd};
-    return offsets[part];
-}
-
-static size_t pca_part_floats(int d, int part) {
-    size_t floats[PCA_PARTS] = {(size_t)d, (size_t)d * d, (size_t)d, (size_t)d * PCA_TABLE_STRIDE};
-    return floats[part];
-}
-
-/* Between a layer side's per-head blocks and one part's tensor [n_kv_heads, part floats]. */
-static void pca_gather(const float *blocks, int n_kv_heads, int d, int part, float *tensor) {
-    size_t pf = pca_part_floats(d, part), hf = pca_head_floats(d), off = pca_part_offset(d, part);
-    for (int h = 0; h < n_kv_heads; h++) memcpy(tensor + (size_t)h * pf, blocks + (size_t)h * hf + off, pf * sizeof(float));
-}
-
-static void pca_scatter(const float *tensor, int n_kv_heads, int d, int part, float *blocks) {
-    size_t pf = pca_part_floats(d, part), hf = pca_head_floats(d), off = pca_part_offset(d, part);
-    for (int h = 0; h < n_kv_heads; h++) memcpy(blocks + (size_t)h * hf + off, tensor + (size_t)h * pf, pf * sizeof(float));
-}
-
-/* pca's bits: whole numbers 0..8 per component, at most B x d a head; -1 with the message. */
-static int check_pca_bits(const Calibration *c, const CalibFit *f, const float *blocks, const char *path,
-                          const char *name, Error *err) {
-    int d = c->head_dim;
-    long budget = (long)f->parsed.pca_scaled * d / 10000;
-    for (int h = 0; h < c->n_kv_heads; h++) {
-        PcaHead head;
-        pca_head_view(blocks + (size_t)h * pca_head_floats(d), d, &head);
-        long sum = 0;
-        for (int i = 0; i < d; i++) {
-            float b = head.bits[i];
-            if (!(b >= 0 && b <= PCA_MAX_BITS) || b != (float)(int)b)
-                return error_set(err, "%s: tensor '%s.bits' holds %g for head %d, component %d (whole numbers 0..8)",
-                                 path, name, (double)b, h, i);
-            sum += (long)b;
-        }
-        if (sum > budget)
-            return error_set(err, "%s: tensor '%s.bits' gives head %d %ld bits, more than B x head_dim = %ld", path,
-                             name, h, sum, budget);
-    }
-    return 0;
+const float *calibration_aw(const Calibration *c, char side, int prerope, int layer) {
+    if (!c->has_aw || layer < 0 || layer >= c->n_layers || (side != 'k' && side != 'v')) return NULL;
+    int which = side == 'v' ? 2 : prerope ? 1 : 0;
+    return aw_array(c, which) + (size_t)layer * aw_layer_floats(c);
 }
 
 static float *stats_array(const Calibration *c, int which) {
@@ -354,6 +244,30 @@ static int check_floats(const float *x, size_t n, int is_stats, const char *path
             return error_set(err, "%s: tensor '%s' holds a negative %s (%g) at element %zu", path, name,
                              i % 3 == 1 ? "mean square" : "max |x|", (double)x[i], i);
     }
+    return 0;
+}
+
+/* The tables of (fit, layer, side): each file tensor finite (the element as the file numbers
+ * it), then each table as its codec checks it. */
+static int check_fit_tables(const Calibration *c, const CalibFit *f, int layer, int side, const char *path, Error *err) {
+    const float *tables = calibration_codebook(c, f->key, SIDE_NAMES[side], layer);
+    char name[128], why[160];
+    for (int t = 0; t < f->layout.n_tensors; t++) {
+        size_t off = tensor_offset(f, t), n = kv_fit_tensor_floats(&f->layout.tensors[t]);
+        fit_name(name, sizeof name, f, side, layer, t);
+        for (int h = 0; h < fit_heads(c, f); h++)
+            for (size_t i = 0; i < n; i++)
+                if (!isfinite(tables[(size_t)h * f->table_floats + off + i]))
+                    return error_set(err, "%s: tensor '%s' holds a non-finite value at element %zu", path, name,
+                                     (size_t)h * n + i);
+    }
+    const KvFit *fit = f->spec.base.codec->fit;
+    for (int h = 0; h < fit_heads(c, f) && fit->check; h++)
+        if (!fit->check(&f->spec.base, c->head_dim, tables + (size_t)h * f->table_floats, why, sizeof why)) {
+            fit_name(name, sizeof name, f, side, layer, 0);
+            if (f->layout.per_head) return error_set(err, "%s: tensor '%s', KV head %d: %s", path, name, h, why);
+            return error_set(err, "%s: tensor '%s' %s", path, name, why);
+        }
     return 0;
 }
 
@@ -383,42 +297,35 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
                     return error_set(err, "%s: tensor '%s' holds a negative weight (%g) at element %zu", path, name,
                                      (double)w[i], i);
         }
-    for (int i = 0; i < c->n_fits; i++) {
-        const CalibFit *f = &c->fits[i];
+    for (int i = 0; i < c->n_fits; i++)
         for (int l = 0; l < c->n_layers; l++)
-            for (int s = 0; s < f->sides; s++) {
-                const float *book = calibration_codebook(c, f->key, SIDE_NAMES[s], l);
-                fit_name(name, sizeof name, f->key, s, l);
-                if (check_floats(book, f->codebook_floats, 0, path, name, err)) return -1;
-                if (f->parsed.kind == CALIB_PCA && check_pca_bits(c, f, book, path, name, err)) return -1;
-                if (f->parsed.kind != CALIB_NUQ) continue;
-                for (size_t e = 1; e < f->codebook_floats; e++)
-                    if (book[e] < book[e - 1])
-                        return error_set(err, "%s: tensor '%s' is not ascending (entry %zu = %g after %g)", path, name,
-                                         e, (double)book[e], (double)book[e - 1]);
-            }
-    }
+            for (int s = 0; s < c->fits[i].sides; s++)
+                if (check_fit_tables(c, &c->fits[i], l, s, path, err)) return -1;
     return 0;
 }
 
 /* ---- writing ---- */
 
+/* A per-head fit of several tensors interleaves them in memory: the file's copy of each is
+ * gathered into buffers (one block for all); other fits are written from memory as they lie. */
+static size_t gathered_floats(const Calibration *c) {
+    size_t n = 0;
+    for (int i = 0; i < c->n_fits; i++)
+        if (c->fits[i].layout.per_head && c->fits[i].layout.n_tensors > 1)
+            n += (size_t)c->n_layers * (size_t)c->fits[i].sides * c->fits[i].layer_floats;
+    return n;
+}
+
 int calibration_save(const char *path, const Calibration *c, Error *err) {
     if (calibration_check(c, path, err)) return -1;
-    int per_layer = 4 + (c->has_aw ? 3 : 0), pca_tensors = 0;
-    for (int i = 0; i < c->n_fits; i++) {
-        int parts = c->fits[i].parsed.kind == CALIB_PCA ? PCA_PARTS : 1;
-        per_layer += c->fits[i].sides * parts;
-        if (parts > 1) pca_tensors += c->fits[i].sides * parts;
-    }
+    int per_layer = 4 + (c->has_aw ? 3 : 0);
+    for (int i = 0; i < c->n_fits; i++) per_layer += c->fits[i].sides * c->fits[i].layout.n_tensors;
     size_t n_tensors = (size_t)c->n_layers * (size_t)per_layer;
     StTensorOut *t = calloc(n_tensors, sizeof *t);
     char (*names)[128] = calloc(n_tensors, sizeof *names);
-    /* pca's tensors are gathered from the per-head blocks: one buffer of a layer side's floats each */
-    size_t pca_floats = (size_t)c->n_layers * (size_t)pca_tensors * (size_t)c->n_kv_heads * pca_part_floats(c->head_dim, 3);
-    float *gathered = pca_floats ? malloc(pca_floats * sizeof *gathered) : NULL, *next = gathered;
+    float *gathered = malloc((gathered_floats(c) + 1) * sizeof(float)), *next = gathered;
     int rc = -1;
-    if (!t || !names || (pca_floats && !gathered)) {
+    if (!t || !names || !gathered) {
         error_set(err, "%s: out of memory", path);
         goto done;
     }
@@ -438,35 +345,20 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
         }
         for (int i = 0; i < c->n_fits; i++) {
             const CalibFit *f = &c->fits[i];
-            for (int s = 0; s < f->sides && f->parsed.kind == CALIB_PCA; s++)
-                for (int part = 0; part < PCA_PARTS; part++, at++) {
-                    pca_part_name(names[at], sizeof names[at], f->key, s, l, part);
-                    pca_gather(calibration_codebook(c, f->key, SIDE_NAMES[s], l), c->n_kv_heads, c->head_dim, part, next);
-                    t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32, .ndim = part == 1 || part == 3 ? 3 : 2,
-                                          .shape = {c->n_kv_heads, c->head_dim, part == 1 ? c->head_dim : PCA_TABLE_STRIDE},
-                                          .data = next};
-                    next += (size_t)c->n_kv_heads * pca_part_floats(c->head_dim, part);
-                }
-            for (int s = 0; s < f->sides && f->parsed.kind != CALIB_PCA; s++, at++) {
-                fit_name(names[at], sizeof names[at], f->key, s, l);
-                t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32,
-                                      .data = calibration_codebook(c, f->key, SIDE_NAMES[s], l)};
-                if (f->parsed.kind == CALIB_NUQ) {
-                    t[at].ndim = 1;
-                    t[at].shape[0] = (int64_t)f->codebook_floats;
-                } else if (f->parsed.kind == CALIB_RVQ) {
-                    t[at].ndim = 5;
-                    t[at].shape[0] = c->n_kv_heads;
-                    t[at].shape[1] = c->head_dim / f->parsed.sub_dim;
-                    t[at].shape[2] = f->parsed.stages;
-                    t[at].shape[3] = (int64_t)1 << f->parsed.bits;
-                    t[at].shape[4] = f->parsed.sub_dim;
-                } else {
-                    t[at].ndim = 4;
-                    t[at].shape[0] = c->n_kv_heads;
-                    t[at].shape[1] = c->head_dim / f->parsed.sub_dim;
-                    t[at].shape[2] = (int64_t)1 << f->parsed.bits;
-                    t[at].shape[3] = f->parsed.sub_dim;
+            int interleaved = f->layout.per_head && f->layout.n_tensors > 1;
+            for (int s = 0; s < f->sides; s++) {
+                const float *tables = calibration_codebook(c, f->key, SIDE_NAMES[s], l);
+                for (int k = 0; k < f->layout.n_tensors; k++, at++) {
+                    fit_name(names[at], sizeof names[at], f, s, l, k);
+                    t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32};
+                    t[at].ndim = tensor_shape(f, c->n_kv_heads, k, t[at].shape);
+                    if (interleaved) {
+                        tensor_gather(c, f, tables, k, next);
+                        t[at].data = next;
+                        next += (size_t)fit_heads(c, f) * kv_fit_tensor_floats(&f->layout.tensors[k]);
+                    } else {
+                        t[at].data = tables + tensor_offset(f, k);
+                    }
                 }
             }
         }
@@ -488,24 +380,24 @@ done:
 
 #define CALIB_MAX_FITS 64
 
-/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; AW_SLOT0 + 0..2 = aw k, kpre, v;
- * FIT_SLOT0 + 2 * fit + side = a fit's codebook. */
+/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; AW_SLOT0 + 0..2 = aw k, kpre,
+ * v; fit_slot(fit, side, tensor) = one declared tensor of a fit's side. */
 typedef struct {
     int slot, layer;
-    int part;   /* a pca fit's tensor: 0..3 = mean, basis, bits, tables; else 0 */
 } TensorRole;
 
-typedef struct {
-    char key[CALIB_KEY_MAX + 1];
-    CalibFitKey parsed;
-} FileFit;
+enum { AW_SLOT0 = 4, FIT_SLOT0 = 7 };
+#define SLOTS (FIT_SLOT0 + 2 * CALIB_MAX_FITS * KV_FIT_MAX_TENSORS)
 
-/* The reader's working state: the file, the geometry it is checked against, the fits found. */
+static int fit_slot(int fit, int side, int tensor) { return FIT_SLOT0 + (fit * 2 + side) * KV_FIT_MAX_TENSORS + tensor; }
+
+/* The reader's working state: the file, the geometry it is checked against, the fits found
+ * (declared, without tables). */
 typedef struct {
     const SafeTensors *st;
     const char *path;
     int n_layers, n_heads, n_kv_heads, head_dim;
-    FileFit fits[CALIB_MAX_FITS];
+    CalibFit fits[CALIB_MAX_FITS];
     int n_fits;
     int has_aw;   /* some aw.* tensor was seen: then every layer needs all three */
 } Reader;
@@ -557,20 +449,77 @@ static int stats_shape(const Tensor *t, int *heads, int *head_dim) {
     return 0;
 }
 
+/* The layer a tensor name ends with (…L or …L.NAME), -1 for none. */
+static long name_layer(const char *name) {
+    const char *dot = strrchr(name, '.');
+    long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
+    if (layer >= 0 || !dot) return layer;
+    const char *prev = dot;
+    while (prev > name && prev[-1] != '.') prev--;
+    char digits[16];
+    size_t len = (size_t)(dot - prev);
+    if (prev == name || len >= sizeof digits) return -1;
+    memcpy(digits, prev, len);
+    digits[len] = '\0';
+    return whole_number(digits, CALIB_MAX_LAYERS - 1);
+}
+
+static int unexpected(const Reader *r, const char *name, Error *err) {
+    char shown[72];
+    return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L or fit.KEY.{k,v}.L[.NAME])", r->path,
+                     error_shown(name, shown));
+}
+
+/* The fit of key in r, parsed and declared the first time it is seen; -1 when refused. */
+static int reader_fit(Reader *r, const char *name, const char *key, Error *err) {
+    char shown[72], why[160];
+    int fit = 0;
+    while (fit < r->n_fits && strcmp(r->fits[fit].key, key)) fit++;
+    if (fit < r->n_fits) return fit;
+    if (r->n_fits == CALIB_MAX_FITS) return error_set(err, "%s: more than %d fit keys", r->path, CALIB_MAX_FITS);
+    CalibFit *f = &r->fits[fit];
+    memset(f, 0, sizeof *f);
+    if (fit_key_parse(key, r->head_dim, &f->spec, why, sizeof why))
+        return error_set(err, "%s: tensor '%s': fit key: %s", r->path, error_shown(name, shown), why);
+    snprintf(f->key, sizeof f->key, "%s", key);
+    fit_declare(f, r->n_kv_heads, r->head_dim);
+    r->n_fits++;
+    return fit;
+}
+
+/* fit.KEY.S.L[.NAME], read from the right (a key may hold a '.': "pca1.25"). */
+static int parse_fit_name(Reader *r, const char *name, TensorRole *role, int *layer_raw, Error *err) {
+    char shown[72], key[CALIB_KEY_MAX + 1];
+    const char *dot = strrchr(name, '.'), *tensor_name = "";
+    long layer = name_layer(name);
+    if (layer >= 0 && whole_number(dot + 1, CALIB_MAX_LAYERS - 1) < 0) {   /* .L.NAME */
+        tensor_name = dot + 1;
+        do dot--;
+        while (*dot != '.');
+    }
+    if (layer < 0 || dot - name < 7 || dot[-2] != '.' || (dot[-1] != 'k' && dot[-1] != 'v')) return unexpected(r, name, err);
+    size_t key_len = (size_t)(dot - 2 - (name + 4));
+    if (key_len > CALIB_KEY_MAX)
+        return error_set(err, "%s: tensor '%s': fit key longer than %d characters", r->path, error_shown(name, shown),
+                         CALIB_KEY_MAX);
+    memcpy(key, name + 4, key_len);
+    key[key_len] = '\0';
+    int fit = reader_fit(r, name, key, err), side = dot[-1] == 'v';
+    if (fit < 0) return -1;
+    const CalibFit *f = &r->fits[fit];
+    if (side >= f->sides)
+        return error_set(err, "%s: tensor '%s': a +prerope fit has keys' codebooks only", r->path, error_shown(name, shown));
+    int tensor = 0;
+    while (tensor < f->layout.n_tensors && strcmp(f->layout.tensors[tensor].name, tensor_name)) tensor++;
+    if (tensor == f->layout.n_tensors) return unexpected(r, name, err);
+    role->slot = fit_slot(fit, side, tensor);
+    role->layer = *layer_raw = (int)layer;
+    return 0;
+}
+
 /* Splits a tensor name into its role; -1 with the reason when it is not a calibration tensor. */
-static int parse_name(Reader *r, const char *full_name, TensorRole *role, int *layer_raw, Error *err) {
-    char shown[72], why[96], name[256];
-    /* a pca fit's tensors end in a part: fit.KEY.k.L.basis; the rest is read as any fit's name */
-    int part = -1;
-    snprintf(name, sizeof name, "%s", full_name);
-    const char *last = strrchr(name, '.');
-    for (int i = 0; i < PCA_PARTS && last && strncmp(name, "fit.", 4) == 0; i++)
-        if (!strcmp(last + 1, PCA_PART_NAMES[i])) {
-            part = i;
-            name[last - name] = '\0';
-        }
-    role->part = part < 0 ? 0 : part;
-    const char *path = r->path, *dot = strrchr(name, '.');
+static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_raw, Error *err) {
+    const char *dot = strrchr(name, '.');
     long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
     if (strncmp(name, "stats.", 6) == 0 && layer >= 0) {
         for (int which = 0; which < 4; which++) {
@@ -591,43 +540,21 @@ static int parse_name(Reader *r, const char *full_name, TensorRole *role, int *l
                 return 0;
             }
         }
-    } else if (strncmp(name, "fit.", 4) == 0 && layer >= 0 && dot - name >= 7 && dot[-2] == '.' &&
-               (dot[-1] == 'k' || dot[-1] == 'v')) {
-        size_t key_len = (size_t)(dot - 2 - (name + 4));
-        char key[CALIB_KEY_MAX + 1];
-        if (key_len > CALIB_KEY_MAX)
-            return error_set(err, "%s: tensor '%s': fit key longer than %d characters", path,
-                             error_shown(name, shown), CALIB_KEY_MAX);
-        memcpy(key, name + 4, key_len);
-        key[key_len] = '\0';
-        int side = dot[-1] == 'v', fit = 0;
-        while (fit < r->n_fits && strcmp(r->fits[fit].key, key)) fit++;
-        if (fit == r->n_fits) {   /* a key not seen before */
-            CalibFitKey parsed;
-            if (calib_fit_key_parse(key, r->head_dim, &parsed, why, sizeof why))
-                return error_set(err, "%s: tensor '%s': fit key: %s", path, error_shown(name, shown), why);
-            if (r->n_fits == CALIB_MAX_FITS)
-                return error_set(err, "%s: more than %d fit keys", path, CALIB_MAX_FITS);
-            memcpy(r->fits[fit].key, key, key_len + 1);
-            r->fits[fit].parsed = parsed;
-            r->n_fits++;
-        }
-        if (side >= fit_sides(&r->fits[fit].parsed))
-            return error_set(err, "%s: tensor '%s': a +prerope fit has keys' codebooks only", path,
-                             error_shown(full_name, shown));
-        if ((r->fits[fit].parsed.kind == CALIB_PCA) != (part >= 0))
-            return error_set(err, "%s: tensor '%s': a pca fit's tensors (and only they) end in .mean, .basis, .bits "
-                             "or .tables", path, error_shown(full_name, shown));
-        role->slot = FIT_SLOT0 + 2 * fit + side;
-        role->layer = *layer_raw = (int)layer;
-        return 0;
+    } else if (strncmp(name, "fit.", 4) == 0) {
+        return parse_fit_name(r, name, role, layer_raw, err);
     }
-    return error_set(err, "%s: unexpected tensor '%s' (not stats.{q,kpre,k,v}.L, aw.{k,kpre,v}.L or fit.KEY.{k,v}.L)", path,
-                     error_shown(full_name, shown));
+    return unexpected(r, name, err);
+}
+
+/* The fit, side and tensor of a fit slot. */
+static void slot_parts(int slot, int *fit, int *side, int *tensor) {
+    *fit = (slot - FIT_SLOT0) / KV_FIT_MAX_TENSORS / 2;
+    *side = (slot - FIT_SLOT0) / KV_FIT_MAX_TENSORS % 2;
+    *tensor = (slot - FIT_SLOT0) % KV_FIT_MAX_TENSORS;
 }
 
 /* The shape a tensor of this role must have. */
-static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[5]) {
+static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[4]) {
     if (role->slot < 4) {
         shape[0] = role->slot == 0 ? r->n_heads : r->n_kv_heads;
         shape[1] = r->head_dim;
@@ -639,30 +566,9 @@ static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape
         shape[1] = r->head_dim;
         return 2;
     }
-    const CalibFitKey *k = &r->fits[(role->slot - FIT_SLOT0) / 2].parsed;
-    if (k->kind == CALIB_NUQ) {
-        shape[0] = (int64_t)1 << k->bits;
-        return 1;
-    }
-    if (k->kind == CALIB_PCA) {   /* mean, bits: [heads, d]; basis: [heads, d, d]; tables: [heads, d, 256] */
-        shape[0] = r->n_kv_heads;
-        shape[1] = r->head_dim;
-        shape[2] = role->part == 1 ? r->head_dim : PCA_TABLE_STRIDE;
-        return role->part == 1 || role->part == 3 ? 3 : 2;
-    }
-    if (k->kind == CALIB_RVQ) {
-        shape[0] = r->n_kv_heads;
-        shape[1] = r->head_dim / k->sub_dim;
-        shape[2] = k->stages;
-        shape[3] = (int64_t)1 << k->bits;
-        shape[4] = k->sub_dim;
-        return 5;
-    }
-    shape[0] = r->n_kv_heads;
-    shape[1] = r->head_dim / k->sub_dim;
-    shape[2] = (int64_t)1 << k->bits;
-    shape[3] = k->sub_dim;
-    return 4;
+    int fit, side, tensor;
+    slot_parts(role->slot, &fit, &side, &tensor);
+    return tensor_shape(&r->fits[fit], r->n_kv_heads, tensor, shape);
 }
 
 static void shape_text(char *buf, size_t cap, const int64_t *shape, int ndim) {
@@ -676,7 +582,7 @@ static int check_tensor(const Reader *r, const Tensor *t, const TensorRole *role
     if (t->dtype != DT_F32)
         return error_set(err, "%s: tensor '%s' has dtype %s (F32 expected)", r->path, error_shown(t->name, shown),
                          dtype_name(t->dtype));
-    int64_t shape[5];
+    int64_t shape[4];
     int ndim = expected_shape(r, role, shape);
     if (t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * sizeof *shape)) {
         shape_text(want, sizeof want, shape, ndim);
@@ -712,27 +618,32 @@ static int read_geometry(Reader *r, const CalibModel *model, Error *err) {
     }
     r->n_layers = 0;
     for (int i = 0; i < r->st->n_tensors; i++) {
-        const char *name = r->st->tensors[i].name, *dot = strrchr(name, '.');
-        long layer = dot ? whole_number(dot + 1, CALIB_MAX_LAYERS - 1) : -1;
+        long layer = name_layer(r->st->tensors[i].name);
         if (layer >= r->n_layers) r->n_layers = (int)layer + 1;
     }
     return 0;
 }
 
 /* The name of the tensor of (slot, layer), for a message about it. */
-static void role_name(const Reader *r, int slot, int layer, int part, char *buf, size_t cap) {
-    const FileFit *f = slot >= FIT_SLOT0 ? &r->fits[(slot - FIT_SLOT0) / 2] : NULL;
-    if (slot < 4) stat_name(buf, cap, slot, layer);
-    else if (slot < FIT_SLOT0) aw_name(buf, cap, slot - AW_SLOT0, layer);
-    else if (f->parsed.kind == CALIB_PCA) pca_part_name(buf, cap, f->key, (slot - FIT_SLOT0) % 2, layer, part);
-    else fit_name(buf, cap, f->key, (slot - FIT_SLOT0) % 2, layer);
+static void role_name(const Reader *r, int slot, int layer, char *buf, size_t cap) {
+    int fit, side, tensor;
+    if (slot < 4) {
+        stat_name(buf, cap, slot, layer);
+        return;
+    }
+    if (slot < FIT_SLOT0) {
+        aw_name(buf, cap, slot - AW_SLOT0, layer);
+        return;
+    }
+    slot_parts(slot, &fit, &side, &tensor);
+    fit_name(buf, cap, &r->fits[fit], side, layer, tensor);
 }
 
 /* Classifies and checks every tensor (roles[i] for tensor i), then checks that each layer has
  * its statistics and every fit its codebooks. */
 static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
-    const int slots = FIT_SLOT0 + 2 * CALIB_MAX_FITS;
-    unsigned char *seen = calloc((size_t)r->n_layers * slots * PCA_PARTS, 1);
+    const int slots = SLOTS;
+    unsigned char *seen = calloc((size_t)r->n_layers * slots, 1);
     if (!seen) return error_set(err, "%s: out of memory", r->path);
     int rc = 0;
     char shown[72], name[128];
@@ -744,19 +655,18 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
             rc = error_set(err, "%s: tensor '%s' is for layer %d; the model has %d layers", r->path,
                            error_shown(t->name, shown), layer, r->n_layers);
         if (rc == 0) rc = check_tensor(r, t, &roles[i], err);
-        if (rc == 0) seen[((size_t)roles[i].layer * slots + (size_t)roles[i].slot) * PCA_PARTS + (size_t)roles[i].part] = 1;
+        if (rc == 0) seen[(size_t)roles[i].layer * slots + (size_t)roles[i].slot] = 1;
     }
     for (int l = 0; l < r->n_layers && rc == 0; l++)
-        for (int slot = 0; slot < FIT_SLOT0 + 2 * r->n_fits && rc == 0; slot++) {
-            if (slot >= AW_SLOT0 && slot < FIT_SLOT0 && !r->has_aw) continue;
-            if (slot >= FIT_SLOT0 && (slot - FIT_SLOT0) % 2 >= fit_sides(&r->fits[(slot - FIT_SLOT0) / 2].parsed))
-                continue;
-            int parts = slot >= FIT_SLOT0 && r->fits[(slot - FIT_SLOT0) / 2].parsed.kind == CALIB_PCA ? PCA_PARTS : 1;
-            for (int part = 0; part < parts && rc == 0; part++)
-                if (!seen[((size_t)l * slots + (size_t)slot) * PCA_PARTS + (size_t)part]) {
-                    role_name(r, slot, l, part, name, sizeof name);
-                    rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
-                }
+        for (int slot = 0; slot < fit_slot(r->n_fits, 0, 0) && rc == 0; slot++) {
+            int fit, side, tensor;
+            if (slot >= AW_SLOT0 && slot < FIT_SLOT0 && !r->has_aw) continue;   /* files before §9 have none */
+            slot_parts(slot, &fit, &side, &tensor);
+            if (slot >= FIT_SLOT0 && (side >= r->fits[fit].sides || tensor >= r->fits[fit].layout.n_tensors)) continue;
+            if (!seen[(size_t)l * slots + (size_t)slot]) {
+                role_name(r, slot, l, name, sizeof name);
+                rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
+            }
         }
     free(seen);
     return rc;
@@ -766,20 +676,19 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
 static void copy_tensors(const Reader *r, const TensorRole *roles, Calibration *c) {
     for (int i = 0; i < r->st->n_tensors; i++) {
         const Tensor *t = &r->st->tensors[i];
-        float *to;
         if (roles[i].slot < 4) {
-            to = stats_array(c, roles[i].slot) + (size_t)roles[i].layer * t->numel;
-        } else if (roles[i].slot < FIT_SLOT0) {
-            to = aw_array(c, roles[i].slot - AW_SLOT0) + (size_t)roles[i].layer * t->numel;
-        } else {
-            const CalibFit *f = &c->fits[(roles[i].slot - FIT_SLOT0) / 2];
-            to = (float *)calibration_codebook(c, f->key, SIDE_NAMES[(roles[i].slot - FIT_SLOT0) % 2], roles[i].layer);
-            if (f->parsed.kind == CALIB_PCA) {
-                pca_scatter(t->data, c->n_kv_heads, c->head_dim, roles[i].part, to);
-                continue;
-            }
+            memcpy(stats_array(c, roles[i].slot) + (size_t)roles[i].layer * t->numel, t->data, t->nbytes);
+            continue;
         }
-        memcpy(to, t->data, t->nbytes);
+        if (roles[i].slot < FIT_SLOT0) {
+            memcpy(aw_array(c, roles[i].slot - AW_SLOT0) + (size_t)roles[i].layer * t->numel, t->data, t->nbytes);
+            continue;
+        }
+        int fit, side, tensor;
+        slot_parts(roles[i].slot, &fit, &side, &tensor);
+        const CalibFit *f = &c->fits[fit];
+        float *tables = (float *)calibration_codebook(c, f->key, SIDE_NAMES[side], roles[i].layer);
+        tensor_scatter(c, f, tables, tensor, (const unsigned char *)t->data);
     }
 }
 

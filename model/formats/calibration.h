@@ -1,5 +1,5 @@
 /* model/formats/calibration.h: calibration files (SCHEMES.md §8, "The file"), what `./run calibrate`
- * writes and the fitted bases (nuqB-gG / nuqB-tG tables, vqC-dD codebooks) read.
+ * writes and the fitted bases read.
  *
  * File: safetensors, every tensor F32; __metadata__ holds
  *   format = "kvq-calibration", model_sha256 and text_sha256 (64 lowercase hex digits: the sha256
@@ -11,67 +11,42 @@
  *     the three: mean, mean square and max |x| of the channel over all calibration rows;
  *   aw.k.L, aw.kpre.L, aw.v.L           [n_kv_heads, head_dim]      +aw's channel weights (§9, quant/aw.h):
  *     finite, non-negative; every layer's three or none (files made before §9 have none);
- *   fit.KEY.k.L, fit.KEY.v.L             one fitted codebook per fit KEY, layer and side
- *     nuqB-gG, nuqB-tG: [2^B], non-decreasing (§8 stores T ascending; equal neighbours, which only
- *                       degenerate data gives, are accepted)
- *     vqC-dD:           [n_kv_heads, head_dim/D, 2^C, D]
- *     rvqCxS-dD:        [n_kv_heads, head_dim/D, S, 2^C, D]   (§9)
- *     pcaB:             four tensors fit.KEY.{k,v}.L.{mean,basis,bits,tables}: [n_kv_heads, head_dim],
- *                       [n_kv_heads, head_dim, head_dim], [n_kv_heads, head_dim] (whole numbers 0..8
- *                       summing to at most B x head_dim), [n_kv_heads, head_dim, 256] (§9); held in
- *                       memory per KV head as one block (quant/pca.h's pca_head_view)
- * A fit KEY is a base with the modifiers that change what it sees, in this order:
- *   BASE ( "+had" )? ( "+prerope" )? ( "+out" K )? ( "+aw" )?
- *   BASE := nuqB-gG | nuqB-tG | vqC-dD | rvqCxS-dD | pcaB      (pca: no +had, no +out; +aw: no +had)
- * with B in 2..4, G a positive integer, C in 1..12, D in 1, 2, 4, 8, 16 dividing head_dim,
- * 1 <= K < head_dim, numbers in canonical decimal. +prerope concerns keys only, so a +prerope fit
- * has keys' tensors only (its .v tensors would be refused); every other fit has both sides.
- * Every tensor must be one of the above: anything else is refused, as is a fit missing a layer
- * or a side.
+ *   fit.KEY.S.L[.NAME]                   the tables of one fit KEY, side S (k or v) and layer L
+ * A fit KEY is a fitted base with the modifiers that change what it sees (kv_fit_key_parse,
+ * quant/scheme.h: "nuq3-g64+had", canonical, at most 48 characters). What it stores is its
+ * codec's declaration (KvFitLayout, quant/codec.h) for the file's geometry: each declared tensor
+ * NAME ("" gives fit.KEY.S.L itself), of shape [n_kv_heads, dims...] for a per-head fit, else
+ * [dims...], and whatever the codec's check asks of a table (nuq: ascending). A +prerope fit has
+ * keys' tensors only (its .v tensors would be refused); every other fit has both sides.
+ * Every tensor must be one of the above: anything else is refused, as is a fit missing a layer,
+ * a side or a tensor.
  *
  * Reading validates the whole file before anything is trusted (metadata, the model's sha256,
  * geometry, every name, dtype and shape, every value finite, statistics non-negative where they
- * must be, tables ordered) and refuses with one line naming the file and the problem.
- * Writing is deterministic (tensors per layer: stats q, kpre, k, v, then each fit's k and v in the
- * order the fits were added) through st_write's temporary file + rename, after the same checks. */
+ * must be, the codecs' checks) and refuses with one line naming the file and the problem.
+ * Writing is deterministic (tensors per layer: stats q, kpre, k, v, then each fit's k and v, each
+ * side's tensors in the declared order, fits in the order they were added) through st_write's
+ * temporary file + rename, after the same checks. */
 #ifndef KVQ_CALIBRATION_H
 #define KVQ_CALIBRATION_H
 
 #include <stddef.h>
 #include "model/formats/safetensors.h"
+#include "quant/scheme.h"
 
 #define CALIB_FORMAT "kvq-calibration"
 #define CALIB_KEY_MAX 48          /* longest fit key, NUL excluded */
 #define CALIB_HASH_HEX 64
 
-typedef enum { CALIB_NUQ, CALIB_VQ, CALIB_RVQ, CALIB_PCA } CalibBaseKind;
-
-/* A parsed fit key. */
-typedef struct {
-    CalibBaseKind kind;
-    int bits;          /* nuq: B (a table of 2^B); vq, rvq: C (2^C centroids) */
-    int stages;        /* rvq: S */
-    int pca_scaled;    /* pca: B x 10^4 (B may be fractional) */
-    int group;         /* nuq: G */
-    int token_axis;    /* nuq: 1 for nuqB-tG */
-    int sub_dim;       /* vq: D; nuq: 1 */
-    int had, prerope;  /* the modifiers present */
-    int outliers;      /* K of +outK, 0 without */
-    int aw;            /* +aw */
-} CalibFitKey;
-
-/* Parses a fit key for a model of head_dim; 0, or -1 with the reason in why ("bits must be 2, 3
- * or 4"). A key must be in canonical form (it names tensors, so "nuq3-g064" is not "nuq3-g64"). */
-int calib_fit_key_parse(const char *key, int head_dim, CalibFitKey *out, char *why, size_t why_size);
-
-/* One fitted base's codebooks for every layer and side. */
+/* One fitted base's tables for every layer and side. */
 typedef struct {
     char key[CALIB_KEY_MAX + 1];
-    CalibFitKey parsed;
+    KvSpec spec;              /* the key parsed (for keys): its base's codec declares the tables */
+    KvFitLayout layout;       /* that declaration for the calibration's head_dim */
     int sides;                /* 2: keys and values; 1: keys only (+prerope) */
-    size_t codebook_floats;   /* floats per (layer, side): nuq 2^B; vq n_kv_heads * (head_dim/D) * 2^C * D;
-                                 rvq S times vq's; pca n_kv_heads * pca_head_floats(head_dim) */
-    float *codebooks;         /* [n_layers][sides][codebook_floats], keys first */
+    size_t table_floats;      /* one table: the layout's tensors back to back */
+    size_t layer_floats;      /* per (layer, side): n_kv_heads tables (layout.per_head), or one */
+    float *codebooks;         /* [n_layers][sides][layer_floats], keys first */
 } CalibFit;
 
 typedef struct {
@@ -100,7 +75,7 @@ typedef struct {
 
 /* An empty calibration of this geometry: zeroed statistics, no fits, metadata to fill in. */
 int calibration_init(Calibration *c, int n_layers, int n_heads, int n_kv_heads, int head_dim, Error *err);
-/* Adds a fit (key parsed against c->head_dim; not present yet) with zeroed codebooks; NULL after
+/* Adds a fit (key parsed against c->head_dim; not present yet) with zeroed tables; NULL after
  * an error. The pointer stays valid until the next calibration_add_fit or calibration_free. */
 CalibFit *calibration_add_fit(Calibration *c, const char *key, Error *err);
 /* Frees everything and zeroes c (safe on a zeroed or half-built Calibration). */
@@ -121,13 +96,13 @@ int calibration_from_safetensors(const SafeTensors *st, const CalibModel *model,
 
 /* Lookups; NULL when absent or out of range. side is 'k' or 'v'. */
 const CalibFit *calibration_find_fit(const Calibration *c, const char *key);
-/* The codebook of (fit, layer, side): codebook_floats floats (a table of 2^B, or vq's
- * [n_kv_heads][head_dim/D][2^C][D]). */
+/* The tables of (fit, layer, side): layer_floats floats (a per-head fit's n_kv_heads tables back
+ * to back). */
 const float *calibration_codebook(const Calibration *c, const char *key, char side, int layer);
 /* +aw's weights of (side, layer): n_kv_heads x head_dim floats; side 'k' (prerope: before RoPE)
  * or 'v'. NULL when the calibration has none. */
 const float *calibration_aw(const Calibration *c, char side, int prerope, int layer);
-/* vq only: the 2^C x D floats of KV head `head`'s sub-vector j. */
-const float *calibration_vq_codebook(const Calibration *c, const char *key, char side, int layer, int head, int j);
+/* The table KV head `head` codes with: its own (per-head fit) or the layer's shared one. */
+const float *calibration_table(const Calibration *c, const char *key, char side, int layer, int head);
 
 #endif

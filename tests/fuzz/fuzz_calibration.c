@@ -1,9 +1,9 @@
 /* tests/fuzz/fuzz_calibration.c: calibration files (model/formats/calibration.h) from hostile bytes.
  * The input is opened with st_open_memory and read twice: without a model (any geometry) and for
  * the seeds' model (2 layers, 2 heads, 1 KV head, head_dim 4, the seeds' sha256).
- * An accepted file must hold only finite values, non-negative mean squares and max |x|, ordered
- * nuq tables, and every lookup (each fit, layer, side; each vq head and sub-vector) must point
- * inside its arrays (first and last value read); it must pass calibration_check, and written to a
+ * An accepted file must hold only finite values, non-negative mean squares and max |x|, tables
+ * of the size their codec declares that pass its check, and every lookup (each fit, layer, side
+ * and KV head) must point inside its arrays (first and last value read); it must pass calibration_check, and written to a
  * scratch file and read back it must give the same calibration. A refusal must be one line naming
  * the file and leave nothing allocated. */
 #include <math.h>
@@ -57,26 +57,33 @@ static void use(const Calibration *c) {
     for (int i = 0; i < c->n_fits; i++) {
         const CalibFit *f = &c->fits[i];
         fuzz_assert(calibration_find_fit(c, f->key) == f, "find_fit");
-        size_t total = (size_t)c->n_layers * f->sides * f->codebook_floats;
+        size_t total = (size_t)c->n_layers * f->sides * f->layer_floats;
         check_values(f->codebooks, total, 0);
         for (int l = 0; l < c->n_layers; l++)
             for (int s = 0; s < 2; s++) {
                 const float *book = calibration_codebook(c, f->key, "kv"[s], l);
                 fuzz_assert((book != NULL) == (s < f->sides), "a side's presence");
                 if (!book) continue;
-                check_inside(f, book, f->codebook_floats, total);
-                if (f->parsed.kind == CALIB_NUQ) {
-                    fuzz_assert(f->codebook_floats == (size_t)1 << f->parsed.bits, "nuq table size");
-                    for (size_t e = 1; e < f->codebook_floats; e++) fuzz_assert(book[e - 1] <= book[e], "nuq table order");
-                    continue;
+                check_inside(f, book, f->layer_floats, total);
+                /* whatever the codec: its declaration sizes the tables, each table is in its
+                 * layer's block and passes the codec's own check */
+                KvFitLayout layout;
+                f->spec.base.codec->fit->layout(&f->spec.base, c->head_dim, &layout);
+                int heads = layout.per_head ? c->n_kv_heads : 1;
+                fuzz_assert(f->table_floats == kv_fit_table_floats(&layout) &&
+                                f->layer_floats == f->table_floats * (size_t)heads,
+                            "table size against the codec's layout");
+                for (int h = 0; h < c->n_kv_heads; h++) {
+                    const float *table = calibration_table(c, f->key, "kv"[s], l, h);
+                    check_inside(f, table, f->table_floats, total);
+                    char why[160];
+                    fuzz_assert(!f->spec.base.codec->fit->check ||
+                                    f->spec.base.codec->fit->check(&f->spec.base, c->head_dim, table, why, sizeof why),
+                                "an accepted table fails its codec's check");
                 }
-                size_t sub = ((size_t)1 << f->parsed.bits) * (size_t)f->parsed.sub_dim;
-                int subs = c->head_dim / f->parsed.sub_dim;
-                for (int h = 0; h < c->n_kv_heads; h++)
-                    for (int j = 0; j < subs; j++) check_inside(f, calibration_vq_codebook(c, f->key, "kv"[s], l, h, j), sub, total);
-                fuzz_assert(!calibration_vq_codebook(c, f->key, "kv"[s], l, c->n_kv_heads, 0) &&
-                                !calibration_vq_codebook(c, f->key, "kv"[s], l, 0, subs),
-                            "vq lookup past the heads or sub-vectors");
+                fuzz_assert(!calibration_table(c, f->key, "kv"[s], l, c->n_kv_heads) &&
+                                !calibration_table(c, f->key, "kv"[s], l, -1),
+                            "table lookup past the heads");
             }
         fuzz_assert(!calibration_codebook(c, f->key, 'k', c->n_layers), "lookup past the layers");
     }
@@ -99,7 +106,7 @@ static void round_trip(const Calibration *c) {
     for (int i = 0; same && i < c->n_fits; i++)
         same = !strcmp(back.fits[i].key, c->fits[i].key) &&
                !memcmp(back.fits[i].codebooks, c->fits[i].codebooks,
-                       (size_t)c->n_layers * c->fits[i].sides * c->fits[i].codebook_floats * sizeof(float));
+                       (size_t)c->n_layers * c->fits[i].sides * c->fits[i].layer_floats * sizeof(float));
     fuzz_assert(same, "round trip changed the calibration");
     calibration_free(&back);
 }

@@ -77,26 +77,24 @@ static void *alloc_exact(size_t n) {
  * without a fit. Freed by the caller. */
 static float *synthetic_table(const KvBase *b, int hd) {
     if (!b->codec->fit) return NULL;
-    KvTableShape shape;
-    b->codec->fit->shape(b, hd, &shape);
-    fuzz_assert(shape.books >= 1 && shape.entries >= 2 && shape.dim >= 1, "a table shape that makes no sense");
-    size_t count = (size_t)shape.books * (size_t)shape.entries * (size_t)shape.dim;
+    KvFitLayout layout;
+    b->codec->fit->layout(b, hd, &layout);
+    size_t count = kv_fit_table_floats(&layout);
+    fuzz_assert(layout.n_tensors >= 1 && layout.n_tensors <= KV_FIT_MAX_TENSORS && count >= 2, "a table layout that makes no sense");
     float *t = alloc_exact(count * sizeof(float));
     uint64_t state = 0x9e3779b97f4a7c15ull ^ (uint64_t)hd ^ (uint64_t)b->bits << 16 ^ (uint64_t)b->variant << 24;
-    float range = shape.per_head ? 2.0f : 1.0f;
+    float range = layout.per_head ? 2.0f : 1.0f;
     for (size_t i = 0; i < count; i++) {
         state = state * 6364136223846793005ull + 1442695040888963407ull;
         t[i] = range * (float)((int64_t)(state >> 40) - (1 << 23)) / (float)(1 << 23);
     }
-    if (!shape.per_head)   /* a shared 1-D table (nuq) is stored ascending: sort each book */
-        for (int k = 0; k < shape.books; k++) {
-            float *book = t + (size_t)k * shape.entries;
-            for (int i = 1; i < shape.entries; i++)
-                for (int j = i; j > 0 && book[j - 1] > book[j]; j--) {
-                    float swap = book[j];
-                    book[j] = book[j - 1], book[j - 1] = swap;
-                }
-        }
+    char why[160];
+    if (b->codec->fit->check && !b->codec->fit->check(b, hd, t, why, sizeof why))   /* nuq's table is ascending */
+        for (size_t i = 1; i < count; i++)
+            for (size_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+                float swap = t[j];
+                t[j] = t[j - 1], t[j - 1] = swap;
+            }
     return t;
 }
 
