@@ -59,7 +59,7 @@ typedef struct {
  * binds KvBase.table to the table of the rows' layer, side and head; model/formats/calibration.c
  * derives every name, shape and check from this declaration. */
 #define KV_FIT_MAX_TENSORS 4
-#define KV_FIT_MAX_DIMS 3
+#define KV_FIT_MAX_DIMS 4
 typedef struct {
     const char *name;             /* "" for the fit's only tensor, else a lowercase word */
     int ndim;                     /* 1..KV_FIT_MAX_DIMS: the dims of one table's part */

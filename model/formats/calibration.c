@@ -202,7 +202,8 @@ static void tensor_scatter(const Calibration *c, const CalibFit *f, float *table
 }
 
 /* A file tensor's shape: [n_kv_heads, dims...] per head, else [dims...]; returns ndim. */
-static int tensor_shape(const CalibFit *f, int n_kv_heads, int tensor, int64_t shape[4]) {
+_Static_assert(1 + KV_FIT_MAX_DIMS <= ST_MAX_DIMS, "a per-head fit tensor's dims fit a safetensors shape");
+static int tensor_shape(const CalibFit *f, int n_kv_heads, int tensor, int64_t shape[ST_MAX_DIMS]) {
     const KvFitTensor *t = &f->layout.tensors[tensor];
     int ndim = 0;
     if (f->layout.per_head) shape[ndim++] = n_kv_heads;
@@ -554,7 +555,7 @@ static void slot_parts(int slot, int *fit, int *side, int *tensor) {
 }
 
 /* The shape a tensor of this role must have. */
-static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[4]) {
+static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape[ST_MAX_DIMS]) {
     if (role->slot < 4) {
         shape[0] = role->slot == 0 ? r->n_heads : r->n_kv_heads;
         shape[1] = r->head_dim;
@@ -582,7 +583,7 @@ static int check_tensor(const Reader *r, const Tensor *t, const TensorRole *role
     if (t->dtype != DT_F32)
         return error_set(err, "%s: tensor '%s' has dtype %s (F32 expected)", r->path, error_shown(t->name, shown),
                          dtype_name(t->dtype));
-    int64_t shape[4];
+    int64_t shape[ST_MAX_DIMS];
     int ndim = expected_shape(r, role, shape);
     if (t->ndim != ndim || memcmp(t->shape, shape, (size_t)ndim * sizeof *shape)) {
         shape_text(want, sizeof want, shape, ndim);
