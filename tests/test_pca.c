@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "quant/aw.h"
+#include "quant/codec.h"
 #include "quant/lloyd.h"
 #include "quant/pca.h"
 #include "tests/test.h"
@@ -340,6 +341,106 @@ static void test_aw_lloyd(void) {
           "scaled %g, weighted Lloyd %g, unweighted fit %g", o_mine, o_plain, o_unweighted);
 }
 
+/* ---- the codecs: pcaB through its KvFit and its packed rows; vq's +aw distance ---- */
+
+static void test_codec_pca_names(void) {
+    KvBase b;
+    char why[200];
+    int ok = kv_base_parse("pca2", &b, why, sizeof why) == 0 && !strcmp(b.name, "pca2") && b.codec->unit_bytes(&b, 64) == 16;
+    ok &= kv_base_parse("pca1.25", &b, why, sizeof why) == 0 && !strcmp(b.name, "pca1.25") && b.codec->unit_bytes(&b, 64) == 10;
+    ok &= kv_base_parse("pca0.50", &b, why, sizeof why) == 0 && !strcmp(b.name, "pca0.5") && b.codec->unit_bytes(&b, 64) == 4;
+    check(ok, "codec pca: names, canonical spelling and bytes a row (pca2 16, pca1.25 10, pca0.5 4 at d 64)", "%s", b.name);
+    int refused = kv_base_parse("pca9", &b, why, sizeof why) == -1 && kv_base_parse("pca0", &b, why, sizeof why) == -1 &&
+                  kv_base_parse("pca1.12345", &b, why, sizeof why) == -1;
+    refused &= kv_base_parse("pca0.3", &b, why, sizeof why) == 0 && !kv_base_check(&b, 64, why, sizeof why) &&
+               strstr(why, "19.2") != NULL && kv_base_check(&b, 80, why, sizeof why);
+    check(refused, "codec pca: pca9, pca0, five decimals refused; pca0.3 refused at d 64 (19.2 bits), taken at d 80", "%s",
+          why);
+}
+
+static void test_codec_pca_fit(const char *tag, const float *w) {
+    enum { D = FIT_D, N = FIT_N };
+    static float rows[N * D];
+    make_rows(rows, 9);
+    KvBase b;
+    char why[200], name[160];
+    kv_base_parse("pca1.5", &b, why, sizeof why);   /* 12 bits over 8 components */
+    KvFitLayout layout;
+    b.codec->fit->layout(&b, D, &layout);
+    size_t floats = kv_fit_table_floats(&layout);
+    float *table = calloc(floats, sizeof *table);
+    KvFitRows fr = {.units = rows, .count = N, .n = D, .weights = w, .weight_rows = w ? 1 : 0};
+    void *scratch = malloc(b.codec->fit->scratch_bytes(&b, &fr));
+    KvFitShortfall sf;
+    int rc = b.codec->fit->fit(&b, &fr, table, scratch, &sf);
+    double objective = b.codec->fit->objective(&b, &fr, table, scratch);
+    snprintf(name, sizeof name, "codec pca%s: the fit declares mean, basis, bits, tables and passes its own check", tag);
+    check(rc == 0 && layout.per_head && layout.n_tensors == 4 && floats == pca_head_floats(D) &&
+              b.codec->fit->check(&b, D, table, why, sizeof why),
+          name, "rc %d, %zu floats: %s", rc, floats, why);
+    /* every row through the codec's packed bytes and back: the (weighted) error is the objective */
+    b.table = table;
+    b.weights = w;
+    double err = 0;
+    for (int r = 0; r < N; r++) {
+        unsigned char unit[64];
+        float back[D];
+        b.codec->encode(&b, rows + r * D, D, unit);
+        b.codec->decode(&b, unit, D, 0, 1, back);
+        for (int c = 0; c < D; c++) {
+            double e = (double)back[c] - rows[r * D + c];
+            err += (w ? w[c] : 1) * e * e;
+        }
+    }
+    snprintf(name, sizeof name, "codec pca%s: packed rows decode with the objective's error (mean added back)", tag);
+    check(fabs(err - objective) <= 1e-3 * objective, name, "rows lose %g, objective %g", err, objective);
+    /* a table whose bits exceed B x d is refused by the check */
+    PcaHead h;
+    pca_head_view(table, D, &h);
+    ((float *)h.bits)[0] += 8;
+    snprintf(name, sizeof name, "codec pca%s: the check refuses bits over the budget or not whole", tag);
+    int over = !b.codec->fit->check(&b, D, table, why, sizeof why);
+    ((float *)h.bits)[0] -= 7.5f;
+    check(over && !b.codec->fit->check(&b, D, table, why, sizeof why), name, "accepted");
+    free(table);
+    free(scratch);
+}
+
+/* vq8-d4 with +aw: each sub-vector's code minimizes the weighted error, so no row's weighted error
+ * is above the plain encoder's, and some are below. */
+static void test_codec_vq_weighted(void) {
+    enum { D = 64, ROWS = 200 };
+    KvBase b;
+    char why[160];
+    kv_base_parse("vq4-d4", &b, why, sizeof why);
+    static float table[16 * 16 * 4], x[ROWS * D], w[D];
+    uint64_t seed = 21;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) table[i] = 2 * rnd(&seed);
+    for (int i = 0; i < ROWS * D; i++) x[i] = rnd(&seed);
+    for (int c = 0; c < D; c++) w[c] = c % 4 == 0 ? 8.0f : 0.125f;
+    b.table = table;
+    int worse = 0, better = 0;
+    for (int r = 0; r < ROWS; r++) {
+        unsigned char unit[64];
+        float plain[D], weighted[D];
+        b.weights = NULL;
+        b.codec->encode(&b, x + r * D, D, unit);
+        b.codec->decode(&b, unit, D, 0, 1, plain);
+        b.weights = w;
+        b.codec->encode(&b, x + r * D, D, unit);
+        b.codec->decode(&b, unit, D, 0, 1, weighted);
+        double ep = 0, ew = 0;
+        for (int c = 0; c < D; c++) {
+            ep += w[c] * ((double)plain[c] - x[r * D + c]) * ((double)plain[c] - x[r * D + c]);
+            ew += w[c] * ((double)weighted[c] - x[r * D + c]) * ((double)weighted[c] - x[r * D + c]);
+        }
+        worse += ew > ep * (1 + 1e-6);
+        better += ew < ep * (1 - 1e-6);
+    }
+    check(worse == 0 && better > ROWS / 2, "codec vq +aw: the weighted distance picks codes of least weighted error",
+          "%d rows worse, %d better of %d", worse, better, ROWS);
+}
+
 int main(void) {
     test_eigen_by_hand();
     test_eigen_random();
@@ -349,5 +450,9 @@ int main(void) {
     test_fit("_aw", w);
     test_aw();
     test_aw_lloyd();
+    test_codec_pca_names();
+    test_codec_pca_fit("", NULL);
+    test_codec_pca_fit(" +aw", w);
+    test_codec_vq_weighted();
     return test_failures ? 1 : 0;
 }
