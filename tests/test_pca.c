@@ -15,6 +15,7 @@
 #include <string.h>
 #include "quant/aw.h"
 #include "quant/codec.h"
+#include "quant/half.h"
 #include "quant/lloyd.h"
 #include "quant/pca.h"
 #include "tests/test.h"
@@ -441,6 +442,98 @@ static void test_codec_vq_weighted(void) {
           "%d rows worse, %d better of %d", worse, better, ROWS);
 }
 
+/* vq8-d4 +aw's codes restated from §9: z = x sqrt(d) / r (r = fp16 of the norm), each sub-vector's
+ * entry minimizing sum_e w_e (t_e t_e) in float32, ties to the lower index. */
+static void test_codec_vq_weighted_codes(void) {
+    enum { D = 64, ROWS = 100, K = 256 };
+    KvBase b;
+    char why[160];
+    kv_base_parse("vq8-d4", &b, why, sizeof why);
+    static float table[16 * K * 4], x[ROWS * D], w[D];
+    uint64_t seed = 23;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) table[i] = 2 * rnd(&seed);
+    for (int i = 0; i < ROWS * D; i++) x[i] = rnd(&seed);
+    for (int c = 0; c < D; c++) w[c] = 0.1f + 3 * fabsf(rnd(&seed));
+    b.table = table;
+    b.weights = w;
+    int differ = 0;
+    for (int r = 0; r < ROWS; r++) {
+        unsigned char unit[32];
+        b.codec->encode(&b, x + r * D, D, unit);
+        double sum = 0;
+        for (int c = 0; c < D; c++) sum += (double)x[r * D + c] * x[r * D + c];
+        float rn = f16_to_f32(f32_to_f16((float)sqrt(sum))), sqrt_d = sqrtf((float)D);
+        for (int j = 0; j < D / 4; j++) {
+            float z[4];
+            for (int e = 0; e < 4; e++) z[e] = x[r * D + j * 4 + e] * sqrt_d / rn;
+            int best = 0;
+            float best_d = INFINITY;
+            for (int k = 0; k < K; k++) {
+                const float *c = table + ((size_t)j * K + k) * 4;
+                float t = z[0] - c[0], dist = w[j * 4] * (t * t);
+                for (int e = 1; e < 4; e++) {
+                    float u = z[e] - c[e];
+                    dist = dist + w[j * 4 + e] * (u * u);
+                }
+                if (dist < best_d) best_d = dist, best = k;
+            }
+            differ += unit[j] != best;
+        }
+    }
+    check(differ == 0, "codec vq +aw: codes are §9's weighted nearest entries", "%d of %d codes differ", differ,
+          ROWS * D / 4);
+}
+
+/* nuq3-g64 +aw's fit: each entry at the weighted mean of its points, so its weighted objective is
+ * below the plain fit's on the same rows (channels of unequal weight and spread). */
+static void test_codec_nuq_weighted_fit(void) {
+    enum { D = 64, ROWS = 300 };
+    KvBase b;
+    char why[160];
+    kv_base_parse("nuq3-g64", &b, why, sizeof why);
+    static float x[ROWS * D], w[D];
+    uint64_t seed = 29;
+    for (int r = 0; r < ROWS; r++)
+        for (int c = 0; c < D; c++) x[r * D + c] = (c < 8 ? 3.0f : 0.5f) * rnd(&seed) + (c % 2 ? 0.4f : -0.2f) * rnd(&seed);
+    for (int c = 0; c < D; c++) w[c] = c < 8 ? 0.05f : (c % 3 == 0 ? 4.0f : 1.0f);
+    float plain[8], weighted[8];
+    KvFitRows fr = {.units = x, .count = ROWS, .n = D};
+    void *scratch = malloc(b.codec->fit->scratch_bytes(&b, &fr));
+    KvFitShortfall sf;
+    int rc = b.codec->fit->fit(&b, &fr, plain, scratch, &sf);
+    fr.weights = w;
+    fr.weight_rows = 1;
+    rc |= b.codec->fit->fit(&b, &fr, weighted, scratch, &sf);
+    double o_plain = b.codec->fit->objective(&b, &fr, plain, scratch), o_weighted = b.codec->fit->objective(&b, &fr, weighted, scratch);
+    free(scratch);
+    check(rc == 0 && o_weighted < 0.99 * o_plain, "codec nuq +aw: the weighted fit lowers the weighted objective",
+          "rc %d: weighted fit %g, plain fit %g", rc, o_weighted, o_plain);
+}
+
+/* vq4-d4 +aw's fit (Lloyd on sqrt(w)-scaled points, centroids scaled back): its weighted
+ * objective is below the plain fit's on the same rows. */
+static void test_codec_vq_weighted_fit(void) {
+    enum { D = 16, ROWS = 400 };
+    KvBase b;
+    char why[160];
+    kv_base_parse("vq4-d4", &b, why, sizeof why);
+    static float x[ROWS * D], w[D], plain[4 * 16 * 4], weighted[4 * 16 * 4];
+    uint64_t seed = 31;
+    for (int i = 0; i < ROWS * D; i++) x[i] = rnd(&seed) * (i % 4 == 1 ? 3.0f : 1.0f);
+    for (int c = 0; c < D; c++) w[c] = c % 4 == 1 ? 0.05f : c % 4 == 2 ? 5.0f : 1.0f;
+    KvFitRows fr = {.units = x, .count = ROWS, .n = D};
+    void *scratch = malloc(b.codec->fit->scratch_bytes(&b, &fr));
+    KvFitShortfall sf;
+    int rc = b.codec->fit->fit(&b, &fr, plain, scratch, &sf);
+    fr.weights = w;
+    fr.weight_rows = 1;
+    rc |= b.codec->fit->fit(&b, &fr, weighted, scratch, &sf);
+    double o_plain = b.codec->fit->objective(&b, &fr, plain, scratch), o_weighted = b.codec->fit->objective(&b, &fr, weighted, scratch);
+    free(scratch);
+    check(rc == 0 && o_weighted < 0.95 * o_plain, "codec vq +aw: the weighted fit lowers the weighted objective",
+          "rc %d: weighted fit %g, plain fit %g", rc, o_weighted, o_plain);
+}
+
 int main(void) {
     test_eigen_by_hand();
     test_eigen_random();
@@ -454,5 +547,8 @@ int main(void) {
     test_codec_pca_fit("", NULL);
     test_codec_pca_fit(" +aw", w);
     test_codec_vq_weighted();
+    test_codec_vq_weighted_codes();
+    test_codec_nuq_weighted_fit();
+    test_codec_vq_weighted_fit();
     return test_failures ? 1 : 0;
 }
