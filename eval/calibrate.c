@@ -77,23 +77,20 @@ static int load_tokens(CalibrateRun *r, const CalibrateOptions *o, int *windows,
     return 0;
 }
 
-/* +aw's weights of every layer (§9): keys from stats.q (after and before RoPE), values from
- * o_proj's columns. Written into every calibration. */
-static int store_aw(CalibrateRun *r, Error *err) {
-    const Config *cfg = &r->m.config;
-    Calibration *c = &r->c;
+int calib_store_aw(const Model *m, Calibration *c, Error *err) {
+    const Config *cfg = &m->config;
     int d = cfg->head_dim, heads = cfg->n_heads, kv = cfg->n_kv_heads;
     size_t layer_w = (size_t)kv * d;
-    const Matrix *wo0 = &r->m.weights.layers[0].wo;
+    const Matrix *wo0 = &m->weights.layers[0].wo;
     float *wo = malloc((size_t)wo0->rows * (size_t)wo0->cols * sizeof *wo);
     if (!wo) return error_set(err, "out of memory for o_proj's weights");
     for (int l = 0; l < cfg->n_layers; l++) {
         const float *stats_q = c->stats_q + (size_t)l * heads * d * 3;
         aw_key_weights(stats_q, heads, kv, d, 0, c->aw_k + l * layer_w);
         aw_key_weights(stats_q, heads, kv, d, 1, c->aw_kpre + l * layer_w);
-        const Matrix *m = &r->m.weights.layers[l].wo;
-        for (int i = 0; i < m->rows; i++) matrix_row_f32(m, i, wo + (size_t)i * m->cols);
-        aw_value_weights(wo, m->rows, heads, kv, d, c->aw_v + l * layer_w);
+        const Matrix *wl = &m->weights.layers[l].wo;
+        for (int i = 0; i < wl->rows; i++) matrix_row_f32(wl, i, wo + (size_t)i * wl->cols);
+        aw_value_weights(wo, wl->rows, heads, kv, d, c->aw_v + l * layer_w);
     }
     free(wo);
     c->has_aw = 1;
@@ -110,7 +107,7 @@ static int make_calibration(CalibrateRun *r, const char *model_sha256, const cha
     for (int i = 0; i < r->n_specs; i++)
         if (!calibration_add_fit(&r->c, r->specs[i].key, err)) return -1;
     calib_store_stats(&r->rows, &r->c);
-    return store_aw(r, err);
+    return calib_store_aw(&r->m, &r->c, err);
 }
 
 /* The heatmap beside the calibration: FILE.svg. */
