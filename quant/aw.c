@@ -4,6 +4,29 @@
 #include <stddef.h>
 #include <string.h>
 
+/* The weighted distance is computed as written: clang would fuse multiply-adds. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+int aw_nearest(const float *x, int dim, const float *centroids, int k, const float *w) {
+    float best = INFINITY;
+    int best_c = 0;
+    for (int c = 0; c < k; c++) {
+        const float *e = centroids + (size_t)c * dim;
+        float t = x[0] - e[0], dist = w[0] * (t * t);
+        for (int i = 1; i < dim; i++) {
+            float u = x[i] - e[i];
+            dist = dist + w[i] * (u * u);
+        }
+        if (dist < best) {   /* strictly lower: the first of equal distances stays */
+            best = dist;
+            best_c = c;
+        }
+    }
+    return best_c;
+}
+
 /* Divides each head's d weights (float64) by their mean and stores them as float32; a head whose
  * weights have no mass gets all ones (then +aw is the plain distance). */
 static void normalize_head(const double *sum, int d, float *w) {

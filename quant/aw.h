@@ -36,6 +36,11 @@ LloydResult aw_lloyd_fit_1d(const float *points, const float *weights, size_t n,
 void aw_scale_points(float *points, size_t n, int dim, const float *sqrt_w);
 void aw_unscale_centroids(float *centroids, int k, int dim, const float *sqrt_w);
 
+/* +aw's nearest entry (§9, vq and rvq): the entry of the k (dim values each) minimizing
+ * sum_e w_e * (t_e * t_e), t = x - entry, in float32, summed in channel order, no multiply-add
+ * fused; ties -> the lower index (as lloyd_nearest for the plain distance). */
+int aw_nearest(const float *x, int dim, const float *centroids, int k, const float *w);
+
 /* The weighted objective: sum over the points of min over the k centroids of sum_e w_e (p_e - c_e)^2,
  * in float64 (what a +aw fit lowers; for comparing tables of the same points). */
 double aw_objective(const float *points, size_t n, int dim, const float *w, const float *centroids, int k);

@@ -147,26 +147,6 @@ static unsigned nearest(const float *z, int D, const float *book, int k) {
     return (unsigned)lloyd_nearest(z, D, book, k);
 }
 
-/* +aw (SCHEMES.md §9): the entry minimizing sum_e w_e * (t_e * t_e), t = z - entry, in float32,
- * summed in channel order, no multiply-add fused; ties -> the lower index. */
-static unsigned nearest_weighted(const float *z, int D, const float *book, int k, const float *w) {
-    float best = INFINITY;
-    unsigned best_c = 0;
-    for (int c = 0; c < k; c++) {
-        const float *e = book + (size_t)c * D;
-        float t = z[0] - e[0], dist = w[0] * (t * t);
-        for (int i = 1; i < D; i++) {
-            float u = z[i] - e[i];
-            dist = dist + w[i] * (u * u);
-        }
-        if (dist < best) {
-            best = dist;
-            best_c = (unsigned)c;
-        }
-    }
-    return best_c;
-}
-
 static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     unsigned char *codes = unit;
     memset(unit, 0, vq_unit_bytes(b, n));   /* r = 0 or no table: codes 0, r 0 */
@@ -178,7 +158,7 @@ static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     int D = sub_dim(b), k = 1 << b->bits;
     for (int j = 0; j < n / D; j++) {
         const float *book = b->table + (size_t)j * book_floats(b);
-        unsigned code = b->weights ? nearest_weighted(z + (size_t)j * D, D, book, k, b->weights + (size_t)j * D)
+        unsigned code = b->weights ? (unsigned)aw_nearest(z + (size_t)j * D, D, book, k, b->weights + (size_t)j * D)
                                    : nearest(z + (size_t)j * D, D, book, k);
         if (b->bits == 8) codes[j] = (unsigned char)code;   /* a byte each: the stream's layout */
         else put_code(codes, j, b->bits, code);

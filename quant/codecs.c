@@ -16,6 +16,7 @@ extern const KvCodec kv_codec_tq;
 extern const KvCodec kv_codec_nuq;
 extern const KvCodec kv_codec_vq;
 extern const KvCodec kv_codec_pca;
+extern const KvCodec kv_codec_rvq;
 
 static const KvCodec *const CODECS[] = {
     &kv_codec_fp32,
@@ -31,6 +32,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_nuq,
     &kv_codec_vq,
     &kv_codec_pca,
+    &kv_codec_rvq,
 };
 
 #define N_CODECS ((int)(sizeof CODECS / sizeof CODECS[0]))

@@ -96,7 +96,8 @@ def as_format2(raw):
 
 def calibration_seeds():
     """fuzz_calibration: a small valid calibration (2 layers, 2 heads, 1 KV head, head_dim 4; fits
-    nuq2-g4, vq2-d2, nuq3-t4+prerope with keys only) and variants each broken in one way, 2.4 KB each."""
+    nuq2-t8, vq2-d2, rvq2x2-d2 (a per-head table of stages), nuq3-t8+prerope with keys only: fit keys
+    the codecs take at head_dim 4) and variants each broken in one way, 2.4 KB each."""
     sha = "36068468f272b799b51158bdcd14dab686b173603129268c69ac30d522c60034"
     meta = {"format": "kvq-calibration", "model_sha256": sha,
             "text_sha256": "4cd0f6876d07a413aa911261ff6d363c72d757d47f0fdd6015702014c89cb9c7",
@@ -115,12 +116,13 @@ def calibration_seeds():
                 table = [-0.8, -0.2, 0.25, 0.75]
                 if unsorted and layer == 1 and side == "v":
                     table = [-0.8, 0.25, -0.2, 0.75]
-                tensors.append((f"fit.nuq2-g4.{side}.{layer}", "F32", [4], floats(table)))
+                tensors.append((f"fit.nuq2-t8.{side}.{layer}", "F32", [4], floats(table)))
                 book = [((i * 5) % 13) / 6 - 1 for i in range(16)]
                 if nan and layer == 0 and side == "k":
                     book[9] = float("nan")
                 tensors.append((f"fit.vq2-d2.{side}.{layer}", "F32", [1, 2, 4, 2], floats(book)))
-            tensors.append((f"fit.nuq3-t4+prerope.k.{layer}", "F32", [8], floats([j / 4 - 0.9 for j in range(8)])))
+                tensors.append((f"fit.rvq2x2-d2.{side}.{layer}", "F32", [1, 2, 2, 4, 2], floats(book + book[::-1])))
+            tensors.append((f"fit.nuq3-t8+prerope.k.{layer}", "F32", [8], floats([j / 4 - 0.9 for j in range(8)])))
         tensors = [t for t in tensors if t[0] != drop]
         return safetensors(tensors, dict(meta, **(extra or {})))
 
@@ -128,7 +130,7 @@ def calibration_seeds():
     put("fuzz_calibration", "small-made-by.safetensors", small(extra={"made_by": "make_seeds.py"}))
     put("fuzz_calibration", "small-nan.safetensors", small(nan=True))
     put("fuzz_calibration", "small-unsorted.safetensors", small(unsorted=True))
-    put("fuzz_calibration", "small-missing-side.safetensors", small(drop="fit.nuq2-g4.v.1"))
+    put("fuzz_calibration", "small-missing-side.safetensors", small(drop="fit.nuq2-t8.v.1"))
     put("fuzz_calibration", "small-other-model.safetensors", small(extra={"model_sha256": "0" * 64}))
     put("fuzz_calibration", "small-format.safetensors", small(extra={"format": "kvq-compressed-2"}))
 
