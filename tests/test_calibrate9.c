@@ -7,7 +7,7 @@
  *   - tables at least as good: on the rows kvq collects for each table, the codec's (weighted)
  *     objective of kvq's tables, summed over a fit key's tables, at most 1.01 x the reference's
  *     (kvq's Lloyd runs to convergence, the reference's stopped at 30 passes), for pca2,
- *     pca2+aw, pca2+prerope+aw (keys), vq8-d4+aw and nuq3-g64+aw. */
+ *     pca2+aw, pca2+prerope+aw (keys), vq8-d4+aw, nuq3-g64+aw and rvq8x2-d8+aw. */
 #include "tests/test.h"
 #include "tests/calib_known.h"
 #include "eval/calibrate.h"
@@ -21,7 +21,7 @@
 #define TOKENS 4096
 #define OBJECTIVE_RATIO 1.01
 
-static const char *const FITS[] = {"pca2", "pca2+aw", "pca2+prerope+aw", "vq8-d4+aw", "nuq3-g64+aw"};
+static const char *const FITS[] = {"pca2", "pca2+aw", "pca2+prerope+aw", "vq8-d4+aw", "nuq3-g64+aw", "rvq8x2-d8+aw"};
 #define N_FITS ((int)(sizeof FITS / sizeof FITS[0]))
 
 /* aw restated: keys from stats.q's mean squares, values from o_proj's columns (§9). */

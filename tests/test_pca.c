@@ -534,6 +534,51 @@ static void test_codec_vq_weighted_fit(void) {
           "rc %d: weighted fit %g, plain fit %g", rc, o_weighted, o_plain);
 }
 
+/* rvq8x2-d8 +aw's codes restated from §9: z as vq's; per sub-vector, stage by stage, the entry of
+ * least weighted distance to what the stages before it left (float32, ties to the lower index). */
+static void test_codec_rvq_weighted_codes(void) {
+    enum { D = 64, SUB = 8, S = 2, K = 256, ROWS = 40 };
+    KvBase b;
+    char why[160];
+    if (!check(kv_base_parse("rvq8x2-d8", &b, why, sizeof why) == 0, "codec rvq +aw: rvq8x2-d8 parses", "%s", why)) return;
+    static float table[(D / SUB) * S * K * SUB], x[ROWS * D], w[D];
+    uint64_t seed = 37;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) table[i] = rnd(&seed);
+    for (int i = 0; i < ROWS * D; i++) x[i] = rnd(&seed);
+    for (int c = 0; c < D; c++) w[c] = 0.1f + 3 * fabsf(rnd(&seed));
+    b.table = table;
+    b.weights = w;
+    int differ = 0;
+    for (int r = 0; r < ROWS; r++) {
+        unsigned char unit[64];
+        b.codec->encode(&b, x + r * D, D, unit);
+        double sum = 0;
+        for (int c = 0; c < D; c++) sum += (double)x[r * D + c] * x[r * D + c];
+        float rn = f16_to_f32(f32_to_f16((float)sqrt(sum))), sqrt_d = sqrtf((float)D);
+        for (int j = 0; j < D / SUB; j++) {
+            float e[SUB];
+            for (int i = 0; i < SUB; i++) e[i] = x[r * D + j * SUB + i] * sqrt_d / rn;
+            for (int s = 0; s < S; s++) {
+                const float *book = table + ((size_t)j * S + s) * K * SUB;
+                int best = 0;
+                float best_d = INFINITY;
+                for (int k = 0; k < K; k++) {
+                    float t = e[0] - book[k * SUB], dist = w[j * SUB] * (t * t);
+                    for (int i = 1; i < SUB; i++) {
+                        float u = e[i] - book[k * SUB + i];
+                        dist = dist + w[j * SUB + i] * (u * u);
+                    }
+                    if (dist < best_d) best_d = dist, best = k;
+                }
+                differ += unit[j * S + s] != best;
+                for (int i = 0; i < SUB; i++) e[i] -= book[best * SUB + i];
+            }
+        }
+    }
+    check(differ == 0, "codec rvq +aw: every stage's code is §9's weighted nearest entry to the residual",
+          "%d of %d codes differ", differ, ROWS * D / SUB * S);
+}
+
 int main(void) {
     test_eigen_by_hand();
     test_eigen_random();
@@ -550,5 +595,6 @@ int main(void) {
     test_codec_vq_weighted_codes();
     test_codec_nuq_weighted_fit();
     test_codec_vq_weighted_fit();
+    test_codec_rvq_weighted_codes();
     return test_failures ? 1 : 0;
 }
