@@ -305,6 +305,14 @@ static void plain_weighted_lloyd(const float *p, size_t n, int dim, const float 
     }
 }
 
+static void test_aw_nearest_ties(void) {
+    /* on paper: (0, 0) is 1 from both (1, 0) and (0, 1) with weights 1: the lower index; with weights
+     * (2, 1) the second entry is nearer (1 < 2) */
+    float x[2] = {0, 0}, c[4] = {1, 0, 0, 1}, ones[2] = {1, 1}, w[2] = {2, 1};
+    check(aw_nearest(x, 2, c, 2, ones) == 0 && aw_nearest(x, 2, c, 2, w) == 1, "aw_nearest: ties to the lower index, weights decide",
+          "%d %d", aw_nearest(x, 2, c, 2, ones), aw_nearest(x, 2, c, 2, w));
+}
+
 static void test_aw_lloyd(void) {
     /* 1-D weighted means on paper: {0, 1, 10} weighing {1, 3, 1} from {0, 10}: 0 and 1 go to the first
      * entry, at (0 + 3) / 4 = 0.75 (the plain mean would be 0.5) */
@@ -588,6 +596,7 @@ int main(void) {
     test_fit("_aw", w);
     test_aw();
     test_aw_lloyd();
+    test_aw_nearest_ties();
     test_codec_pca_names();
     test_codec_pca_fit("", NULL);
     test_codec_pca_fit(" +aw", w);
