@@ -25,7 +25,7 @@ static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, const C
     memset(st, 0, sizeof *st);
     st->head_specs = malloc((size_t)c->n_kv_heads * sizeof *st->head_specs);
     if (!st->head_specs) return out_of_memory(c, err);
-    /* a fitted base's table per KV head (nuq: one the heads share; vq: one each) */
+    /* a fitted base's table per KV head (shared or each its own, as its codec declares) */
     if (calib_bind_heads(spec, calib, layer, c->n_kv_heads, d, st->head_specs, err)) return -1;
     st->spec = st->head_specs;
     st->plain = kv_spec_is_fp32(spec);

@@ -17,6 +17,7 @@
 #include "quant/scheme.h"
 #include "tests/ggml_ref.h"
 #include "tests/test.h"
+#include "tests/test_rows.h"
 
 #define FIXTURE "tests/fixtures/reference/ggml-kv-blocks.json"
 #define MAX_N 256
@@ -141,50 +142,18 @@ done:
     free(text);
 }
 
-/* ---- seeded random rows ---- */
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t rng_next(void) {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
-static float uniform(void) { return (float)((double)(rng_next() >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
-
-static float gaussianish(void) { return uniform() + uniform() + uniform() + uniform(); }
-
-/* Kinds of rows: plain, scaled over many decades, tie-heavy grids, one outlier, constant with a
- * nudge, one-signed, fp16-subnormal scales, beyond fp16's range. */
-static void random_row(int kind, float *x, int n) {
-    float scale = (float)pow(10.0, 6.0 * uniform());
-    int grid = 1 << (rng_next() % 6);
-    for (int i = 0; i < n; i++) {
-        switch (kind) {
-        case 0: x[i] = gaussianish(); break;
-        case 1: x[i] = gaussianish() * scale; break;
-        case 2: x[i] = (float)((int)(rng_next() % 33) - 16) / (float)grid * (1.0f + (float)(rng_next() % 7)); break;
-        case 3: x[i] = uniform() * (i % 29 == 7 ? 300.0f : 1.0f); break;
-        case 4: x[i] = 1.75f + (i % 11 == 3 ? uniform() * 1e-3f : 0.0f); break;
-        case 5: x[i] = fabsf(gaussianish()) - 9.0f; break;
-        case 6: x[i] = gaussianish() * 1e-6f; break;
-        default: x[i] = gaussianish() * 3e7f; break;
-        }
-    }
-}
+/* ---- seeded random rows (tests/test_rows.h) ---- */
 
 static void test_random_rows(void) {
     enum { ROWS = 1600, N = 128 };
     for (int k = 0; k < 5; k++) {
         const TypeInfo *t = &TYPES[k];
-        rng_state = 0x9E3779B97F4A7C15ull + (uint64_t)k;
+        uint64_t rng = 0x9E3779B97F4A7C15ull + (uint64_t)k;
         char msg[256] = "", name[128];
         int bad_row = -1;
         for (int r = 0; r < ROWS && bad_row < 0; r++) {
             float x[N];
-            random_row(r % 8, x, N);
+            random_row(r % 8, x, N, &rng);
             if (!row_agrees(t, x, N, msg, sizeof msg)) bad_row = r;
         }
         snprintf(name, sizeof name, "ggml %s: %d seeded random rows of %d (8 kinds) equal the definition", t->name, ROWS, N);
@@ -199,14 +168,14 @@ static void test_error_bound(void) {
     for (int k = 0; k < 5; k++) {
         const TypeInfo *t = &TYPES[k];
         KvBase b = base_of(t);
-        rng_state = 12345u + (uint64_t)k;
+        uint64_t rng = 12345u + (uint64_t)k;
         double worst = 0;
         int fails = 0;
         for (int r = 0; r < 200; r++) {
             float x[N], out[N];
             unsigned char unit[N / QK * 34];
             static const float scales[4] = {1.0f, 0.01f, 100.0f, 3000.0f};   /* d stays an fp16 normal */
-            random_row(0, x, N);
+            random_row(0, x, N, &rng);
             for (int i = 0; i < N; i++) x[i] *= scales[r % 4];
             b.codec->encode(&b, x, N, unit);
             b.codec->decode(&b, unit, N, 0, 1, out);
@@ -540,9 +509,9 @@ static void test_run_decode(void) {
         size_t ub = b.codec->unit_bytes(&b, N);
         unsigned char units[ROWS * N / QK * 34];
         float x[ROWS * N], run[ROWS * N], one[N];
-        rng_state = 777u + (uint64_t)k;
+        uint64_t rng = 777u + (uint64_t)k;
         for (int r = 0; r < ROWS; r++) {
-            random_row(r % 4, x + r * N, N);
+            random_row(r % 4, x + r * N, N, &rng);
             b.codec->encode(&b, x + r * N, N, units + (size_t)r * ub);
         }
         int ok = 1;

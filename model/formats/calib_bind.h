@@ -1,5 +1,5 @@
 /* model/formats/calib_bind.h: a fitted base's tables from a calibration, bound per KV head
- * (SCHEMES.md §8: nuq's table is shared by a layer's KV heads, vq has one per head). What the
+ * (shared by a layer's KV heads or one per head, as the codec's KvFit declares). What the
  * KV cache (model/kvcache.c) and compressed KV files (compress.c) both use, so that a file
  * packs with the very tables a cache of the same model would.
  *

@@ -488,7 +488,7 @@ static int reader_fit(Reader *r, const char *name, const char *key, Error *err) 
     return fit;
 }
 
-/* fit.KEY.S.L[.NAME], read from the right (a key may hold a '.': "pca1.25"). */
+/* fit.KEY.S.L[.NAME], read from the right (a key may hold a '.', as a fractional number of bits would). */
 static int parse_fit_name(Reader *r, const char *name, TensorRole *role, int *layer_raw, Error *err) {
     char shown[72], key[CALIB_KEY_MAX + 1];
     const char *dot = strrchr(name, '.'), *tensor_name = "";

@@ -13,10 +13,10 @@
  *     finite, non-negative; every layer's three or none (files made before §9 have none);
  *   fit.KEY.S.L[.NAME]                   the tables of one fit KEY, side S (k or v) and layer L
  * A fit KEY is a fitted base with the modifiers that change what it sees (kv_fit_key_parse,
- * quant/scheme.h: "nuq3-g64+had", canonical, at most 48 characters). What it stores is its
+ * quant/scheme.h: BASE+had, canonical, at most 48 characters). What it stores is its
  * codec's declaration (KvFitLayout, quant/codec.h) for the file's geometry: each declared tensor
  * NAME ("" gives fit.KEY.S.L itself), of shape [n_kv_heads, dims...] for a per-head fit, else
- * [dims...], and whatever the codec's check asks of a table (nuq: ascending). A +prerope fit has
+ * [dims...], and whatever the codec's check asks of a table (an order, say). A +prerope fit has
  * keys' tensors only (its .v tensors would be refused); every other fit has both sides.
  * Every tensor must be one of the above: anything else is refused, as is a fit missing a layer,
  * a side or a tensor.

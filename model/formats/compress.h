@@ -13,8 +13,8 @@
  * where S is the sinks and Q = kv_spec_quantized_end(seq): the file is the cache as it stands
  * after seq positions were written. __metadata__: {format, k_scheme, v_scheme (LAYERED,
  * canonical), lz4, sparsity, and the cache's num_layers, num_kv_heads, seq_len, head_dim,
- * dtype, model_name}, and calib_sha256 when a layer's scheme has a fitted base (nuqB-gG, nuqB-tG,
- * vqC-dD: SCHEMES.md §8): the sha256 of the calibration file whose tables packed it, bound per
+ * dtype, model_name}, and calib_sha256 when a layer's scheme has a fitted base (quant/codec.h's
+ * KvFit: SCHEMES.md §8): the sha256 of the calibration file whose tables packed it, bound per
  * layer, side and KV head as the KV cache binds them; reading such a file needs that same
  * calibration (compared by sha256), and a file of other schemes has no such key. model_id and
  * model_sha256 when the cache recorded its model (kvfile.h); a calibration given to compress or
