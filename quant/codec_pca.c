@@ -206,8 +206,13 @@ static const float *scratch_roots(const KvBase *b, const KvFitRows *rows, void *
     return roots;
 }
 
+/* Every component's 8-bit table is a Lloyd run: §8's rule of at least 4 points an entry asks for
+ * 4 x 256 rows (fewer leave a basis of a few rows' span and tables of repeated points). */
 static int pca_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
-    (void)shortfall;
+    if (rows->count < 4 * (size_t)PCA_TABLE_STRIDE) {
+        *shortfall = (KvFitShortfall){.points = rows->count, .entries = PCA_TABLE_STRIDE};
+        return -1;
+    }
     int n = rows->n;
     PcaHead h;
     pca_head_view(table, n, &h);
@@ -249,7 +254,7 @@ const KvCodec kv_codec_pca = {
     .syntax = "pcaB",
     .summary = "PCA transform coding fitted to the model (KVTC): per KV head a mean, an eigenbasis and per-component "
         "Lloyd tables, B*d bits a row allocated by a DP (./run calibrate); B may be fractional",
-    .examples = "pca2 pca1.25 pca1 pca0.5",
+    .examples = "pca2 pca1.25 pca1",
     .parse = pca_parse,
     .check = pca_check,
     .unit_bytes = pca_unit_bytes,

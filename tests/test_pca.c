@@ -153,7 +153,7 @@ static void test_allocate_brute(void) {
 
 /* ---- a whole fit ---- */
 
-enum { FIT_D = 8, FIT_N = 600 };
+enum { FIT_D = 8, FIT_N = 1100 };   /* the codec's fit takes 4 x 256 rows or more */
 
 static void make_rows(float *rows, uint64_t seed) {
     for (int r = 0; r < FIT_N; r++) {
@@ -383,6 +383,12 @@ static void test_codec_pca_fit(const char *tag, const float *w) {
     KvFitShortfall sf;
     int rc = b.codec->fit->fit(&b, &fr, table, scratch, &sf);
     double objective = b.codec->fit->objective(&b, &fr, table, scratch);
+    KvFitRows few = fr;
+    few.count = 1023;
+    KvFitShortfall short_of = {0, 0};
+    snprintf(name, sizeof name, "codec pca%s: 1023 rows (fewer than 4 x 256) are refused with the count", tag);
+    check(b.codec->fit->fit(&b, &few, table, scratch, &short_of) == -1 && short_of.points == 1023 &&
+              short_of.entries == 256, name, "%zu points, %d entries", short_of.points, short_of.entries);
     snprintf(name, sizeof name, "codec pca%s: the fit declares mean, basis, bits, tables and passes its own check", tag);
     check(rc == 0 && layout.per_head && layout.n_tensors == 4 && floats == pca_head_floats(D) &&
               b.codec->fit->check(&b, D, table, why, sizeof why),
