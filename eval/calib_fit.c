@@ -120,7 +120,8 @@ static int task_list(const CalibRows *r, const CalibFitSpec *specs, int n_specs,
 
 /* The table of one task into `table` (the layer's, or the head's part of it): its rows, then
  * the codec's fit in its own scratch. */
-static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, float *table, char *why, size_t why_len) {
+static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, const Calibration *c, float *table,
+                    char *why, size_t why_len) {
     const KvFit *fit = spec->base.codec->fit;
     if (source_missing(r, spec, why, why_len)) return -1;
     float *units = malloc(calib_units_floats(r, spec, t->head) * sizeof(float));
@@ -128,6 +129,12 @@ static int fit_task(const CalibRows *r, const KvSpec *spec, const FitTask *t, fl
     int rc = -1;
     if (units) {
         KvFitRows rows = {.units = units, .count = calib_units(r, spec, t->layer, t->head, units), .n = r->head_dim};
+        /* +aw (§9): the head's weights, or every head's for a table they share */
+        const float *w = spec->aw ? calibration_aw(c, spec->side == KV_SIDE_VALUES ? 'v' : 'k', spec->prerope, t->layer) : NULL;
+        if (w) {
+            rows.weights = w + (t->head < 0 ? 0 : (size_t)t->head * r->head_dim);
+            rows.weight_rows = t->head < 0 ? r->n_kv_heads : 1;
+        }
         KvFitShortfall shortfall = {0, 0};
         scratch = malloc(fit->scratch_bytes(&spec->base, &rows));
         if (scratch && (rc = fit->fit(&spec->base, &rows, table, scratch, &shortfall)) != 0) {
@@ -169,7 +176,7 @@ int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Ca
         if (skip) continue;
         char mine[256];
         const FitTask *t = &tasks[i];
-        if (fit_task(r, spec_of(&specs[t->fit], t->side), t, task_table(c, t), mine, sizeof mine)) {
+        if (fit_task(r, spec_of(&specs[t->fit], t->side), t, c, task_table(c, t), mine, sizeof mine)) {
             #pragma omp critical(calib_fit_failure)
             if (!failed) {
                 failed = 1;

@@ -10,6 +10,7 @@
 #include "model/formats/model_identity.h"
 #include "model/formats/run_lock.h"
 #include "model/formats/sha256.h"
+#include "quant/aw.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,26 @@ static int load_tokens(CalibrateRun *r, const CalibrateOptions *o, int *windows,
     return 0;
 }
 
+int calib_store_aw(const Model *m, Calibration *c, Error *err) {
+    const Config *cfg = &m->config;
+    int d = cfg->head_dim, heads = cfg->n_heads, kv = cfg->n_kv_heads;
+    size_t layer_w = (size_t)kv * d;
+    const Matrix *wo0 = &m->weights.layers[0].wo;
+    float *wo = malloc((size_t)wo0->rows * (size_t)wo0->cols * sizeof *wo);
+    if (!wo) return error_set(err, "out of memory for o_proj's weights");
+    for (int l = 0; l < cfg->n_layers; l++) {
+        const float *stats_q = c->stats_q + (size_t)l * heads * d * 3;
+        aw_key_weights(stats_q, heads, kv, d, 0, c->aw_k + l * layer_w);
+        aw_key_weights(stats_q, heads, kv, d, 1, c->aw_kpre + l * layer_w);
+        const Matrix *wl = &m->weights.layers[l].wo;
+        for (int i = 0; i < wl->rows; i++) matrix_row_f32(wl, i, wo + (size_t)i * wl->cols);
+        aw_value_weights(wo, wl->rows, heads, kv, d, c->aw_v + l * layer_w);
+    }
+    free(wo);
+    c->has_aw = 1;
+    return 0;
+}
+
 static int make_calibration(CalibrateRun *r, const char *model_sha256, const char *text_sha256, Error *err) {
     const Config *cfg = &r->m.config;
     if (calibration_init(&r->c, cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, err)) return -1;
@@ -92,7 +113,7 @@ static int make_calibration(CalibrateRun *r, const char *model_sha256, const cha
     for (int i = 0; i < r->n_specs; i++)
         if (!calibration_add_fit(&r->c, r->specs[i].key, err)) return -1;
     calib_store_stats(&r->rows, &r->c);
-    return 0;
+    return calib_store_aw(&r->m, &r->c, err);
 }
 
 /* The heatmap beside the calibration (FILE.svg), written to its temp and left there: published

@@ -46,6 +46,9 @@ void calib_rows_free(CalibRows *rows);
 
 /* The statistics of §8 into c (mean, mean square, max |x| of every channel). */
 void calib_store_stats(const CalibRows *rows, Calibration *c);
+/* +aw's weights of §9 into c (aw.{k,kpre,v}: from c's stats.q, so after calib_store_stats, and
+ * from m's o_proj); every calibration holds them. */
+int calib_store_aw(const Model *m, Calibration *c, Error *err);
 
 /* One fit's spec for each side, parsed from --fit (a fit key, or any spec with a fitted base,
  * whose fit key is derived: BASE+had+res128 fits BASE+had). */

@@ -45,6 +45,8 @@ typedef struct {
     const float *table;   /* a fitted base's table for the rows it codes (one layer and side, and
                              KV head when tables are per head), bound by the KV cache from the
                              calibration; NULL for other bases, and before binding */
+    const float *weights; /* +aw (SCHEMES.md §9): the KV head's n channel weights w[c], bound with the
+                             table; NULL without +aw (plain distances) */
     char name[32];     /* canonical spelling, as written in a scheme */
 } KvBase;
 
@@ -78,6 +80,10 @@ typedef struct {
     const float *units;
     size_t count;
     int n;
+    /* +aw: each unit's row weights, n floats per KV head (for a per-head table the head's own, for a
+     * shared one units [h * count / heads, (h + 1) * count / heads) weigh by row h); NULL: plain */
+    const float *weights;
+    int weight_rows;     /* rows of weights given (1 for a per-head table, n_kv_heads for a shared one) */
 } KvFitRows;
 
 /* Why a fit could not be made: too few points for one of its Lloyd runs (§8 asks for at least
@@ -134,6 +140,8 @@ struct KvCodec {
     void (*decode_t64)(const KvBase *b, const void *units, int n, int r0, int count, float *kt);
     /* Optional: the codec's rotation of one row of n values, in place (see Inner domain). */
     void (*rotate)(const KvBase *b, float *x, int n, KvRotation direction);
+    /* 1 when the codec transforms whole rows itself (pca's basis): +had and +out are refused. */
+    int own_transform;
     /* 1 when key rows are coded in llama.cpp's channel order (its block types; quant/scheme.h). */
     int llama_key_order;
     /* A fitted base's fitting (NULL: the codec has no table to fit). */

@@ -32,6 +32,7 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#include "quant/aw.h"
 #include "quant/lloyd.h"
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -419,12 +420,17 @@ static int nuq_fit_check(const KvBase *b, int n, const float *table, char *why, 
 }
 
 /* The z = x / s of every group of the rows, groups with s = 0 left out; NaN values too (a
- * calibration row holds none; they would only poison the fit). */
-static size_t nuq_fit_points(const KvBase *b, const KvFitRows *rows, float *points) {
+ * calibration row holds none; they would only poison the fit). With +aw (rows->weights, and
+ * point_weights given) each point's weight is its channel's w of its unit's KV head (the units
+ * of the weight rows' heads lie back to back, equally many). */
+static size_t nuq_fit_points(const KvBase *b, const KvFitRows *rows, float *points, float *point_weights) {
     size_t made = 0, unit_values = (size_t)b->rows * rows->n;
     int n = rows->n, G = b->group, tokens = b->axis == KV_AXIS_TOKENS;
+    const float *weights = point_weights ? rows->weights : NULL;
+    size_t per_head = weights && rows->weight_rows > 0 ? rows->count / (size_t)rows->weight_rows : 1;
     for (size_t u = 0; u < rows->count; u++) {
         const float *x = rows->units + u * unit_values;
+        const float *w = weights ? weights + (u / (per_head ? per_head : 1)) * (size_t)n : NULL;
         for (int g = 0; g < (tokens ? n : n / G); g++) {
             const float *xg = tokens ? x + g : x + (size_t)g * G;
             size_t stride = tokens ? (size_t)n : 1;
@@ -432,34 +438,41 @@ static size_t nuq_fit_points(const KvBase *b, const KvFitRows *rows, float *poin
             if (s == 0.0f) continue;
             for (int i = 0; i < G; i++) {
                 float z = xg[(size_t)i * stride] / s;
-                if (z == z) points[made++] = z;
+                if (z != z) continue;
+                if (w) point_weights[made] = w[tokens ? g : g * G + i];
+                points[made++] = z;
             }
         }
     }
     return made;
 }
 
-/* Scratch: the points, the sorted copy the start needs, Lloyd's codes and sums. */
+/* Scratch: Lloyd's sums (plain, or +aw's weighted ones), the points, the sorted copy the start
+ * needs, the points' +aw weights, the codes. */
 typedef struct {
-    float *points, *sorted;
+    float *points, *sorted, *weights;
     uint16_t *codes;
     void *lloyd;
+    double *weighted;
 } NuqScratch;
 
 static size_t nuq_values(const KvBase *b, const KvFitRows *rows) { return rows->count * (size_t)b->rows * rows->n; }
 
 static size_t nuq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
     size_t v = nuq_values(b, rows);
-    return lloyd_scratch_bytes(1, entries(b)) + 2 * v * sizeof(float) + v * sizeof(uint16_t) + 8;
+    return lloyd_scratch_bytes(1, entries(b)) + 2 * (size_t)entries(b) * sizeof(double) + 3 * v * sizeof(float) +
+           v * sizeof(uint16_t) + 8;
 }
 
 static NuqScratch nuq_scratch(const KvBase *b, const KvFitRows *rows, void *scratch) {
     size_t v = nuq_values(b, rows);
     NuqScratch s;
     s.lloyd = scratch;   /* first: Lloyd's float64 sums keep the caller's alignment */
-    s.points = (float *)((char *)scratch + lloyd_scratch_bytes(1, entries(b)));
+    s.weighted = (double *)((char *)scratch + lloyd_scratch_bytes(1, entries(b)));
+    s.points = (float *)(s.weighted + 2 * (size_t)entries(b));
     s.sorted = s.points + v;
-    s.codes = (uint16_t *)(s.sorted + v);
+    s.weights = s.sorted + v;
+    s.codes = (uint16_t *)(s.weights + v);
     return s;
 }
 
@@ -476,21 +489,30 @@ static void sort_ascending(float *x, int n) {
 /* §8: the points' ranks as the start, Lloyd, the table stored ascending. */
 static int nuq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
     NuqScratch s = nuq_scratch(b, rows, scratch);
-    size_t n = nuq_fit_points(b, rows, s.points);
+    size_t n = nuq_fit_points(b, rows, s.points, s.weights);
     if (n < 4 * (size_t)entries(b)) {
         *shortfall = (KvFitShortfall){.points = n, .entries = entries(b)};
         return -1;
     }
     lloyd_init_ranks(s.points, n, entries(b), table, s.sorted);
-    lloyd_fit(s.points, n, 1, table, entries(b), LLOYD_MAX_ITERATIONS, s.codes, s.lloyd);
+    if (rows->weights)   /* +aw (§9): an entry moves to the weighted mean of its points */
+        aw_lloyd_fit_1d(s.points, s.weights, n, table, entries(b), LLOYD_MAX_ITERATIONS, s.codes, s.weighted);
+    else
+        lloyd_fit(s.points, n, 1, table, entries(b), LLOYD_MAX_ITERATIONS, s.codes, s.lloyd);
     sort_ascending(table, entries(b));
     return 0;
 }
 
 static double nuq_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
     NuqScratch s = nuq_scratch(b, rows, scratch);
-    size_t n = nuq_fit_points(b, rows, s.points);
-    return lloyd_objective(s.points, n, 1, table, entries(b));
+    size_t n = nuq_fit_points(b, rows, s.points, s.weights);
+    if (!rows->weights) return lloyd_objective(s.points, n, 1, table, entries(b));
+    double sum = 0;   /* +aw: each point's squared error times its weight */
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)s.points[i] - table[lloyd_nearest(&s.points[i], 1, table, entries(b))];
+        sum += s.weights[i] * e * e;
+    }
+    return sum;
 }
 
 static const KvFit NUQ_FIT = {

@@ -23,14 +23,16 @@
  * points floor(k n / K), Lloyd); stage s is the same on the residuals e the fitted stages before
  * it leave on those points (each stage's codes by lloyd_nearest, as the encoder picks them).
  *
- * An attention-aware variant (+aw) would weigh each channel in the distance: the fit's and the
- * encoder's nearest entry both go through nearest_entry below, the one place to change. */
+ * +aw (SCHEMES.md §9) weighs each channel in the distance (KvBase.weights): the fit's and the
+ * encoder's nearest entry both go through nearest_entry below; the +aw fit runs on sqrt(w)-scaled
+ * points (quant/aw.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#include "quant/aw.h"
 #include "quant/lloyd.h"
 
 #define MAX_CODE_BITS 12
@@ -103,9 +105,10 @@ static unsigned get_code(const unsigned char *codes, int i, int bits) {
 
 /* ---- encode and decode ---- */
 
-/* The entry of a stage's book nearest to e: the encoder's and the fit's one rule. */
-static int nearest_entry(const KvBase *b, const float *e, const float *book) {
-    return lloyd_nearest(e, sub_dim(b), book, entries(b));
+/* The entry of a stage's book nearest to e: the encoder's and the fit's one rule; with +aw (w:
+ * the sub-vector's channel weights, else NULL) §9's weighted distance. */
+static int nearest_entry(const KvBase *b, const float *e, const float *book, const float *w) {
+    return w ? aw_nearest(e, sub_dim(b), book, entries(b), w) : lloyd_nearest(e, sub_dim(b), book, entries(b));
 }
 
 /* e -= entry, in float32: the residual the next stage sees. */
@@ -126,7 +129,7 @@ static void rvq_encode(const KvBase *b, const float *x, int n, void *unit) {
         float *e = z + (size_t)j * D;   /* coded in place: z's sub-vector becomes its residual */
         for (int s = 0; s < S; s++) {
             const float *book = stage_book(b, b->table, j, s);
-            int a = nearest_entry(b, e, book);
+            int a = nearest_entry(b, e, book, b->weights ? b->weights + (size_t)j * D : NULL);
             put_code(codes, j * S + s, b->bits, (unsigned)a);
             subtract(e, book + (size_t)a * D, D);
         }
@@ -189,12 +192,12 @@ static float *scratch_points(const KvBase *b, void *scratch) {
     return (float *)((char *)scratch + lloyd_scratch_bytes(sub_dim(b), entries(b)));
 }
 
-/* What stage `book` leaves of each point: the point minus its nearest entry. */
-static void leave_residuals(const KvBase *b, float *points, size_t n, const float *book) {
+/* What stage `book` leaves of each point: the point minus its nearest entry (w: as nearest_entry). */
+static void leave_residuals(const KvBase *b, float *points, size_t n, const float *book, const float *w) {
     int D = sub_dim(b);
     for (size_t p = 0; p < n; p++) {
         float *e = points + p * (size_t)D;
-        subtract(e, book + (size_t)nearest_entry(b, e, book) * D, D);
+        subtract(e, book + (size_t)nearest_entry(b, e, book, w) * D, D);
     }
 }
 
@@ -208,12 +211,21 @@ static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
             *shortfall = (KvFitShortfall){.points = n, .entries = K};
             return -1;
         }
+        /* +aw: every stage fitted on sqrt(w)-scaled points (the weighted fit, quant/aw.h), its
+         * residuals left there too; the books scaled back at the end */
+        float sqrt_w[16];
+        if (rows->weights) {
+            for (int e = 0; e < D; e++) sqrt_w[e] = sqrtf(rows->weights[j * D + e]);
+            aw_scale_points(points, n, D, sqrt_w);
+        }
         for (int s = 0; s < stages(b); s++) {
             float *book = (float *)stage_book(b, table, j, s);
-            if (s > 0) leave_residuals(b, points, n, stage_book(b, table, j, s - 1));
+            if (s > 0) leave_residuals(b, points, n, stage_book(b, table, j, s - 1), NULL);
             lloyd_init_spread(points, n, D, K, book);
             lloyd_fit(points, n, D, book, K, LLOYD_MAX_ITERATIONS, codes, scratch);
         }
+        for (int s = 0; s < stages(b) && rows->weights; s++)
+            aw_unscale_centroids((float *)stage_book(b, table, j, s), K, D, sqrt_w);
     }
     return 0;
 }
@@ -225,8 +237,9 @@ static double rvq_fit_objective(const KvBase *b, const KvFitRows *rows, const fl
     double sum = 0;
     for (int j = 0; j < rows->n / D; j++) {
         size_t n = rvq_fit_points(b, rows, j, points);
-        for (int s = 0; s < stages(b); s++) leave_residuals(b, points, n, stage_book(b, table, j, s));
-        for (size_t i = 0; i < n * (size_t)D; i++) sum += (double)points[i] * (double)points[i];
+        const float *w = rows->weights ? rows->weights + (size_t)j * D : NULL;   /* +aw: the encoder's rule, weighed */
+        for (int s = 0; s < stages(b); s++) leave_residuals(b, points, n, stage_book(b, table, j, s), w);
+        for (size_t i = 0; i < n * (size_t)D; i++) sum += (w ? w[i % (size_t)D] : 1.0) * points[i] * (double)points[i];
     }
     return sum;
 }

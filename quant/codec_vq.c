@@ -24,9 +24,15 @@
 #include <string.h>
 #include "quant/codec.h"
 #include "quant/half.h"
+#include "quant/aw.h"
 #include "quant/lloyd.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#endif
+
+/* The distances are computed as written (lloyd.h's rule): clang would fuse multiply-adds. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
 #endif
 
 #define MAX_CODE_BITS 12
@@ -151,7 +157,9 @@ static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     for (int i = 0; i < n; i++) z[i] = x[i] * sqrt_d / r;
     int D = sub_dim(b), k = 1 << b->bits;
     for (int j = 0; j < n / D; j++) {
-        unsigned code = nearest(z + (size_t)j * D, D, b->table + (size_t)j * book_floats(b), k);
+        const float *book = b->table + (size_t)j * book_floats(b);
+        unsigned code = b->weights ? (unsigned)aw_nearest(z + (size_t)j * D, D, book, k, b->weights + (size_t)j * D)
+                                   : nearest(z + (size_t)j * D, D, book, k);
         if (b->bits == 8) codes[j] = (unsigned char)code;   /* a byte each: the stream's layout */
         else put_code(codes, j, b->bits, code);
     }
@@ -363,8 +371,14 @@ static int vq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *sc
             return -1;
         }
         float *entries = table + (size_t)book * book_floats(b);
+        /* +aw: Lloyd on sqrt(w)-scaled points is the weighted fit (quant/aw.h) */
+        float sqrt_w[16];
+        if (rows->weights)
+            for (int e = 0; e < D; e++) sqrt_w[e] = sqrtf(rows->weights[book * D + e]);
+        if (rows->weights) aw_scale_points(points, n, D, sqrt_w);
         lloyd_init_spread(points, n, D, k, entries);
         lloyd_fit(points, n, D, entries, k, LLOYD_MAX_ITERATIONS, codes, scratch);
+        if (rows->weights) aw_unscale_centroids(entries, k, D, sqrt_w);
     }
     return 0;
 }
@@ -374,7 +388,9 @@ static double vq_fit_objective(const KvBase *b, const KvFitRows *rows, const flo
     double sum = 0;
     for (int book = 0; book < rows->n / sub_dim(b); book++) {
         size_t n = vq_fit_points(b, rows, book, points);
-        sum += lloyd_objective(points, n, sub_dim(b), table + (size_t)book * book_floats(b), 1 << b->bits);
+        const float *entries = table + (size_t)book * book_floats(b);
+        sum += rows->weights ? aw_objective(points, n, sub_dim(b), rows->weights + book * sub_dim(b), entries, 1 << b->bits)
+                             : lloyd_objective(points, n, sub_dim(b), entries, 1 << b->bits);
     }
     return sum;
 }

@@ -15,6 +15,7 @@ extern const KvCodec kv_codec_iq4nl;
 extern const KvCodec kv_codec_tq;
 extern const KvCodec kv_codec_nuq;
 extern const KvCodec kv_codec_vq;
+extern const KvCodec kv_codec_pca;
 extern const KvCodec kv_codec_rvq;
 
 static const KvCodec *const CODECS[] = {
@@ -30,6 +31,7 @@ static const KvCodec *const CODECS[] = {
     &kv_codec_tq,
     &kv_codec_nuq,
     &kv_codec_vq,
+    &kv_codec_pca,
     &kv_codec_rvq,
 };
 

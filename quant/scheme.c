@@ -19,6 +19,7 @@ static const KvModifierInfo MODIFIERS[] = {
     {"+resR", "the R most recent positions stay full precision (KIVI's residual)"},
     {"+sinkS", "the first S positions stay full precision (attention sinks)"},
     {"+outK", "per row, the K largest |x| kept as fp16 + index (KVQuant dense-and-sparse); row bases only"},
+    {"+aw", "fitted bases: distances weighted per channel by query energy (keys) or o_proj (values); not with +had"},
 };
 
 int kv_modifier_count(void) { return (int)(sizeof MODIFIERS / sizeof MODIFIERS[0]); }
@@ -38,11 +39,12 @@ static int parse_modifier(const char *mod, KvSpec *spec, char *why, size_t why_l
     int value = 0, bad = 0, *field = NULL, hi = 0;
     if (!strcmp(mod, "had")) field = &spec->hadamard, value = 1;
     else if (!strcmp(mod, "prerope")) field = &spec->prerope, value = 1;
+    else if (!strcmp(mod, "aw")) field = &spec->aw, value = 1;
     else if (numbered_modifier(mod, "res", KV_MAX_WINDOW, &value, &bad)) field = &spec->residual, hi = KV_MAX_WINDOW;
     else if (numbered_modifier(mod, "sink", KV_MAX_WINDOW, &value, &bad)) field = &spec->sinks, hi = KV_MAX_WINDOW;
     else if (numbered_modifier(mod, "out", KV_MAX_OUTLIERS, &value, &bad)) field = &spec->outliers, hi = KV_MAX_OUTLIERS;
     if (!field) {
-        snprintf(why, why_len, "unknown modifier '+%.32s' (known: +had +prerope +resR +sinkS +outK)", mod);
+        snprintf(why, why_len, "unknown modifier '+%.32s' (known: +had +prerope +resR +sinkS +outK +aw)", mod);
         return -1;
     }
     if (bad) {
@@ -57,7 +59,7 @@ static int parse_modifier(const char *mod, KvSpec *spec, char *why, size_t why_l
     return 0;
 }
 
-/* The canonical spelling: base, then had, prerope, out, res, sink. */
+/* The canonical spelling: base, then had, prerope, out, aw, res, sink. */
 static void canonical_spec(KvSpec *spec) {
     char *t = spec->text;
     size_t n = sizeof spec->text;
@@ -65,6 +67,7 @@ static void canonical_spec(KvSpec *spec) {
     if (spec->hadamard) len += snprintf(t + len, n - (size_t)len, "+had");
     if (spec->prerope) len += snprintf(t + len, n - (size_t)len, "+prerope");
     if (spec->outliers) len += snprintf(t + len, n - (size_t)len, "+out%d", spec->outliers);
+    if (spec->aw) len += snprintf(t + len, n - (size_t)len, "+aw");
     if (spec->residual) len += snprintf(t + len, n - (size_t)len, "+res%d", spec->residual);
     if (spec->sinks) snprintf(t + len, n - (size_t)len, "+sink%d", spec->sinks);
 }
@@ -104,6 +107,19 @@ int kv_spec_parse(const char *text, KvSide side, KvSpec *spec, char *why, size_t
         snprintf(why, why_len, "%s: +prerope is for keys only", spec->text);
         return -1;
     }
+    if (spec->base.codec->own_transform && (spec->hadamard || spec->outliers)) {
+        snprintf(why, why_len, "%s: %s transforms its rows itself; +had and +out do not go with it", spec->text,
+                 spec->base.name);
+        return -1;
+    }
+    if (spec->aw && spec->hadamard) {
+        snprintf(why, why_len, "%s: +aw does not go with +had (the rotation makes per-channel weights uniform)", spec->text);
+        return -1;
+    }
+    if (spec->aw && !kv_spec_is_fitted(spec)) {
+        snprintf(why, why_len, "%s: +aw is for the fitted bases (nuq, vq, rvq, pca)", spec->text);
+        return -1;
+    }
     spec->side = side;
     return 0;
 }
@@ -116,7 +132,9 @@ void kv_spec_fit_key(const KvSpec *spec, char *key, size_t key_len) {
         return;
     }
     int len = snprintf(key, key_len, "%s%s%s", spec->base.name, spec->hadamard ? "+had" : "", spec->prerope ? "+prerope" : "");
-    if (spec->outliers && len >= 0 && (size_t)len < key_len) snprintf(key + len, key_len - (size_t)len, "+out%d", spec->outliers);
+    if (spec->outliers && len >= 0 && (size_t)len < key_len)
+        len += snprintf(key + len, key_len - (size_t)len, "+out%d", spec->outliers);
+    if (spec->aw && len >= 0 && (size_t)len < key_len) snprintf(key + len, key_len - (size_t)len, "+aw");
 }
 
 /* ------------------------------------------------------------------------- */

@@ -10,6 +10,8 @@
  *   +resR     the R most recent positions stay full precision        (cache policy, model/kvcache)
  *   +sinkS    the first S positions stay full precision               (cache policy)
  *   +prerope  keys are quantized before RoPE; RoPE after decoding      (cache policy)
+ *   +aw       fitted bases: distances weighted per channel by what attention reads (the codec,
+ *             with KvBase.weights; SCHEMES.md §9)
  * plus one rule of the llama.cpp bases: a key row is quantized in llama.cpp's channel order
  * (0, d/2, 1, d/2+1, ...), where each RoPE pair sits side by side.
  *
@@ -44,8 +46,9 @@ typedef struct {
     int residual;      /* +resR: R, else 0 */
     int sinks;         /* +sinkS: S, else 0 */
     int outliers;      /* +outK: K, else 0 */
+    int aw;            /* +aw: attention-aware weights (fitted bases only, not with +had) */
     KvSide side;       /* keys or values, given to the parser */
-    char text[96];     /* canonical spelling: base, then had, prerope, out, res, sink */
+    char text[96];     /* canonical spelling: base, then had, prerope, out, aw, res, sink */
 } KvSpec;
 
 typedef struct {
@@ -81,8 +84,8 @@ int kv_layered_is_fp32(const KvLayered *l);
 /* 1 when spec is plain fp32 (no modifier changes a value). */
 int kv_spec_is_fp32(const KvSpec *spec);
 
-/* A fitted base's fit key (SCHEMES.md §8): the base with the modifiers that change what it is
- * given, in this order: +had, +prerope, +outK ("nuq3-g64+had"). +res and +sink do not change a
+/* A fitted base's fit key (SCHEMES.md §8, §9): the base with the modifiers that change what it is
+ * given or how it measures, in this order: +had, +prerope, +outK, +aw ("nuq3-g64+had"). +res and +sink do not change a
  * fit. Empty for a base without a table to fit. */
 void kv_spec_fit_key(const KvSpec *spec, char *key, size_t key_len);
 /* Parses a fit key for rows of head_dim values into spec (for keys: a +prerope key is keys'

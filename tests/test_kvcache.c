@@ -134,9 +134,10 @@ static void spec_text(const char *base, int mods, char *out, size_t len) {
 
 /* SCHEMES.md §4: +prerope is for keys only, +outK for channel-axis bases only; +had needs a
  * power-of-two head_dim (64 is). */
-static int schemes_allow(int mods, int side, int token_axis) {
+static int schemes_allow(int mods, int side, int token_axis, int pca) {
     if ((mods & MOD_PREROPE) && side != SIDE_K) return 0;
     if ((mods & MOD_OUT) && token_axis) return 0;
+    if ((mods & (MOD_HAD | MOD_OUT)) && pca) return 0;   /* §9: pcaB takes neither */
     return 1;
 }
 
@@ -506,7 +507,7 @@ static void check_base(ReadBack *rb, const char *base) {
         int ok[2];
         for (int side = 0; side < 2; side++) {
             RefSpec r;
-            int allowed = schemes_allow(mods, side, alone.token_axis);
+            int allowed = schemes_allow(mods, side, alone.token_axis, strncmp(base, "pca", 3) == 0);
             ok[side] = ref_bind(text, side, &r, why, sizeof why) == 0;
             tally(&rb->t[T_BIND], ok[side] == allowed, "%s as %ss: kv_layered_bind %s it, SCHEMES.md %s it%s%s", text,
                   side_name(side), ok[side] ? "accepts" : "refuses", allowed ? "allows" : "forbids", ok[side] ? "" : ": ",

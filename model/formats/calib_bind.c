@@ -32,5 +32,11 @@ int calib_bind_heads(const KvSpec *spec, const Calibration *calib, int layer, in
         return error_set(err, "%s scheme %s: the fit %s in %s has %zu floats a layer, not the %zu these rows need", side,
                          spec->text, key, calib->path, fit->layer_floats, layer_floats);
     for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.table = calibration_table(calib, key, side_name, layer, h);
+    if (!spec->aw) return 0;
+    const float *weights = calibration_aw(calib, side_name, spec->prerope, layer);
+    if (!weights)
+        return error_set(err, "%s scheme %s: %s has no +aw weights aw.* (./run calibrate MODEL_DIR --fit %s --out FILE "
+                         "makes them)", side, spec->text, calib->path, key);
+    for (int h = 0; h < n_kv_heads; h++) head_specs[h].base.weights = weights + (size_t)h * head_dim;
     return 0;
 }

@@ -14,6 +14,7 @@
 
 static const char *const STAT_NAMES[4] = {"q", "kpre", "k", "v"};   /* the file's order within a layer */
 static const char SIDE_NAMES[2] = {'k', 'v'};
+static const char *const AW_NAMES[3] = {"k", "kpre", "v"};   /* +aw's weights, the file's order */
 
 /* ---- fit keys ---- */
 
@@ -63,6 +64,9 @@ void calibration_free(Calibration *c) {
     free(c->stats_kpre);
     free(c->stats_v);
     free(c->stats_q);
+    free(c->aw_k);
+    free(c->aw_kpre);
+    free(c->aw_v);
     for (int i = 0; i < c->n_fits; i++) free(c->fits[i].codebooks);
     free(c->fits);
     memset(c, 0, sizeof *c);
@@ -86,7 +90,11 @@ int calibration_init(Calibration *c, int n_layers, int n_heads, int n_kv_heads, 
     c->stats_kpre = calloc(stats_floats(c, n_kv_heads), sizeof(float));
     c->stats_v = calloc(stats_floats(c, n_kv_heads), sizeof(float));
     c->stats_q = calloc(stats_floats(c, n_heads), sizeof(float));
-    if (!c->stats_k || !c->stats_kpre || !c->stats_v || !c->stats_q) {
+    size_t aw_floats = (size_t)n_layers * (size_t)n_kv_heads * (size_t)head_dim;
+    c->aw_k = calloc(aw_floats, sizeof(float));
+    c->aw_kpre = calloc(aw_floats, sizeof(float));
+    c->aw_v = calloc(aw_floats, sizeof(float));
+    if (!c->stats_k || !c->stats_kpre || !c->stats_v || !c->stats_q || !c->aw_k || !c->aw_kpre || !c->aw_v) {
         calibration_free(c);
         return error_set(err, "out of memory for the calibration statistics");
     }
@@ -204,6 +212,23 @@ static int tensor_shape(const CalibFit *f, int n_kv_heads, int tensor, int64_t s
     return ndim;
 }
 
+static void aw_name(char *buf, size_t cap, int which, int layer) {
+    snprintf(buf, cap, "aw.%s.%d", AW_NAMES[which], layer);
+}
+
+static float *aw_array(const Calibration *c, int which) {
+    float *arrays[3] = {c->aw_k, c->aw_kpre, c->aw_v};
+    return arrays[which];
+}
+
+static size_t aw_layer_floats(const Calibration *c) { return (size_t)c->n_kv_heads * (size_t)c->head_dim; }
+
+const float *calibration_aw(const Calibration *c, char side, int prerope, int layer) {
+    if (!c->has_aw || layer < 0 || layer >= c->n_layers || (side != 'k' && side != 'v')) return NULL;
+    int which = side == 'v' ? 2 : prerope ? 1 : 0;
+    return aw_array(c, which) + (size_t)layer * aw_layer_floats(c);
+}
+
 static float *stats_array(const Calibration *c, int which) {
     float *arrays[4] = {c->stats_q, c->stats_kpre, c->stats_k, c->stats_v};
     return arrays[which];
@@ -264,6 +289,16 @@ int calibration_check(const Calibration *c, const char *path, Error *err) {
             if (check_floats(stats_array(c, which) + (size_t)l * per_layer, per_layer, 1, path, name, err)) return -1;
         }
     }
+    for (int which = 0; which < 3 && c->has_aw; which++)
+        for (int l = 0; l < c->n_layers; l++) {
+            const float *w = aw_array(c, which) + (size_t)l * aw_layer_floats(c);
+            aw_name(name, sizeof name, which, l);
+            if (check_floats(w, aw_layer_floats(c), 0, path, name, err)) return -1;
+            for (size_t i = 0; i < aw_layer_floats(c); i++)
+                if (w[i] < 0)
+                    return error_set(err, "%s: tensor '%s' holds a negative weight (%g) at element %zu", path, name,
+                                     (double)w[i], i);
+        }
     for (int i = 0; i < c->n_fits; i++)
         for (int l = 0; l < c->n_layers; l++)
             for (int s = 0; s < c->fits[i].sides; s++)
@@ -285,7 +320,7 @@ static size_t gathered_floats(const Calibration *c) {
 
 int calibration_save(const char *path, const Calibration *c, Error *err) {
     if (calibration_check(c, path, err)) return -1;
-    int per_layer = 4;
+    int per_layer = 4 + (c->has_aw ? 3 : 0);
     for (int i = 0; i < c->n_fits; i++) per_layer += c->fits[i].sides * c->fits[i].layout.n_tensors;
     size_t n_tensors = (size_t)c->n_layers * (size_t)per_layer;
     StTensorOut *t = calloc(n_tensors, sizeof *t);
@@ -304,6 +339,11 @@ int calibration_save(const char *path, const Calibration *c, Error *err) {
             t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32, .ndim = 3,
                                   .shape = {heads, c->head_dim, 3},
                                   .data = stats_array(c, which) + (size_t)l * (size_t)heads * (size_t)c->head_dim * 3};
+        }
+        for (int which = 0; which < 3 && c->has_aw; which++, at++) {
+            aw_name(names[at], sizeof names[at], which, l);
+            t[at] = (StTensorOut){.name = names[at], .dtype = DT_F32, .ndim = 2, .shape = {c->n_kv_heads, c->head_dim},
+                                  .data = aw_array(c, which) + (size_t)l * aw_layer_floats(c)};
         }
         for (int i = 0; i < c->n_fits; i++) {
             const CalibFit *f = &c->fits[i];
@@ -342,15 +382,16 @@ done:
 
 #define CALIB_MAX_FITS 64
 
-/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; fit_slot(fit, side, tensor)
- * = one declared tensor of a fit's side. */
+/* What one tensor of the file is: slot 0..3 = stats q, kpre, k, v; AW_SLOT0 + 0..2 = aw k, kpre,
+ * v; fit_slot(fit, side, tensor) = one declared tensor of a fit's side. */
 typedef struct {
     int slot, layer;
 } TensorRole;
 
-#define SLOTS (4 + 2 * CALIB_MAX_FITS * KV_FIT_MAX_TENSORS)
+enum { AW_SLOT0 = 4, FIT_SLOT0 = 7 };
+#define SLOTS (FIT_SLOT0 + 2 * CALIB_MAX_FITS * KV_FIT_MAX_TENSORS)
 
-static int fit_slot(int fit, int side, int tensor) { return 4 + (fit * 2 + side) * KV_FIT_MAX_TENSORS + tensor; }
+static int fit_slot(int fit, int side, int tensor) { return FIT_SLOT0 + (fit * 2 + side) * KV_FIT_MAX_TENSORS + tensor; }
 
 /* The reader's working state: the file, the geometry it is checked against, the fits found
  * (declared, without tables). */
@@ -360,6 +401,7 @@ typedef struct {
     int n_layers, n_heads, n_kv_heads, head_dim;
     CalibFit fits[CALIB_MAX_FITS];
     int n_fits;
+    int has_aw;   /* some aw.* tensor was seen: then every layer needs all three */
 } Reader;
 
 /* A canonical non-negative decimal within limit, the whole string; -1 otherwise. */
@@ -490,6 +532,16 @@ static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_
                 return 0;
             }
         }
+    } else if (strncmp(name, "aw.", 3) == 0 && layer >= 0) {
+        for (int which = 0; which < 3; which++) {
+            size_t n = strlen(AW_NAMES[which]);
+            if ((size_t)(dot - (name + 3)) == n && !strncmp(name + 3, AW_NAMES[which], n)) {
+                role->slot = AW_SLOT0 + which;
+                role->layer = *layer_raw = (int)layer;
+                r->has_aw = 1;
+                return 0;
+            }
+        }
     } else if (strncmp(name, "fit.", 4) == 0) {
         return parse_fit_name(r, name, role, layer_raw, err);
     }
@@ -498,9 +550,9 @@ static int parse_name(Reader *r, const char *name, TensorRole *role, int *layer_
 
 /* The fit, side and tensor of a fit slot. */
 static void slot_parts(int slot, int *fit, int *side, int *tensor) {
-    *fit = (slot - 4) / KV_FIT_MAX_TENSORS / 2;
-    *side = (slot - 4) / KV_FIT_MAX_TENSORS % 2;
-    *tensor = (slot - 4) % KV_FIT_MAX_TENSORS;
+    *fit = (slot - FIT_SLOT0) / KV_FIT_MAX_TENSORS / 2;
+    *side = (slot - FIT_SLOT0) / KV_FIT_MAX_TENSORS % 2;
+    *tensor = (slot - FIT_SLOT0) % KV_FIT_MAX_TENSORS;
 }
 
 /* The shape a tensor of this role must have. */
@@ -510,6 +562,11 @@ static int expected_shape(const Reader *r, const TensorRole *role, int64_t shape
         shape[1] = r->head_dim;
         shape[2] = 3;
         return 3;
+    }
+    if (role->slot < FIT_SLOT0) {
+        shape[0] = r->n_kv_heads;
+        shape[1] = r->head_dim;
+        return 2;
     }
     int fit, side, tensor;
     slot_parts(role->slot, &fit, &side, &tensor);
@@ -576,6 +633,10 @@ static void role_name(const Reader *r, int slot, int layer, char *buf, size_t ca
         stat_name(buf, cap, slot, layer);
         return;
     }
+    if (slot < FIT_SLOT0) {
+        aw_name(buf, cap, slot - AW_SLOT0, layer);
+        return;
+    }
     slot_parts(slot, &fit, &side, &tensor);
     fit_name(buf, cap, &r->fits[fit], side, layer, tensor);
 }
@@ -601,8 +662,9 @@ static int check_tensors(Reader *r, TensorRole *roles, Error *err) {
     for (int l = 0; l < r->n_layers && rc == 0; l++)
         for (int slot = 0; slot < fit_slot(r->n_fits, 0, 0) && rc == 0; slot++) {
             int fit, side, tensor;
+            if (slot >= AW_SLOT0 && slot < FIT_SLOT0 && !r->has_aw) continue;   /* files before §9 have none */
             slot_parts(slot, &fit, &side, &tensor);
-            if (slot >= 4 && (side >= r->fits[fit].sides || tensor >= r->fits[fit].layout.n_tensors)) continue;
+            if (slot >= FIT_SLOT0 && (side >= r->fits[fit].sides || tensor >= r->fits[fit].layout.n_tensors)) continue;
             if (!seen[(size_t)l * slots + (size_t)slot]) {
                 role_name(r, slot, l, name, sizeof name);
                 rc = error_set(err, "%s: missing tensor '%s'", r->path, name);
@@ -618,6 +680,10 @@ static void copy_tensors(const Reader *r, const TensorRole *roles, Calibration *
         const Tensor *t = &r->st->tensors[i];
         if (roles[i].slot < 4) {
             memcpy(stats_array(c, roles[i].slot) + (size_t)roles[i].layer * t->numel, t->data, t->nbytes);
+            continue;
+        }
+        if (roles[i].slot < FIT_SLOT0) {
+            memcpy(aw_array(c, roles[i].slot - AW_SLOT0) + (size_t)roles[i].layer * t->numel, t->data, t->nbytes);
             continue;
         }
         int fit, side, tensor;
@@ -676,6 +742,7 @@ int calibration_from_safetensors(const SafeTensors *st, const CalibModel *model,
     memcpy(c->text_sha256, meta.text_sha256, sizeof c->text_sha256);
     c->tokens = meta.tokens;
     c->ctx = meta.ctx;
+    c->has_aw = r->has_aw;
     copy_tensors(r, roles, c);
     rc = calibration_check(c, st->path, err);
 done:

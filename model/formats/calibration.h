@@ -11,6 +11,8 @@
  *   stats.k.L, stats.kpre.L, stats.v.L   [n_kv_heads, head_dim, 3]   keys after / before RoPE, values
  *   stats.q.L                            [n_heads, head_dim, 3]      queries after RoPE
  *     the three: mean, mean square and max |x| of the channel over all calibration rows;
+ *   aw.k.L, aw.kpre.L, aw.v.L           [n_kv_heads, head_dim]      +aw's channel weights (§9, quant/aw.h):
+ *     finite, non-negative; every layer's three or none (files made before §9 have none);
  *   fit.KEY.S.L[.NAME]                   the tables of one fit KEY, side S (k or v) and layer L
  * A fit KEY is a fitted base with the modifiers that change what it sees (kv_fit_key_parse,
  * quant/scheme.h: BASE+had, canonical, at most 48 characters). What it stores is its
@@ -59,6 +61,9 @@ typedef struct {
     /* [n_layers][heads][head_dim][3]: mean, mean square, max |x| */
     float *stats_k, *stats_kpre, *stats_v;   /* heads = n_kv_heads */
     float *stats_q;                          /* heads = n_heads */
+    /* [n_layers][n_kv_heads][head_dim]: +aw's weights of keys after / before RoPE and of values */
+    float *aw_k, *aw_kpre, *aw_v;
+    int has_aw;                              /* 0: the file had none (they are zeros then) */
     CalibFit *fits;
     int n_fits;
     char model_dir[256];      /* the model directory it was found for ("" when not known): named in the hint */
@@ -99,6 +104,9 @@ const CalibFit *calibration_find_fit(const Calibration *c, const char *key);
 /* The tables of (fit, layer, side): layer_floats floats (a per-head fit's n_kv_heads tables back
  * to back). */
 const float *calibration_codebook(const Calibration *c, const char *key, char side, int layer);
+/* +aw's weights of (side, layer): n_kv_heads x head_dim floats; side 'k' (prerope: before RoPE)
+ * or 'v'. NULL when the calibration has none. */
+const float *calibration_aw(const Calibration *c, char side, int prerope, int layer);
 /* The table KV head `head` codes with: its own (per-head fit) or the layer's shared one. */
 const float *calibration_table(const Calibration *c, const char *key, char side, int layer, int head);
 

@@ -1,0 +1,265 @@
+/* quant/codec_pca.c: pcaB, PCA transform coding (KVTC's transform and bit allocation, fixed-rate;
+ * SCHEMES.md §9; the arithmetic is quant/pca.c). Per layer, side and KV head, a fitted mean mu,
+ * orthonormal basis U, bits b_i per component (summing to at most B*d) and per-component tables.
+ *
+ *   y = U (x - mu)                   (x through sqrt(w) (.) x with +aw)
+ *   code_i = the nearest entry of T_i to y_i (ties -> the lower index; b_i = 0 stores nothing)
+ *   x^ = mu + sum_i T_i[code_i] U_i  (divided by sqrt(w) with +aw)
+ *
+ * B is a decimal of at most 4 places in (0, 8] ("pca2", "pca1.25", "pca0.5"); B*d must be a whole
+ * number of bits (check). No per-row scale: a row is B*d bits, packed as the components' codes in
+ * component order (code i in the b_i bits after those of components < i, bit k of the stream bit
+ * k%8 of byte k/8, the last byte padded with zeros). KvBase.table is the KV head's fit as one
+ * block (pca_head_view: mean, basis, bits, tables); KvBase.weights the head's +aw weights. Rows
+ * decode to the natural domain: attention reads them as decoded rows (the cache's query rotation
+ * is one per layer, and U is per head). Edge cases: no table bound -> codes 0 and rows of 0; a
+ * NaN component takes code 0 (lloyd_nearest's rule); a bits entry outside 0..8 (a hostile table)
+ * is read as 0. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "quant/codec.h"
+#include "quant/lloyd.h"
+#include "quant/pca.h"
+
+#define PCA_SCALE 10000   /* B is kept as B * 10^4 in KvBase.variant: up to 4 decimal places */
+
+static int scaled_b(const KvBase *b) { return b->variant; }
+
+/* ---- parsing ---- */
+
+/* "2" -> 20000, "1.25" -> 12500; -1 when the text is not such a decimal. */
+static int parse_decimal(const char *p) {
+    int whole = 0, frac = 0, places = 0;
+    if (*p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((whole = whole * 10 + (*p - '0')) > 8) return -1;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9') return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (++places > 4) return -1;
+            frac = frac * 10 + (*p - '0');
+        }
+    }
+    if (*p) return -1;
+    for (; places < 4; places++) frac *= 10;
+    return whole * PCA_SCALE + frac;
+}
+
+/* The canonical decimal: no trailing zeros, no point for a whole number. */
+static void format_b(int scaled, char *out, size_t len) {
+    int frac = scaled % PCA_SCALE, places = 4;
+    if (!frac) {
+        snprintf(out, len, "%d", scaled / PCA_SCALE);
+        return;
+    }
+    while (frac % 10 == 0) frac /= 10, places--;
+    snprintf(out, len, "%d.%0*d", scaled / PCA_SCALE, places, frac);
+}
+
+static int pca_parse(const char *name, KvBase *b, char *why, size_t why_len) {
+    const char *p;
+    if (!kv_parse_prefix(name, "pca", &p) || *p < '0' || *p > '9') return 0;
+    int scaled = parse_decimal(p);
+    if (scaled <= 0 || scaled > PCA_MAX_BITS * PCA_SCALE) {
+        snprintf(why, why_len, "%.40s: expected pcaB with B in (0, 8] bits a value, at most 4 decimal places", name);
+        return -1;
+    }
+    char text[16];
+    format_b(scaled, text, sizeof text);
+    b->variant = scaled;
+    b->bits = PCA_MAX_BITS;   /* the widest code a component may take */
+    snprintf(b->name, sizeof b->name, "pca%s", text);
+    return 1;
+}
+
+static int pca_check(const KvBase *b, int n, char *why, size_t why_len) {
+    if (n > KV_MAX_HEAD_DIM || n > PCA_TABLE_STRIDE) {
+        snprintf(why, why_len, "%s: rows of %d values: pca takes at most %d", b->name, n, PCA_TABLE_STRIDE);
+        return 0;
+    }
+    if ((long)scaled_b(b) * n % PCA_SCALE != 0) {
+        snprintf(why, why_len, "%s: B x d = %g bits a row at d = %d is not a whole number", b->name,
+                 (double)scaled_b(b) * n / PCA_SCALE, n);
+        return 0;
+    }
+    return 1;
+}
+
+/* The row's bit budget B*d. */
+static int row_bits(const KvBase *b, int n) { return (int)((long)scaled_b(b) * n / PCA_SCALE); }
+
+static size_t pca_unit_bytes(const KvBase *b, int n) { return ((size_t)row_bits(b, n) + 7) / 8; }
+
+/* ---- the code stream ---- */
+
+static int component_bits(const PcaHead *h, int i) {
+    float v = h->bits[i];
+    return v >= 1 && v <= PCA_MAX_BITS ? (int)v : 0;
+}
+
+static void put_bits(unsigned char *row, size_t at, int bits, unsigned code) {
+    for (int k = 0; k < bits; k++, at++)
+        if (code >> k & 1u) row[at / 8] |= (unsigned char)(1u << (at % 8));
+}
+
+static unsigned get_bits(const unsigned char *row, size_t at, int bits) {
+    unsigned code = 0;
+    for (int k = 0; k < bits; k++, at++) code |= (unsigned)(row[at / 8] >> (at % 8) & 1u) << k;
+    return code;
+}
+
+/* sqrt(w) of the +aw weights (float32), or NULL without them. */
+static const float *root_weights(const KvBase *b, int n, float *out) {
+    if (!b->weights) return NULL;
+    for (int c = 0; c < n; c++) out[c] = sqrtf(b->weights[c]);
+    return out;
+}
+
+/* ---- encode and decode ---- */
+
+static void pca_encode(const KvBase *b, const float *x, int n, void *unit) {
+    unsigned char *row = unit;
+    size_t bytes = pca_unit_bytes(b, n);
+    memset(row, 0, bytes);
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    float roots[PCA_TABLE_STRIDE];
+    uint8_t codes[PCA_TABLE_STRIDE];
+    pca_encode_row(&h, root_weights(b, n, roots), x, codes);
+    size_t at = 0, limit = 8 * bytes;
+    for (int i = 0; i < n; i++) {
+        int bits = component_bits(&h, i);
+        if (at + (size_t)bits > limit) break;   /* a table over budget (hostile): the rest stay 0 */
+        put_bits(row, at, bits, codes[i]);
+        at += (size_t)bits;
+    }
+}
+
+static void pca_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+    size_t ub = pca_unit_bytes(b, n), limit = 8 * ub;
+    if (!b->table) {
+        memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
+        return;
+    }
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    float roots[PCA_TABLE_STRIDE];
+    const float *sqrt_w = root_weights(b, n, roots);
+    for (int r = 0; r < count; r++) {
+        const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
+        uint8_t codes[PCA_TABLE_STRIDE];
+        size_t at = 0;
+        for (int i = 0; i < n; i++) {
+            int bits = component_bits(&h, i);
+            codes[i] = at + (size_t)bits <= limit ? (uint8_t)get_bits(row, at, bits) : 0;
+            at += (size_t)bits;
+        }
+        pca_decode_row(&h, sqrt_w, codes, out + (size_t)r * n);
+    }
+}
+
+/* ---- fitting (SCHEMES.md §9) ---- */
+
+/* Per KV head: mean [d], basis [d, d], bits [d], tables [d, 256] (pca_head_view's order). */
+static void pca_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
+    (void)b;
+    *layout = (KvFitLayout){.per_head = 1, .n_tensors = 4,
+                            .tensors = {{.name = "mean", .ndim = 1, .dims = {n}},
+                                        {.name = "basis", .ndim = 2, .dims = {n, n}},
+                                        {.name = "bits", .ndim = 1, .dims = {n}},
+                                        {.name = "tables", .ndim = 2, .dims = {n, PCA_TABLE_STRIDE}}}};
+}
+
+/* bits: whole numbers 0..8 summing to at most B x d (what the row's bytes hold). */
+static int pca_fit_check(const KvBase *b, int n, const float *table, char *why, size_t why_len) {
+    PcaHead h;
+    pca_head_view(table, n, &h);
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        float v = h.bits[i];
+        if (!(v >= 0 && v <= PCA_MAX_BITS) || v != (float)(int)v) {
+            snprintf(why, why_len, "bits of component %d = %g (whole numbers 0..8)", i, (double)v);
+            return 0;
+        }
+        sum += (long)v;
+    }
+    if (sum > row_bits(b, n)) {
+        snprintf(why, why_len, "bits sum to %ld, more than B x d = %d", sum, row_bits(b, n));
+        return 0;
+    }
+    return 1;
+}
+
+/* The fit's scratch (8-byte aligned, first), then sqrt(w). */
+static size_t pca_fit_scratch(const KvBase *b, const KvFitRows *rows) {
+    return pca_fit_scratch_bytes(rows->count, rows->n, row_bits(b, rows->n)) + (size_t)rows->n * sizeof(float);
+}
+
+static const float *scratch_roots(const KvBase *b, const KvFitRows *rows, void *scratch) {
+    if (!rows->weights) return NULL;
+    float *roots = (float *)((char *)scratch + pca_fit_scratch_bytes(rows->count, rows->n, row_bits(b, rows->n)));
+    for (int c = 0; c < rows->n; c++) roots[c] = sqrtf(rows->weights[c]);
+    return roots;
+}
+
+/* Every component's 8-bit table is a Lloyd run: §8's rule of at least 4 points an entry asks for
+ * 4 x 256 rows (fewer leave a basis of a few rows' span and tables of repeated points). */
+static int pca_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
+    if (rows->count < 4 * (size_t)PCA_TABLE_STRIDE) {
+        *shortfall = (KvFitShortfall){.points = rows->count, .entries = PCA_TABLE_STRIDE};
+        return -1;
+    }
+    int n = rows->n;
+    PcaHead h;
+    pca_head_view(table, n, &h);
+    pca_fit_head(rows->units, rows->count, n, scratch_roots(b, rows, scratch), row_bits(b, n), (float *)h.mean,
+                 (float *)h.basis, (float *)h.bits, (float *)h.tables, NULL, scratch);
+    return 0;
+}
+
+/* sum over rows and components of (y_i - stored y_i)^2, y_i^2 where nothing is stored: the
+ * allocation's objective (in the +aw-weighted domain). */
+static double pca_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
+    int n = rows->n;
+    PcaHead h;
+    pca_head_view(table, n, &h);
+    const float *roots = scratch_roots(b, rows, scratch);
+    double sum = 0;
+    for (size_t r = 0; r < rows->count; r++) {
+        float y[PCA_TABLE_STRIDE];
+        pca_project(&h, roots, rows->units + r * (size_t)n, y);
+        for (int i = 0; i < n; i++) {
+            int bits = component_bits(&h, i);
+            const float *t = h.tables + (size_t)i * PCA_TABLE_STRIDE;
+            double e = bits ? (double)y[i] - t[lloyd_nearest(&y[i], 1, t, 1 << bits)] : (double)y[i];
+            sum += e * e;
+        }
+    }
+    return sum;
+}
+
+static const KvFit PCA_FIT = {
+    .layout = pca_fit_layout,
+    .check = pca_fit_check,
+    .scratch_bytes = pca_fit_scratch,
+    .fit = pca_fit,
+    .objective = pca_fit_objective,
+};
+
+const KvCodec kv_codec_pca = {
+    .syntax = "pcaB",
+    .summary = "PCA transform coding fitted to the model (KVTC): per KV head a mean, an eigenbasis and per-component "
+        "Lloyd tables, B*d bits a row allocated by a DP (./run calibrate); B may be fractional",
+    .examples = "pca2 pca1.25 pca1",
+    .parse = pca_parse,
+    .check = pca_check,
+    .unit_bytes = pca_unit_bytes,
+    .encode = pca_encode,
+    .decode = pca_decode,
+    .own_transform = 1,
+    .fit = &PCA_FIT,
+};
