@@ -105,7 +105,8 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
     ps->o = *o;
     ps->compare = compare;
     ps->kv = calloc((size_t)n_schemes, sizeof *ps->kv);
-    if (!ps->kv) return error_set(err, "out of memory");
+    ps->counts = calloc((size_t)n_schemes, sizeof *ps->counts);
+    if (!ps->kv || !ps->counts) return error_set(err, "out of memory");
     if (runstate_init(&ps->s, c, o->batch, err)) return -1;
     ps->one_at_a_time = n_schemes > 1;
     ps->k_schemes = malloc((size_t)n_schemes * sizeof *ps->k_schemes);
@@ -115,6 +116,7 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
         ps->k_schemes[i] = k[i], ps->v_schemes[i] = v[i];
         if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], o->calib, m->rope_inv_freq, err)) return -1;
         ps->n_schemes = i + 1;
+        if (kv_code_counts_init(&ps->counts[i], &ps->kv[i], err)) return -1;
         if (ps->one_at_a_time) kv_cache_free(&ps->kv[i]);   /* made again when it runs */
     }
     if (o->protocol == PPL_LLAMACPP && !(ps->bos_chunk = malloc((size_t)o->batch * sizeof(int))))
@@ -146,7 +148,9 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
 void ppl_session_free(PplSession *ps) {
     runstate_free(&ps->s);
     for (int i = 0; i < ps->n_schemes; i++) kv_cache_free(&ps->kv[i]);
+    for (int i = 0; ps->counts && i < ps->n_schemes; i++) kv_code_counts_free(&ps->counts[i]);
     free(ps->kv);
+    free(ps->counts);
     free(ps->k_schemes);
     free(ps->v_schemes);
     kv_cache_free(&ps->base_kv);
@@ -286,6 +290,7 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
  * baseline's tapped rows replayed through the same cache (layer_replay.h). */
 static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
     long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    kv_code_counts_add(&ps->counts[i], &ps->kv[i]);   /* before the replay writes the baseline's rows */
     const PplWindow *w = &ps->win;
     if (ps->replay) layer_replay_run(ps->replay, ps->m, &ps->s, &ps->kv[i], w->n, w->first_target - 1, w->n - 1, &sums->layer);
     return ran;
@@ -323,6 +328,7 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
         r->seconds = seconds_now() - t0;
         if (o->progress) o->progress(o->progress_user, r->windows, mine, r->tokens_processed, r->seconds);
     }
+    for (int side = 0; side < 2; side++) r->entropy_bits[side] = kv_code_counts_bits(&ps.counts[0], side);
     ppl_session_free(&ps);
     return 0;
 }

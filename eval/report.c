@@ -91,6 +91,9 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (r->k_bits[0] > 0)
         fprintf(f, "bits:      keys %.4g stored, %.4g effective at ctx %d; values %.4g stored, %.4g effective\n",
                 r->k_bits[0], r->k_bits[1], r->ctx, r->v_bits[0], r->v_bits[1]);
+    if (x->entropy_bits[0] > 0)
+        fprintf(f, "entropy:   keys %.4g, values %.4g bits per value (SCHEMES.md 9%s)\n", x->entropy_bits[0],
+                x->entropy_bits[1], r->merged_shards > 1 ? "; the shards' figures averaged by windows" : "");
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
     double se = ppl_stderr_mean(x->sums.nll_sum, x->sums.nll_sumsq, x->sums.scored);
     double ppl = ppl_value(x->sums.nll_sum, x->sums.scored);
@@ -134,6 +137,11 @@ void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, co
     json_out_number(f, "k_effective_bits", k_bits[1], 0);
     json_out_number(f, "v_stored_bits", v_bits[0], 0);
     json_out_number(f, "v_effective_bits", v_bits[1], 0);
+}
+
+void report_entropy_json(FILE *f, const double entropy_bits[2]) {
+    json_out_number(f, "k_entropy_bits", entropy_bits[0], 0);
+    json_out_number(f, "v_entropy_bits", entropy_bits[1], 0);
 }
 
 void report_summary_json(FILE *f, PplSummary y) {
@@ -192,6 +200,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "text_file", r->text_file, 0);
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
+    report_entropy_json(f, x->entropy_bits);
     json_out_string(f, "calib", r->calib, 0);
     json_out_string(f, "calib_sha256", r->calib_sha256, 0);
     json_out_string(f, "precision", r->precision, 0);
@@ -302,6 +311,14 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
     }
     if (x->windows + c.windows > x->windows_total)
         return error_set(err, "%s: the shards hold more windows than the evaluation has", path);
+    /* a shard counted its own streams, so the whole run's figure is not a sum: the shards' figures
+     * averaged by windows (at most the whole run's: entropy is concave); a shard without them, 0 */
+    for (int side = 0; side < 2; side++) {
+        double e = json_number(j, side ? "v_entropy_bits" : "k_entropy_bits"), w = (double)x->windows;
+        double both = w + (double)c.windows;
+        int usable = isfinite(e) && e > 0 && (first || x->entropy_bits[side] > 0);
+        x->entropy_bits[side] = !usable ? 0 : both > 0 ? (x->entropy_bits[side] * w + e * (double)c.windows) / both : e;
+    }
     x->windows += (int)c.windows;
     x->sums.scored += (long)c.scored;
     x->sums.nll_sum += json_number(j, "nll_sum");

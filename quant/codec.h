@@ -96,7 +96,20 @@ struct KvCodec {
     int llama_key_order;
     /* A fitted base's fitting (NULL: the codec has no table to fit). */
     const KvFit *fit;
+    /* Optional, for the entropy figure (SCHEMES.md §9): the code streams of a unit. A slot is a
+     * channel for per-value codes (in the order the codec codes them: after tq's rotation, in
+     * llama.cpp's key order), a sub-vector for vq. code_layout gives, for rows of n values, the
+     * slots of a row, the alphabet (codes lie in [0, symbols)) and the bits of one unit's
+     * parameters at their stored size (fp16 scales and norms: 16 each; padding is neither);
+     * codes writes a unit's b->rows x slots codes, codes[row * slots + slot]. NULL for the
+     * float bases (fp32, fp16, bf16), whose values count at their stored bits. */
+    void (*code_layout)(const KvBase *b, int n, int *slots, int *symbols, int *param_bits);
+    void (*codes)(const KvBase *b, const void *unit, int n, unsigned short *codes);
 };
+
+/* codes[0..count) from a stream of `bits`-bit codes, code i at bits [i*bits, i*bits+bits), stream
+ * bit k being bit k%8 of byte k/8 (the layout of int, nuq, tq and vq units). */
+void kv_unpack_codes(const unsigned char *stream, int bits, int count, unsigned short *codes);
 
 /* Parses a base name against every row of the table; 0 on success, else -1 with why
  * ("unknown base 'int4-x64'", or the codec's own complaint about a parameter). */
