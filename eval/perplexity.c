@@ -286,11 +286,24 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
     return ps->compare ? run_window(ps, &ps->base_kv, &ps->win, ps->bos_chunk, NULL) : 0;
 }
 
+/* The entropy-coded bits of the cache at the window's end (SCHEMES.md §9): a window's cache is
+ * what a file of it would store, so each window's streams are counted apart and the bits added. */
+static void add_code_bits(KvCodeCounts *counts, const KvCache *kv, TokenSums *sums) {
+    kv_code_counts_clear(counts);
+    kv_code_counts_add(counts, kv);
+    for (int side = 0; side < 2; side++) {
+        double bits, values;
+        kv_code_counts_total(counts, side, &bits, &values);
+        sums->code_bits[side] += bits;
+        sums->code_values[side] += values;
+    }
+}
+
 /* Scheme i's cache on the window begun last: its scoring run, then with the per-layer error the
  * baseline's tapped rows replayed through the same cache (layer_replay.h). */
 static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
     long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
-    kv_code_counts_add(&ps->counts[i], &ps->kv[i]);   /* before the replay writes the baseline's rows */
+    add_code_bits(&ps->counts[i], &ps->kv[i], sums);   /* before the replay writes the baseline's rows */
     const PplWindow *w = &ps->win;
     if (ps->replay) layer_replay_run(ps->replay, ps->m, &ps->s, &ps->kv[i], w->n, w->first_target - 1, w->n - 1, &sums->layer);
     return ran;
@@ -328,7 +341,6 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
         r->seconds = seconds_now() - t0;
         if (o->progress) o->progress(o->progress_user, r->windows, mine, r->tokens_processed, r->seconds);
     }
-    for (int side = 0; side < 2; side++) r->entropy_bits[side] = kv_code_counts_bits(&ps.counts[0], side);
     ppl_session_free(&ps);
     return 0;
 }

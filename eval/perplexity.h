@@ -36,7 +36,6 @@ typedef struct {
     int windows;               /* windows evaluated by this run */
     int windows_total;         /* windows in the whole evaluation */
     long tokens_processed;     /* forward-pass tokens (both runs counted once) */
-    double entropy_bits[2];    /* keys, values: entropy bits per value of the codes cached (SCHEMES.md §9) */
     double seconds;
 } PplResult;
 
@@ -99,7 +98,7 @@ typedef struct {
     int one_at_a_time;
     const KvLayered **k_schemes, **v_schemes;   /* [n_schemes], for making them */
     LayerReplay *replay;        /* the baseline's tapped rows of the window (o.layer_error), or NULL */
-    KvCodeCounts *counts;       /* [n_schemes]: the codes each scheme's cache held at its windows' ends */
+    KvCodeCounts *counts;       /* [n_schemes]: the codes a scheme's cache holds at a window's end */
 } PplSession;
 
 /* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. Every scheme's

@@ -391,9 +391,22 @@ static double side_code_bits(const KvCodeCounts *e, int side) {
     return bits + e->fixed_bits[side];
 }
 
-double kv_code_counts_bits(const KvCodeCounts *e, int side) {
-    double bits = 0, values = 0;
+void kv_code_counts_total(const KvCodeCounts *e, int side, double *bits, double *values) {
+    *bits = *values = 0;
     for (int s = 0; s < 2; s++)
-        if (side < 0 || side == s) bits += side_code_bits(e, s), values += e->values[s];
+        if (side < 0 || side == s) *bits += side_code_bits(e, s), *values += e->values[s];
+}
+
+double kv_code_counts_bits(const KvCodeCounts *e, int side) {
+    double bits, values;
+    kv_code_counts_total(e, side, &bits, &values);
     return values > 0 ? bits / values : 0;
+}
+
+void kv_code_counts_clear(KvCodeCounts *e) {
+    for (int i = 0; i < 2 * e->n_layers; i++) {
+        KvStreamCounts *sc = &e->stores[i];
+        if (sc->counts) memset(sc->counts, 0, (size_t)e->n_kv_heads * sc->slots * sc->symbols * sizeof *sc->counts);
+    }
+    for (int s = 0; s < 2; s++) e->values[s] = e->fixed_bits[s] = 0;
 }

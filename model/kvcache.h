@@ -127,8 +127,12 @@ int kv_code_counts_init(KvCodeCounts *e, const KvCache *c, Error *err);
 void kv_code_counts_free(KvCodeCounts *e);
 /* Adds what the cache holds with c->len positions written (call it once a window, at its end). */
 void kv_code_counts_add(KvCodeCounts *e, const KvCache *c);
-/* Entropy bits per value of the keys (side 0), the values (1), or both together (-1); 0 when
- * nothing was counted. */
+/* Back to nothing counted. */
+void kv_code_counts_clear(KvCodeCounts *e);
+/* The bits (code streams' entropy + bits at stored size) and the values counted, of the keys
+ * (side 0), the values (1), or both together (-1). */
+void kv_code_counts_total(const KvCodeCounts *e, int side, double *bits, double *values);
+/* Their ratio: entropy bits per value; 0 when nothing was counted. */
 double kv_code_counts_bits(const KvCodeCounts *e, int side);
 /* The zeroth-order entropy of one stream in bits: sum over symbols of -n_s log2(n_s / N). */
 double kv_stream_entropy_bits(const unsigned *counts, int symbols);
