@@ -221,6 +221,11 @@ static void fp8_codes(const KvBase *b, const void *unit, int n, unsigned short *
     for (int i = 0; i < n; i++) codes[i] = ((const unsigned char *)unit)[i];
 }
 
+static void fp8_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    (void)b;
+    for (int i = 0; i < n; i++) ((unsigned char *)unit)[i] = (unsigned char)codes[i];
+}
+
 const KvCodec kv_codec_fp8_e4m3 = {
     .syntax = "fp8-e4m3",
     .summary = "OCP FP8 E4M3FN (max 448, no inf), nearest-even, saturating; no scale",
@@ -233,6 +238,7 @@ const KvCodec kv_codec_fp8_e4m3 = {
     .decode_t64 = fp8_decode_t64,
     .code_layout = fp8_code_layout,
     .codes = fp8_codes,
+    .put_codes = fp8_put_codes,
 };
 
 const KvCodec kv_codec_fp8_e5m2 = {
@@ -247,4 +253,5 @@ const KvCodec kv_codec_fp8_e5m2 = {
     .decode_t64 = fp8_decode_t64,
     .code_layout = fp8_code_layout,
     .codes = fp8_codes,
+    .put_codes = fp8_put_codes,
 };

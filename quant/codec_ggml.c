@@ -313,6 +313,24 @@ static void ggml_codes(const KvBase *b, const void *unit, int n, unsigned short 
     }
 }
 
+static void ggml_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    unsigned char *blk = unit;
+    for (int k = 0; k < n / QK; k++, blk += block_bytes(b), codes += QK) {
+        unsigned char *qs = blk + 2 + 2 * has_min(b);
+        if (b->bits == 8) {
+            for (int j = 0; j < QK; j++) qs[j] = (unsigned char)codes[j];
+            continue;
+        }
+        if (b->bits == 5) {
+            uint32_t qh = 0;
+            for (int j = 0; j < QK; j++) qh |= (uint32_t)(codes[j] >> 4 & 1u) << j;
+            for (int j = 0; j < 4; j++) qs[j] = (unsigned char)(qh >> (8 * j));
+            qs += 4;
+        }
+        for (int j = 0; j < QK / 2; j++) qs[j] = (unsigned char)((codes[j] & 15u) | (codes[j + QK / 2] & 15u) << 4);
+    }
+}
+
 const KvCodec kv_codec_ggml = {
     .syntax = "q8_0, q4_0, q4_1, q5_0, q5_1",
     .summary = "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
@@ -324,5 +342,6 @@ const KvCodec kv_codec_ggml = {
     .decode = ggml_decode,
     .code_layout = ggml_code_layout,
     .codes = ggml_codes,
+    .put_codes = ggml_put_codes,
     .llama_key_order = 1,
 };

@@ -487,6 +487,18 @@ static void int_codes(const KvBase *b, const void *unit, int n, unsigned short *
     }
 }
 
+static void int_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    if (b->axis == KV_AXIS_CHANNELS) {
+        kv_pack_codes(codes, b->bits, n, unit);
+        return;
+    }
+    unsigned short channel[MAX_GROUP];
+    for (int c = 0; c < n; c++) {
+        for (int r = 0; r < b->group; r++) channel[r] = codes[(size_t)r * n + c];
+        kv_pack_codes(channel, b->bits, b->group, (unsigned char *)unit + (size_t)c * channel_code_bytes(b));
+    }
+}
+
 const KvCodec kv_codec_int = {
     .syntax = "intB-gG[-asym], intB-tG[-asym]",
     .summary = "B = 2, 3, 4, 8 bit integers, an fp16 scale (and minimum) per group of G: gG along the row, tG along positions",
@@ -499,4 +511,5 @@ const KvCodec kv_codec_int = {
     .decode_t64 = int_decode_t64,
     .code_layout = int_code_layout,
     .codes = int_codes,
+    .put_codes = int_put_codes,
 };

@@ -241,6 +241,11 @@ static void nf4_codes(const KvBase *b, const void *unit, int n, unsigned short *
     kv_unpack_codes(unit, 4, n, codes);
 }
 
+static void nf4_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    (void)b;
+    kv_pack_codes(codes, 4, n, unit);
+}
+
 const KvCodec kv_codec_nf4 = {
     .syntax = "nf4-gG",
     .summary = "4-bit NormalFloat (QLoRA's NF4) codes, an fp16 absmax per group of G along the row",
@@ -253,4 +258,5 @@ const KvCodec kv_codec_nf4 = {
     .decode_t64 = NF4_DECODE_T64,
     .code_layout = nf4_code_layout,
     .codes = nf4_codes,
+    .put_codes = nf4_put_codes,
 };

@@ -455,6 +455,18 @@ static void nuq_codes(const KvBase *b, const void *unit, int n, unsigned short *
     }
 }
 
+static void nuq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    if (b->axis == KV_AXIS_CHANNELS) {
+        kv_pack_codes(codes, b->bits, n, unit);
+        return;
+    }
+    unsigned short channel[MAX_GROUP];
+    for (int c = 0; c < n; c++) {
+        for (int r = 0; r < b->group; r++) channel[r] = codes[(size_t)r * n + c];
+        kv_pack_codes(channel, b->bits, b->group, (unsigned char *)unit + (size_t)c * b->group * b->bits / 8);
+    }
+}
+
 const KvCodec kv_codec_nuq = {
     .syntax = "nuqB-gG, nuqB-tG",
     .summary = "B = 2, 3, 4 bit codes into a table fitted to the model (KVQuant's nuqB; ./run calibrate), an fp16 absmax "
@@ -468,5 +480,6 @@ const KvCodec kv_codec_nuq = {
     .decode_t64 = NUQ_DECODE_T64,
     .code_layout = nuq_code_layout,
     .codes = nuq_codes,
+    .put_codes = nuq_put_codes,
     .fit = &NUQ_FIT,
 };

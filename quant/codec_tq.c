@@ -273,6 +273,10 @@ static void tq_codes(const KvBase *b, const void *unit, int n, unsigned short *c
     kv_unpack_codes(unit, b->bits, n, codes);
 }
 
+static void tq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    kv_pack_codes(codes, b->bits, n, unit);
+}
+
 const KvCodec kv_codec_tq = {
     .syntax = "tqB",
     .summary = "B = 1..4 bit Lloyd-Max codes of N(0,1) after random signs and a Hadamard rotation, an fp16 norm per row "
@@ -285,5 +289,6 @@ const KvCodec kv_codec_tq = {
     .decode = tq_decode,
     .code_layout = tq_code_layout,
     .codes = tq_codes,
+    .put_codes = tq_put_codes,
     .rotate = tq_rotate,
 };

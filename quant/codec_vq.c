@@ -370,6 +370,10 @@ static void vq_codes(const KvBase *b, const void *unit, int n, unsigned short *c
     kv_unpack_codes(unit, b->bits, n / sub_dim(b), codes);
 }
 
+static void vq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    kv_pack_codes(codes, b->bits, n / sub_dim(b), unit);
+}
+
 const KvCodec kv_codec_vq = {
     .syntax = "vqC-dD",
     .summary = "C-bit codes of D-value sub-vectors into codebooks fitted to the model (CQ, CommVQ; ./run calibrate), an fp16 "
@@ -382,6 +386,7 @@ const KvCodec kv_codec_vq = {
     .decode = vq_decode,
     .code_layout = vq_code_layout,
     .codes = vq_codes,
+    .put_codes = vq_put_codes,
     .decode_t64 = VQ_DECODE_T64,
     .fit = &VQ_FIT,
 };

@@ -93,3 +93,13 @@ void kv_unpack_codes(const unsigned char *stream, int bits, int count, unsigned 
         codes[i] = (unsigned short)((word >> (bit % 8)) & mask);
     }
 }
+
+void kv_pack_codes(const unsigned short *codes, int bits, int count, unsigned char *stream) {
+    for (int i = 0; i < count; i++)
+        for (int k = 0; k < bits; k++) {
+            size_t bit = (size_t)i * (size_t)bits + (size_t)k;
+            unsigned char m = (unsigned char)(1u << (bit % 8));
+            if (codes[i] >> k & 1u) stream[bit / 8] |= m;
+            else stream[bit / 8] &= (unsigned char)~m;
+        }
+}

@@ -78,6 +78,45 @@ static void test_layouts(void) {
           "%d of %d: %s", bad, tried, first);
 }
 
+/* put_codes is codes' inverse on every example, at head_dim 64: for seeded random units u and
+ * codes c, codes(put_codes(c, u)) = c, and putting u's own codes back over other ones gives u
+ * again, byte for byte (put_codes touches the code bits and nothing else). */
+static void test_put_codes(void) {
+    static unsigned char unit[65536], other[65536];
+    static unsigned short mine[65536], random_codes[65536], got[65536];
+    uint64_t seed = 11;
+    int bad = 0, tried = 0;
+    char first[160] = "";
+    for (int i = 0; i < kv_codec_count(); i++) {
+        const KvCodec *codec = kv_codec_at(i);
+        char names[512];
+        snprintf(names, sizeof names, "%s", codec->examples);
+        for (char *name = strtok(names, " "); name; name = strtok(NULL, " ")) {
+            KvBase b;
+            char why[160];
+            if (kv_base_parse(name, &b, why, sizeof why) || !codec->codes || !kv_base_check(&b, DIM, why, sizeof why)) continue;
+            int slots, symbols, params;
+            codec->code_layout(&b, DIM, &slots, &symbols, &params);
+            size_t bytes = codec->unit_bytes(&b, DIM), count = (size_t)b.rows * slots;
+            for (int trial = 0; trial < 4; trial++) {
+                for (size_t k = 0; k < bytes; k++) unit[k] = (unsigned char)(rnd(&seed) * 128 + 128);
+                for (size_t k = 0; k < count; k++) random_codes[k] = (unsigned short)((rnd(&seed) + 1) / 2 * symbols) % symbols;
+                codec->codes(&b, unit, DIM, mine);
+                memcpy(other, unit, bytes);
+                codec->put_codes(&b, random_codes, DIM, other);
+                codec->codes(&b, other, DIM, got);
+                int ok = !memcmp(got, random_codes, count * sizeof *got);
+                codec->put_codes(&b, mine, DIM, other);
+                ok &= !memcmp(other, unit, bytes);
+                tried++;
+                if (!ok && !bad++) snprintf(first, sizeof first, "%s", name);
+            }
+        }
+    }
+    check(tried > 80 && !bad, "entropy: put_codes is the inverse of codes and touches nothing else (every example)",
+          "%d of %d, first %s", bad, tried, first);
+}
+
 /* ---- codes() against units built from each documented layout ---- */
 
 /* code i at bits [i*bits, i*bits+bits), stream bit k = bit k%8 of byte k/8 */
@@ -289,6 +328,7 @@ int main(void) {
     test_stream_entropy();
     test_layouts();
     test_codes_layouts();
+    test_put_codes();
     test_cache_figures();
     return test_failures ? 1 : 0;
 }
