@@ -656,7 +656,7 @@ static void compose_scheme(const char *scheme, int group, char *name, size_t n) 
 
 static int cmd_compress(Args *a) {
     const char *input = NULL, *output = NULL, *scheme = "int4";
-    int group = 64, lz4 = 0, metrics_only = 0, verbose = 0;
+    int group = 64, lz4 = 0, metrics_only = 0, verbose = 0, entropy = 0;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
     while (next_arg(a)) {
         if (flag(a, "input", 1) || flag(a, "i", 1)) input = a->value;
@@ -668,6 +668,7 @@ static int cmd_compress(Args *a) {
         else if (flag(a, "min-snr", 1)) parse_float(a, -1e9f, 1e9f, &snr);
         else if (flag(a, "min-cosine", 1)) parse_float(a, -1, 1, &cosine);
         else if (flag(a, "lz4", 0)) lz4 = 1;
+        else if (flag(a, "entropy", 0)) entropy = 1;
         else if (flag(a, "metrics-only", 0)) metrics_only = 1;
         else if (flag(a, "verbose", 0) || flag(a, "v", 0)) verbose = 1;
         else unknown_arg(a);
@@ -689,7 +690,7 @@ static int cmd_compress(Args *a) {
     KvSnapshot snap;
     int passed, have_calib;
     if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
-    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine, have_calib ? &calib : NULL};
+    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine, have_calib ? &calib : NULL, entropy};
     if (kv_snapshot_load(input, &snap, &err)) {
         calibration_free(&calib);
         return bad_input(a, err.msg);
@@ -1153,7 +1154,7 @@ static const Command COMMANDS[] = {
      "exit codes: 0 ok, 1 the file does not fit --model's shape, 2 bad input or usage\n"},
     {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB,
      "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--calib FILE] [--lz4] [--metrics-only]\n"
+     "           [--kv-scheme S | --k-scheme S --v-scheme S] [--calib FILE] [--lz4 | --entropy] [--metrics-only]\n"
      "           [-verbose] [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
      "                                  quantize a KV cache file; JSON metrics on stdout;\n"
      "                                  exit 1 when a quality threshold fails; a fitted scheme\n"
@@ -1174,6 +1175,7 @@ static const Command COMMANDS[] = {
      "  --calib FILE              the tables of a fitted scheme; the file records its sha256 (none)\n"
      "  --sparsity F              the fraction of smallest-magnitude values zeroed first, [0, 1) (0)\n"
      "  --lz4                     LZ4 over the packed bytes (off)\n"
+     "  --entropy                 rANS over each code stream, tables stored with them (off; SCHEMES.md 9)\n"
      "  --metrics-only            the metrics, no file written (off)\n"
      "  -v, --verbose             a few human lines on stderr (off)\n"
      "  --max-rmse X              fail (exit 1) when the RMSE is above X (0.10)\n"

@@ -31,6 +31,10 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
         fprintf(f, "  \"lz4\": {\"code_bytes\": %zu, \"compressed_code_bytes\": %zu, \"ratio\": %.6f},\n",
                 r->lz4_codes_in, r->lz4_codes_out, (double)r->lz4_codes_in / (double)r->lz4_codes_out);
     if (r->file_bytes) fprintf(f, "  \"file_size_bytes\": %zu,\n", r->file_bytes);
+    fprintf(f, "  \"entropy\": %s,\n  \"values\": %.17g,\n", o->entropy ? "true" : "false", r->values);   /* SCHEMES.md 9 */
+    json_out_number(f, "entropy_bits_per_value", r->entropy_bits_per_value, 0);
+    json_out_number(f, "coded_bits_per_value", r->coded_bits_per_value, 0);
+    json_out_number(f, "table_bytes", r->table_bytes, 0);
     fprintf(f, "  \"tensors\": [");
     for (int i = 0; per_tensor && i < r->n_tensors; i++) {
         const TensorQuality *t = &r->tensors[i];
@@ -54,6 +58,8 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
     if (o->lz4)
         fprintf(f, "lz4 over the codes: %zu -> %zu bytes (%.3fx)\n", r->lz4_codes_in, r->lz4_codes_out,
                 (double)r->lz4_codes_in / (double)r->lz4_codes_out);
+    fprintf(f, "entropy: %.4g bits per value (SCHEMES.md 9); entropy-coded %.4g, tables and framing %.0f bytes apart%s\n",
+            r->entropy_bits_per_value, r->coded_bits_per_value, r->table_bytes, o->entropy ? "" : " (not written: --entropy)");
     if (r->file_bytes) fprintf(f, "file on disk: %zu bytes\n", r->file_bytes);
 }
 
@@ -192,7 +198,7 @@ int quick_test_run(FILE *f, int *passed, Error *err) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL};   /* the seed's thresholds */
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0};   /* the seed's thresholds */
     if (quick_test_cache(&snap, 42, err)) return -1;
     if (kv_compress(&snap, &o, NULL, &r, NULL, err)) {
         kv_snapshot_free(&snap);

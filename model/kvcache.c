@@ -6,7 +6,7 @@
 #include "model/kernels/hugepages.h"
 #include "model/kernels/kernels.h"
 #include "model/formats/calib_bind.h"
-#include <math.h>
+#include "quant/rans.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,13 +373,7 @@ void kv_code_counts_add(KvCodeCounts *e, const KvCache *c) {
     }
 }
 
-double kv_stream_entropy_bits(const unsigned *counts, int symbols) {
-    double total = 0, bits = 0;
-    for (int s = 0; s < symbols; s++) total += counts[s];
-    for (int s = 0; s < symbols; s++)
-        if (counts[s]) bits -= counts[s] * log2(counts[s] / total);
-    return bits;
-}
+double kv_stream_entropy_bits(const unsigned *counts, int symbols) { return rans_stream_entropy_bits(counts, symbols); }
 
 static double side_code_bits(const KvCodeCounts *e, int side) {
     double bits = 0;

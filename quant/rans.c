@@ -1,6 +1,15 @@
 /* quant/rans.c: the static rANS coder of quant/rans.h, from its definition there. */
 #include "quant/rans.h"
+#include <math.h>
 #include <string.h>
+
+double rans_stream_entropy_bits(const unsigned *counts, int symbols) {
+    double total = 0, bits = 0;
+    for (int s = 0; s < symbols; s++) total += counts[s];
+    for (int s = 0; s < symbols; s++)
+        if (counts[s]) bits -= counts[s] * log2(counts[s] / total);
+    return bits;
+}
 
 static int argmax(const unsigned *v, int n) {
     int best = 0;

@@ -25,6 +25,9 @@
 #define RANS_LOW (1u << 23)
 #define RANS_MAX_SYMBOLS 4096   /* vq12's alphabet */
 
+/* The zeroth-order entropy of a stream with these counts, in bits: sum_s -n_s log2(n_s / N)
+ * (SCHEMES.md §9); 0 for an empty stream. */
+double rans_stream_entropy_bits(const unsigned *counts, int symbols);
 /* Frequencies for counts[0..symbols): each symbol that occurs gets at least 1, the sum is
  * RANS_TOTAL, close to proportional (largest remainders). 0, or -1 when nothing occurs, more
  * symbols occur than RANS_TOTAL, or symbols is out of [1, RANS_MAX_SYMBOLS]. */

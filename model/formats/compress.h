@@ -41,6 +41,8 @@ typedef struct {
     /* The tables of fitted bases (NULL: none; a fitted scheme is then refused). Its geometry must
      * be the cache's; a file written with it records its file_sha256. */
     const Calibration *calib;
+    /* Entropy-code the codes (format kvq-compressed-4, model/formats/entropy_pack.h); not with lz4. */
+    int entropy;
 } CompressOptions;
 
 typedef struct {
@@ -68,6 +70,11 @@ typedef struct {
     double processing_ms;
     int n_tensors;
     TensorQuality *tensors;   /* per cache tensor, in file order */
+    /* SCHEMES.md §9 over the cache's values: the entropy figure (code streams' entropy + parameters
+     * at their stored bits + full-precision values at 16), and with --entropy what the file's coded
+     * streams take (their bytes, every other unit bit as stored, full precision at 16), its
+     * frequency tables and section framing apart (table_bytes) */
+    double values, entropy_bits_per_value, coded_bits_per_value, table_bytes;
 } CompressReport;
 
 /* Fills the report; writes out_path when it is not NULL; stores the reconstruction (what
