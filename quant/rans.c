@@ -20,13 +20,13 @@ static int argmax(const unsigned *v, int n) {
 
 int rans_normalize(const unsigned *counts, int symbols, unsigned *freqs) {
     if (symbols < 1 || symbols > RANS_MAX_SYMBOLS) return -1;
-    double total = 0;
+    unsigned long long total = 0;
     int present = 0;
     for (int s = 0; s < symbols; s++) total += counts[s], present += counts[s] > 0;
     if (present == 0 || present > (int)RANS_TOTAL) return -1;
     long sum = 0;
-    for (int s = 0; s < symbols; s++) {
-        unsigned f = (unsigned)((double)counts[s] * RANS_TOTAL / total);
+    for (int s = 0; s < symbols; s++) {   /* in integers: the decoder derives the same table from the counts */
+        unsigned f = (unsigned)((unsigned long long)counts[s] * RANS_TOTAL / total);
         freqs[s] = counts[s] && f == 0 ? 1 : f;
         sum += freqs[s];
     }

@@ -67,11 +67,6 @@ static void put_u32(Buf *b, uint32_t v) {
     if (p) for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
 }
 
-static void put_u16(Buf *b, unsigned v) {
-    unsigned char *p = buf_room(b, 2);
-    if (p) p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8);
-}
-
 static uint32_t get_u32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
@@ -100,26 +95,55 @@ static void pack_rest(const Layout *l, const unsigned char *units, size_t n_unit
     put_crc(out, from);
 }
 
-/* One (head, slot) stream of count codes: its table, its rANS bytes, its CRC. */
+/* The table: every symbol's count + 1 in Elias gamma code (n >= 1: floor(log2 n) zeros, then n's
+ * bits from the top), LSB first, padded to a byte. Counts, not frequencies: the decoder derives
+ * the same frequencies (rans_normalize), and the counts must add up to the stream's length. */
+static void put_table(Buf *out, const unsigned *counts, int symbols) {
+    size_t bits = 0;
+    for (int s = 0; s < symbols; s++) {
+        int width = 0;
+        while ((counts[s] + 1u) >> (width + 1)) width++;
+        bits += 2 * (size_t)width + 1;
+    }
+    unsigned char *p = buf_room(out, (bits + 7) / 8);
+    if (!p) return;
+    memset(p, 0, (bits + 7) / 8);
+    size_t at = 0;
+    for (int s = 0; s < symbols; s++) {
+        unsigned v = counts[s] + 1u;
+        int width = 0;
+        while (v >> (width + 1)) width++;
+        at += (size_t)width;   /* the zeros */
+        for (int k = width; k >= 0; k--, at++)
+            if (v >> k & 1u) p[at / 8] |= (unsigned char)(1u << (at % 8));
+    }
+}
+
+/* A length as 7 bits a byte, the high bit set on all but the last. */
+static void put_varint(Buf *out, size_t v) {
+    do {
+        unsigned char *p = buf_room(out, 1);
+        if (!p) return;
+        *p = (unsigned char)((v & 0x7fu) | (v > 0x7f ? 0x80u : 0));
+        v >>= 7;
+    } while (v);
+}
+
+/* One (head, slot) stream of count codes: its table, its rANS bytes' length and bytes, its CRC. */
 static int pack_stream(const Layout *l, const unsigned short *codes, size_t count, Buf *out, EntropyStats *st) {
     unsigned counts[RANS_MAX_SYMBOLS] = {0}, freqs[RANS_MAX_SYMBOLS];
     for (size_t i = 0; i < count; i++) counts[codes[i]]++;
     st->code_entropy_bits += rans_stream_entropy_bits(counts, l->symbols);
     if (rans_normalize(counts, l->symbols, freqs)) return -1;
-    size_t from = out->len;
-    int present = 0;
-    for (int s = 0; s < l->symbols; s++) present += freqs[s] > 0;
-    put_u32(out, (uint32_t)present);
-    for (int s = 0; s < l->symbols; s++)
-        if (freqs[s]) put_u16(out, (unsigned)s), put_u16(out, freqs[s] - 1);
-    size_t cap = 3 * count + 16, len_at = out->len;
-    put_u32(out, 0);
-    unsigned char *p = buf_room(out, cap);
+    size_t from = out->len, cap = 3 * count + 16;
+    put_table(out, counts, l->symbols);
+    unsigned char *scratch = malloc(cap);
+    size_t len = scratch ? rans_encode(codes, count, freqs, l->symbols, scratch, cap) : 0;
+    if (len) put_varint(out, len);
+    unsigned char *p = len ? buf_room(out, len) : NULL;
+    if (p) memcpy(p, scratch, len);
+    free(scratch);
     if (!p) return -1;
-    size_t len = rans_encode(codes, count, freqs, l->symbols, p, cap);
-    if (!len) return -1;
-    out->len -= cap - len;
-    for (int k = 0; k < 4; k++) out->p[len_at + k] = (unsigned char)(len >> (8 * k));
     put_crc(out, from);
     st->coded_bits += 8.0 * (double)len;
     st->table_bytes += (double)(out->len - from) - (double)len;
@@ -220,31 +244,47 @@ static int unpack_rest(Reader *r, const Layout *l, size_t n_units, unsigned char
     return 0;
 }
 
+/* The gamma-coded counts of a table (put_table), which must add up to count. */
+static int read_table(Reader *r, const Layout *l, size_t count, unsigned *counts, const char *part) {
+    size_t at = 8 * r->at, end = 8 * r->len, total = 0;
+    for (int s = 0; s < l->symbols; s++) {
+        int zeros = 0;
+        while (at < end && !(r->p[at / 8] >> (at % 8) & 1)) at++, zeros++;
+        if (zeros > 31 || at + (size_t)zeros >= end)
+            return error_set(r->err, "%s: %s: its table ends early or holds a count of more than 31 bits", r->what, part);
+        uint64_t v = 0;
+        for (int k = 0; k <= zeros; k++, at++) v = v << 1 | (r->p[at / 8] >> (at % 8) & 1);
+        counts[s] = (unsigned)(v - 1);
+        total += counts[s];
+        if (total > count) break;
+    }
+    if (total != count)
+        return error_set(r->err, "%s: %s: its table's counts add up to %s%zu, the stream holds %zu codes", r->what, part,
+                         total > count ? "more than " : "", total, count);
+    r->at = (at + 7) / 8;
+    return 0;
+}
+
+static int read_varint(Reader *r, size_t *v, const char *part) {
+    *v = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+        if (need(r, 1, part)) return -1;
+        unsigned char b = r->p[r->at++];
+        *v |= (size_t)(b & 0x7fu) << shift;
+        if (!(b & 0x80u)) return 0;
+    }
+    return error_set(r->err, "%s: %s: its length runs past 5 bytes", r->what, part);
+}
+
 static int unpack_stream(Reader *r, const Layout *l, size_t count, unsigned short *codes, unsigned short *slot_table,
                          int head, int slot) {
     char part[64];
     snprintf(part, sizeof part, "stream of KV head %d, slot %d", head, slot);
-    size_t from = r->at;
-    if (need(r, 4, part)) return -1;
-    uint32_t present = get_u32(r->p + r->at);
-    r->at += 4;
-    if (present < 1 || present > (uint32_t)l->symbols)
-        return error_set(r->err, "%s: %s: %u symbols in its table, the alphabet has %d", r->what, part, (unsigned)present,
-                         l->symbols);
-    if (need(r, 4 * (size_t)present + 4, part)) return -1;
-    unsigned freqs[RANS_MAX_SYMBOLS] = {0};
-    long last = -1;
-    for (uint32_t i = 0; i < present; i++, r->at += 4) {
-        unsigned s = r->p[r->at] | r->p[r->at + 1] << 8, f = (r->p[r->at + 2] | r->p[r->at + 3] << 8) + 1u;
-        if ((long)s <= last || s >= (unsigned)l->symbols)
-            return error_set(r->err, "%s: %s: table symbol %u outside the alphabet of %d or out of order", r->what, part, s,
-                             l->symbols);
-        freqs[s] = f;
-        last = s;
-    }
-    uint32_t len = get_u32(r->p + r->at);
-    r->at += 4;
-    if (need(r, len, part)) return -1;
+    size_t from = r->at, len;
+    unsigned counts[RANS_MAX_SYMBOLS], freqs[RANS_MAX_SYMBOLS];
+    if (read_table(r, l, count, counts, part) || read_varint(r, &len, part) || need(r, len, part)) return -1;
+    if (rans_normalize(counts, l->symbols, freqs))
+        return error_set(r->err, "%s: %s: its table has no symbol", r->what, part);
     const unsigned char *bytes = r->p + r->at;
     r->at += len;
     if (check_crc(r, from, part)) return -1;

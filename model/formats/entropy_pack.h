@@ -14,11 +14,13 @@
  *   "KVQE", version 1, heads, units, unit_bytes, rows, slots, symbols
  *   the rest section:   byte length, bytes, CRC-32C of the length and the bytes
  *   per head, per slot: a stream section:
- *                       n present symbols (1..symbols); per present symbol, ascending: u16 symbol,
- *                       u16 frequency - 1 (they sum to RANS_TOTAL); byte length; the rANS bytes;
- *                       CRC-32C of the section from its symbol count up to here
- * Every section is refused on a CRC mismatch, a table not summing to RANS_TOTAL, a symbol outside
- * the alphabet or out of order, a stream decoding past its end or short of it; the header must
+ *                       its table: each symbol's count + 1 in Elias gamma code, LSB first, padded
+ *                       to a byte (the counts add up to the stream's length; coder and decoder
+ *                       derive the same frequencies from them: rans_normalize); the rANS bytes'
+ *                       length (7 bits a byte, high bit = more); the rANS bytes; the CRC-32C of
+ *                       the section up to here
+ * Every section is refused on a CRC mismatch, a table whose counts do not add up to the stream's
+ * length (or that ends early), a stream decoding past its end or short of it; the header must
  * match what the scheme makes of the tensor's shape. */
 #ifndef KVQ_ENTROPY_PACK_H
 #define KVQ_ENTROPY_PACK_H
