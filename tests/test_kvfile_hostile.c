@@ -546,7 +546,7 @@ static unsigned char *compressed_bytes(const KvSnapshot *s, const char *k_text, 
         printf("  (%s)\n", why);
         return NULL;
     }
-    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL};
+    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL, 0};
     CompressReport r;
     Error err;
     snprintf(path, sizeof path, "/tmp/kvq-hostile-%ld.st", (long)getpid());

@@ -184,7 +184,9 @@ int entropy_pack(const KvSpec *spec, const EntropyShape *s, const unsigned char 
         if (out.failed) rc = -1;
     }
     st->rest_bits += (double)s->heads * s->units * l.rest_bits;
-    st->param_bits += (double)s->heads * s->units * (l.params + 24.0 * spec->base.rows * spec->outliers);
+    /* a base without code streams counts at its stored bits, as the KV cache's figure does */
+    st->param_bits += (double)s->heads * s->units *
+                      (l.slots ? l.params + 24.0 * spec->base.rows * spec->outliers : 8.0 * (double)l.unit_bytes);
     st->coded_values += l.slots ? (double)s->heads * count * s->n : 0;
     free(l.mask);
     free(all);
