@@ -24,7 +24,10 @@
  * shape and byte range, in header order; see header_crc in compress.c): a mismatch is refused
  * naming the tensor or the header, before anything is decoded. A plain integer base whose groups are longer than a row (int4-g128 at
  * head_dim 64) packs each tensor as one flat run of rows of G values, as the seed's tool did.
- * +prerope needs positions and RoPE, which a stored tensor does not have: refused. */
+ * +prerope needs positions and RoPE, which a stored tensor does not have: refused.
+ * Format kvq-compressed-4 (CompressOptions.entropy, `compress --entropy`): format 3 with metadata
+ * "entropy": "1" and each NAME.packed holding the units as entropy-coded sections
+ * (model/formats/entropy_pack.h), which unpack to the same bytes; not with lz4. */
 #ifndef KVQ_COMPRESS_H
 #define KVQ_COMPRESS_H
 
