@@ -313,14 +313,16 @@ static void test_cache_figures(void) {
     expect_figure("fp16", rows, 4, 16.0, "entropy: fp16 counts its 16 stored bits");
     expect_figure("fp32", rows, 4, 32.0, "entropy: plain fp32 counts 32 bits");
     /* int4-t8-asym over 8 positions: even channels alternate 0, 1 along the positions (codes 0,
-     * 15: 8 bits a stream), odd channels stay 5 (scale 0, code 0: 0 bits); 64 channels x (fp16
-     * scale + lo) per unit. Channel-major codes read as rows would mix the two kinds. */
+     * 15: 8 bits a stream), channels 1 mod 4 are 1 at position 0 only (codes 15 once, 0 seven
+     * times: 3 + 7 log2(8/7) bits), channels 3 mod 4 stay 5 (scale 0, code 0: 0 bits); 64 channels
+     * x (fp16 scale + lo) per unit. Codes gathered by any other slot than the channel mix them. */
     for (int p = 0; p < 8; p++)
-        for (int i = 0; i < DIM; i++) rows[p][i] = i % 2 ? 5.0f : (float)(p % 2);
-    expect_figure("int4-t8-asym", rows, 8, (32 * 8.0 + 64 * 32.0) / (8 * 64), "entropy: int4-t8-asym streams per channel along positions");
+        for (int i = 0; i < DIM; i++) rows[p][i] = i % 2 == 0 ? (float)(p % 2) : i % 4 == 1 ? (float)(p == 0) : 5.0f;
+    double unit_bits = 32 * 8.0 + 16 * (3 + 7 * log2(8.0 / 7.0)) + 64 * 32.0;
+    expect_figure("int4-t8-asym", rows, 8, unit_bits / (8 * 64), "entropy: int4-t8-asym streams per channel along positions");
     /* 10 positions: the incomplete group's 2 positions are full precision */
     for (int p = 8; p < 10; p++) memcpy(rows[p], rows[p - 8], sizeof rows[p]);
-    expect_figure("int4-t8-asym", rows, 10, (32 * 8.0 + 64 * 32.0 + 2 * 64 * 16.0) / (10 * 64),
+    expect_figure("int4-t8-asym", rows, 10, (unit_bits + 2 * 64 * 16.0) / (10 * 64),
                   "entropy: a token-axis group not yet complete counts 16 bits");
 }
 
