@@ -250,13 +250,20 @@ static void test_codes_layouts(void) {
 
 /* A cache of one layer and one KV head with spec for keys and values, rows[p] written at
  * position p (keys as given, already rotated), n positions; the figure of each side. */
+static int cache_figure2(const char *k_spec, const char *v_spec, float rows[][DIM], int n, double *k_bits, double *v_bits);
+
 static int cache_figure(const char *spec, float rows[][DIM], int n, double *k_bits, double *v_bits) {
+    return cache_figure2(spec, spec, rows, n, k_bits, v_bits);
+}
+
+static int cache_figure2(const char *k_spec, const char *v_spec, float rows[][DIM], int n, double *k_bits, double *v_bits) {
+    const char *spec = k_spec;
     Config cfg = {0};
     cfg.n_layers = 1, cfg.n_heads = 1, cfg.n_kv_heads = 1, cfg.head_dim = DIM, cfg.dim = DIM, cfg.max_seq_len = n;
     KvLayered k, v;
     char why[200];
     Error err = {0};
-    if (kv_layered_parse(spec, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(spec, KV_SIDE_VALUES, &v, why, sizeof why)) {
+    if (kv_layered_parse(k_spec, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_spec, KV_SIDE_VALUES, &v, why, sizeof why)) {
         check(0, spec, "%s", why);
         return -1;
     }
@@ -311,6 +318,10 @@ static void test_cache_figures(void) {
     /* +out1: one fp16 value + u8 index a row beside the scale; the rows are the same, so are the codes */
     expect_figure("int4-g64+out1", rows, 4, (16.0 + 24.0) / 64, "entropy: +out1 counts 24 bits a row");
     expect_figure("fp16", rows, 4, 16.0, "entropy: fp16 counts its 16 stored bits");
+    double kb = -1, vb = -1;
+    if (cache_figure2("int4-g64", "fp16", rows, 4, &kb, &vb) == 0)
+        check(fabs(kb - 0.25) <= 1e-12 && vb == 16.0, "entropy: keys int4-g64 and values fp16 each count their own side",
+              "keys %g, values %g", kb, vb);
     expect_figure("fp32", rows, 4, 32.0, "entropy: plain fp32 counts 32 bits");
     /* int4-t8-asym over 8 positions: even channels alternate 0, 1 along the positions (codes 0,
      * 15: 8 bits a stream), channels 1 mod 4 are 1 at position 0 only (codes 15 once, 0 seven
