@@ -154,7 +154,17 @@ def check_files(tmp):
     check(p.returncode == 2 and p.stderr.count("\n") == 1 and not os.path.exists(target),
           "entropy: --entropy with --lz4 exits 2, one line, nothing written", p.stderr[:200])
     good = os.path.join(tmp, "good.st")
-    run(["compress", "-input", cache, "-output", good, "--entropy"])
+    made = run(["compress", "-input", cache, "-output", good, "--entropy"])
+    info = run(["kv-info", good, "--json"])
+    ok = made.stdout.startswith("{") and info.returncode == 0
+    if ok:
+        c, bits = json.loads(made.stdout), json.loads(info.stdout)["bits"]
+        mean = lambda key: sum(b[f"k_{key}"] + b[f"v_{key}"] for b in bits) / (2 * len(bits))
+        ok = (abs(mean("entropy") - c["entropy_bits_per_value"]) < 1e-9 and
+              abs(mean("coded") - c["coded_bits_per_value"]) < 1e-9 and
+              all(b["k_entropy"] <= b["k_coded"] < b["k_stored"] for b in bits))
+    check(ok, "entropy: kv-info's per-layer bits of an entropy-coded file average to compress's figures "
+          "(entropy <= coded < stored)", info.stderr[:200])
     data = bytearray(open(good, "rb").read())
     data[len(data) - 100] ^= 0x04   # inside the last tensor's entropy-coded sections
     damaged, target = os.path.join(tmp, "damaged.st"), os.path.join(tmp, "from-damaged.st")

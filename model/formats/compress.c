@@ -649,7 +649,29 @@ static void free_plans(TensorPlan *plans, int n) {
     free(plans);
 }
 
+/* The bits of tensor i from its units and full rows, and in format 4 its stored section bytes. */
+static int tensor_bits(const TensorPlan *p, const unsigned char *packed, size_t stored_packed_bytes, KvTensorBits *b,
+                       Error *err) {
+    EntropyStats es = {0};
+    EntropyShape shape = plan_entropy_shape(p);
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    if (entropy_pack(&p->spec, &shape, packed, &blob, &len, &es, err)) return -1;
+    free(blob);
+    double values = (double)p->heads * p->positions * p->row, full = 16.0 * p->heads * plan_full_rows(p) * p->row;
+    b->stored = (8.0 * (double)stored_packed_bytes + full) / values;
+    b->coded = (es.coded_bits + es.rest_bits + full) / values;
+    b->entropy = (es.code_entropy_bits + es.param_bits + full) / values;
+    return 0;
+}
+
+static int decompress(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, KvTensorBits **bits, Error *err);
+
 int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, Error *err) {
+    return decompress(st, calib, out, NULL, err);
+}
+
+static int decompress(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, KvTensorBits **bits, Error *err) {
     memset(out, 0, sizeof *out);
     const char *format = st_meta(st, "format");
     int v4 = format && !strcmp(format, FORMAT_ENTROPY);
@@ -708,12 +730,16 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
     unsigned char *packed = malloc(largest_packed ? largest_packed : 1);
     uint16_t *full = malloc((largest_full ? largest_full : 1) * sizeof(uint16_t));
     int rc = 0;
+    if (bits && !(*bits = calloc((size_t)n_src, sizeof **bits))) rc = error_set(err, "%s: out of memory", st->path);
     if (!out->k || !out->v || !packed || !full) rc = error_set(err, "%s: out of memory", st->path);
     for (int i = 0; rc == 0 && i < n_src; i++) {
         char base[32];
         snprintf(base, sizeof base, "layer_%d_%s", i / 2, i % 2 ? "value" : "key");
         rc = read_tensor(st, base, &plans[i], (int)lz4, v3, v4, packed, full, err);
         if (rc) break;
+        char name[48];
+        snprintf(name, sizeof name, "%s.packed", base);
+        if (bits && (rc = tensor_bits(&plans[i], packed, st_find(st, name)->nbytes, &(*bits)[i], err))) break;
         float *x = (i % 2 ? out->v : out->k) + (size_t)(i / 2) * n;
         unpack_tensor(&plans[i], packed, full, x);
         /* a NaN or infinite scale, minimum or stored value: refused, as a cache holding one is */
@@ -726,18 +752,25 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
     free(full);
     free_plans(plans, n_src);
     if (rc) kv_snapshot_free(out);
+    if (rc && bits) free(*bits), *bits = NULL;
     return rc;
 }
 
 int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len,
                 Error *err) {
+    return kv_load_any_bits(path, calib, out, k_scheme, v_scheme, len, NULL, err);
+}
+
+int kv_load_any_bits(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme,
+                     size_t len, KvTensorBits **bits, Error *err) {
     SafeTensors st;
+    if (bits) *bits = NULL;
     if (st_open(&st, path, err)) return -1;
     const char *format = st_meta(&st, "format"), *k = st_meta(&st, "k_scheme"), *v = st_meta(&st, "v_scheme");
     int compressed = format && (!strcmp(format, FORMAT_NAME) || !strcmp(format, FORMAT_V2) || !strcmp(format, FORMAT_ENTROPY));
     snprintf(k_scheme, len, "%s", compressed && k ? k : "");
     snprintf(v_scheme, len, "%s", compressed && v ? v : "");
-    int rc = compressed ? kv_decompress_safetensors(&st, calib, out, err) : kv_snapshot_from_safetensors(&st, out, err);
+    int rc = compressed ? decompress(&st, calib, out, bits, err) : kv_snapshot_from_safetensors(&st, out, err);
     st_close(&st);
     return rc;
 }

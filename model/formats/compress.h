@@ -100,6 +100,16 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
  * kv_decompress_file. */
 int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len,
                 Error *err);
+/* Bits per value of one cache tensor of a compressed file (SCHEMES.md §9): as stored (packed units
+ * and fp16 full rows; format 4: its sections, tables included), entropy-coded (what --entropy
+ * writes, tables apart) and the entropy figure. */
+typedef struct {
+    double stored, coded, entropy;
+} KvTensorBits;
+/* kv_load_any, and for a compressed file *bits = malloc'd [2 * n_layers] (layer_L_key, then
+ * layer_L_value, layer by layer); NULL for a plain file. */
+int kv_load_any_bits(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme,
+                     size_t len, KvTensorBits **bits, Error *err);
 
 /* Quality level from RMSE and SNR, as the seed defines it. */
 const char *quality_level(double rmse, double snr_db);
