@@ -105,8 +105,7 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
     ps->o = *o;
     ps->compare = compare;
     ps->kv = calloc((size_t)n_schemes, sizeof *ps->kv);
-    ps->counts = calloc((size_t)n_schemes, sizeof *ps->counts);
-    if (!ps->kv || !ps->counts) return error_set(err, "out of memory");
+    if (!ps->kv) return error_set(err, "out of memory");
     if (runstate_init(&ps->s, c, o->batch, err)) return -1;
     ps->one_at_a_time = n_schemes > 1;
     ps->k_schemes = malloc((size_t)n_schemes * sizeof *ps->k_schemes);
@@ -116,7 +115,6 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
         ps->k_schemes[i] = k[i], ps->v_schemes[i] = v[i];
         if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], o->calib, m->rope_inv_freq, err)) return -1;
         ps->n_schemes = i + 1;
-        if (kv_code_counts_init(&ps->counts[i], &ps->kv[i], err)) return -1;
         if (ps->one_at_a_time) kv_cache_free(&ps->kv[i]);   /* made again when it runs */
     }
     if (o->protocol == PPL_LLAMACPP && !(ps->bos_chunk = malloc((size_t)o->batch * sizeof(int))))
@@ -148,9 +146,7 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
 void ppl_session_free(PplSession *ps) {
     runstate_free(&ps->s);
     for (int i = 0; i < ps->n_schemes; i++) kv_cache_free(&ps->kv[i]);
-    for (int i = 0; ps->counts && i < ps->n_schemes; i++) kv_code_counts_free(&ps->counts[i]);
     free(ps->kv);
-    free(ps->counts);
     free(ps->k_schemes);
     free(ps->v_schemes);
     kv_cache_free(&ps->base_kv);
@@ -287,9 +283,9 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
 }
 
 /* The entropy-coded bits of the cache at the window's end (SCHEMES.md §9): a window's cache is
- * what a file of it would store, so each window's streams are counted apart and the bits added. */
+ * what a file of it would store, so each window's streams are counted apart and the bits added.
+ * The counters live for one window (a vq12-d1 cache's are tens of MB). */
 static void add_code_bits(KvCodeCounts *counts, const KvCache *kv, TokenSums *sums) {
-    kv_code_counts_clear(counts);
     kv_code_counts_add(counts, kv);
     for (int side = 0; side < 2; side++) {
         double bits, values;
@@ -302,8 +298,12 @@ static void add_code_bits(KvCodeCounts *counts, const KvCache *kv, TokenSums *su
 /* Scheme i's cache on the window begun last: its scoring run, then with the per-layer error the
  * baseline's tapped rows replayed through the same cache (layer_replay.h). */
 static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
+    KvCodeCounts counts;
+    Error ignored;   /* out of memory: refused before anything is added, as a cache that cannot be made */
+    if (kv_code_counts_init(&counts, &ps->kv[i], &ignored)) return -1;
     long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
-    add_code_bits(&ps->counts[i], &ps->kv[i], sums);   /* before the replay writes the baseline's rows */
+    add_code_bits(&counts, &ps->kv[i], sums);   /* before the replay writes the baseline's rows */
+    kv_code_counts_free(&counts);
     const PplWindow *w = &ps->win;
     if (ps->replay) layer_replay_run(ps->replay, ps->m, &ps->s, &ps->kv[i], w->n, w->first_target - 1, w->n - 1, &sums->layer);
     return ran;
@@ -336,7 +336,12 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
     int mine = ppl_shard_windows(total, o->shard_index, o->shard_count);
     for (int w = o->shard_index; w < total; w += o->shard_count) {
         ppl_session_begin_window(&ps, tokens, n_tokens, w);
-        r->tokens_processed += ppl_session_run_scheme(&ps, 0, &r->sums);   /* the two runs of a token count once */
+        long ran = ppl_session_run_scheme(&ps, 0, &r->sums);   /* the two runs of a token count once */
+        if (ran < 0) {
+            ppl_session_free(&ps);
+            return error_set(err, "out of memory for the KV cache's code counters");
+        }
+        r->tokens_processed += ran;
         r->windows++;
         r->seconds = seconds_now() - t0;
         if (o->progress) o->progress(o->progress_user, r->windows, mine, r->tokens_processed, r->seconds);

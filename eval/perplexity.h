@@ -98,7 +98,6 @@ typedef struct {
     int one_at_a_time;
     const KvLayered **k_schemes, **v_schemes;   /* [n_schemes], for making them */
     LayerReplay *replay;        /* the baseline's tapped rows of the window (o.layer_error), or NULL */
-    KvCodeCounts *counts;       /* [n_schemes]: the codes a scheme's cache holds at a window's end */
 } PplSession;
 
 /* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. Every scheme's
@@ -109,9 +108,9 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
 /* Begins window w: runs the baseline (when compare) and holds its logits. Returns the
  * forward-pass tokens it ran. */
 long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, int w);
-/* Scheme i on the window begun last, its scored tokens added into sums (by position too, and its
- * per-layer error with o.layer_error). Returns the tokens run, or -1 when its cache could not be
- * made (out of memory; nothing added). */
+/* Scheme i on the window begun last, its scored tokens added into sums (by position too, its
+ * per-layer error with o.layer_error, and its cache's entropy-coded bits). Returns the tokens run,
+ * or -1 when its cache or its code counters could not be made (out of memory; nothing added). */
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums);
 void ppl_session_free(PplSession *ps);
 

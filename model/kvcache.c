@@ -397,10 +397,3 @@ double kv_code_counts_bits(const KvCodeCounts *e, int side) {
     return values > 0 ? bits / values : 0;
 }
 
-void kv_code_counts_clear(KvCodeCounts *e) {
-    for (int i = 0; i < 2 * e->n_layers; i++) {
-        KvStreamCounts *sc = &e->stores[i];
-        if (sc->counts) memset(sc->counts, 0, (size_t)e->n_kv_heads * sc->slots * sc->symbols * sizeof *sc->counts);
-    }
-    for (int s = 0; s < 2; s++) e->values[s] = e->fixed_bits[s] = 0;
-}

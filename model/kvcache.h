@@ -125,10 +125,8 @@ typedef struct {
 /* Counters for the streams of c's schemes, all zero. 0, or -1 (out of memory). */
 int kv_code_counts_init(KvCodeCounts *e, const KvCache *c, Error *err);
 void kv_code_counts_free(KvCodeCounts *e);
-/* Adds what the cache holds with c->len positions written (call it once a window, at its end). */
+/* Adds what the cache holds with c->len positions written (eval/perplexity.c: a window's end). */
 void kv_code_counts_add(KvCodeCounts *e, const KvCache *c);
-/* Back to nothing counted. */
-void kv_code_counts_clear(KvCodeCounts *e);
 /* The bits (code streams' entropy + bits at stored size) and the values counted, of the keys
  * (side 0), the values (1), or both together (-1). */
 void kv_code_counts_total(const KvCodeCounts *e, int side, double *bits, double *values);
