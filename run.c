@@ -396,7 +396,7 @@ static void compose_scheme(const char *scheme, int group, char *name, size_t n) 
 
 static int cmd_compress(Args *a) {
     const char *input = NULL, *output = NULL, *scheme = "int4";
-    int group = 64, lz4 = 0, metrics_only = 0, verbose = 0;
+    int group = 64, lz4 = 0, metrics_only = 0, verbose = 0, entropy = 0;
     float sparsity = 0.0f, rmse = 0.10f, snr = 18.0f, cosine = 0.99f;
     while (next_arg(a)) {
         if (flag(a, "input", 1) || flag(a, "i", 1)) input = a->value;
@@ -408,6 +408,7 @@ static int cmd_compress(Args *a) {
         else if (flag(a, "min-snr", 1)) parse_float(a, -1e9f, 1e9f, &snr);
         else if (flag(a, "min-cosine", 1)) parse_float(a, -1, 1, &cosine);
         else if (flag(a, "lz4", 0)) lz4 = 1;
+        else if (flag(a, "entropy", 0)) entropy = 1;
         else if (flag(a, "metrics-only", 0)) metrics_only = 1;
         else if (flag(a, "verbose", 0) || flag(a, "v", 0)) verbose = 1;
         else unknown_arg(a);
@@ -429,7 +430,7 @@ static int cmd_compress(Args *a) {
     KvSnapshot snap;
     int passed, have_calib;
     if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
-    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine, have_calib ? &calib : NULL};
+    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine, have_calib ? &calib : NULL, entropy};
     if (kv_snapshot_load(input, &snap, &err)) {
         calibration_free(&calib);
         return bad_input(a, err.msg);

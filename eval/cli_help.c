@@ -373,7 +373,7 @@ const CommandHelp HELP_KV_INFO = {
 
 const CommandHelp HELP_COMPRESS = {
     "  compress -input IN -output OUT [--scheme int4] [-group-size 64] [-sparsity 0]\n"
-    "           [--kv-scheme S | --k-scheme S --v-scheme S] [--calib FILE] [--lz4] [--metrics-only]\n"
+    "           [--kv-scheme S | --k-scheme S --v-scheme S] [--calib FILE] [--lz4 | --entropy] [--metrics-only]\n"
     "           [-verbose] [--max-rmse 0.10] [--min-snr 18] [--min-cosine 0.99]\n"
     "                                  quantize a KV cache file; JSON metrics on stdout;\n"
     "                                  exit 1 when a quality threshold fails; a fitted scheme\n"
@@ -393,6 +393,7 @@ const CommandHelp HELP_COMPRESS = {
     "  --calib FILE              the tables of a fitted scheme; the file records its sha256 (none)\n"
     "  --sparsity F              the fraction of smallest-magnitude values zeroed first, [0, 1) (0)\n"
     "  --lz4                     LZ4 over the packed bytes (off)\n"
+    "  --entropy                 rANS over each code stream, tables stored with them (off; SCHEMES.md 9)\n"
     "  --metrics-only            the metrics, no file written (off)\n"
     "  -v, --verbose             a few human lines on stderr (off)\n"
     "  --max-rmse X              fail (exit 1) when the RMSE is above X (0.10)\n"

@@ -31,6 +31,10 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
         fprintf(f, "  \"lz4\": {\"code_bytes\": %zu, \"compressed_code_bytes\": %zu, \"ratio\": %.6f},\n",
                 r->lz4_codes_in, r->lz4_codes_out, (double)r->lz4_codes_in / (double)r->lz4_codes_out);
     if (r->file_bytes) fprintf(f, "  \"file_size_bytes\": %zu,\n", r->file_bytes);
+    fprintf(f, "  \"entropy\": %s,\n  \"values\": %.17g,\n", o->entropy ? "true" : "false", r->values);   /* SCHEMES.md 9 */
+    json_out_number(f, "entropy_bits_per_value", r->entropy_bits_per_value, 0);
+    json_out_number(f, "coded_bits_per_value", r->coded_bits_per_value, 0);
+    json_out_number(f, "table_bytes", r->table_bytes, 0);
     fprintf(f, "  \"tensors\": [");
     for (int i = 0; per_tensor && i < r->n_tensors; i++) {
         const TensorQuality *t = &r->tensors[i];
@@ -54,11 +58,34 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
     if (o->lz4)
         fprintf(f, "lz4 over the codes: %zu -> %zu bytes (%.3fx)\n", r->lz4_codes_in, r->lz4_codes_out,
                 (double)r->lz4_codes_in / (double)r->lz4_codes_out);
+    fprintf(f, "entropy: %.4g bits per value (SCHEMES.md 9); entropy-coded %.4g, tables and framing %.0f bytes apart%s\n",
+            r->entropy_bits_per_value, r->coded_bits_per_value, r->table_bytes, o->entropy ? "" : " (not written: --entropy)");
     if (r->file_bytes) fprintf(f, "file on disk: %zu bytes\n", r->file_bytes);
 }
 
+/* A compressed file's bits per value, per layer and side (SCHEMES.md §9). */
+static void kv_info_bits(FILE *f, const KvSnapshot *s, const KvTensorBits *bits, int json) {
+    if (json) {
+        fprintf(f, ",\n  \"bits\": [");
+        for (int l = 0; l < s->n_layers; l++) {
+            const KvTensorBits *k = &bits[2 * l], *v = &bits[2 * l + 1];
+            fprintf(f, "%s\n    {\"layer\": %d, \"k_stored\": %.17g, \"k_coded\": %.17g, \"k_entropy\": %.17g, "
+                       "\"v_stored\": %.17g, \"v_coded\": %.17g, \"v_entropy\": %.17g}", l ? "," : "", l, k->stored,
+                    k->coded, k->entropy, v->stored, v->coded, v->entropy);
+        }
+        fprintf(f, "\n  ]");
+        return;
+    }
+    fprintf(f, "bits:      per value, stored / entropy-coded (tables apart) / entropy figure (SCHEMES.md 9):\n");
+    for (int l = 0; l < s->n_layers; l++) {
+        const KvTensorBits *k = &bits[2 * l], *v = &bits[2 * l + 1];
+        fprintf(f, "  layer %d: keys %.4g / %.4g / %.4g, values %.4g / %.4g / %.4g\n", l, k->stored, k->coded, k->entropy,
+                v->stored, v->coded, v->entropy);
+    }
+}
+
 void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
-                    const KvStats *st,
+                    const KvStats *st, const KvTensorBits *bits,
                     const char *mismatches, int n_mismatches, int json) {
     if (json) {
         fprintf(f, "{\n");
@@ -72,6 +99,7 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
                 s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
         fprintf(f, "  \"elements\": %zu,\n  \"bytes\": %zu,\n  \"megabytes\": %.6f,\n", st->elements, st->bytes, st->megabytes);
         fprintf(f, "  \"mean\": %.8g,\n  \"std\": %.8g,\n  \"min\": %.8g,\n  \"max\": %.8g", st->mean, st->std, st->min, st->max);
+        if (bits) kv_info_bits(f, s, bits, 1);
         if (n_mismatches >= 0) {
             fprintf(f, ",\n  \"compatible\": %s,\n  \"mismatches\": [", n_mismatches ? "false" : "true");
             const char *p = mismatches;
@@ -95,6 +123,7 @@ void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char 
             s->n_layers, s->n_kv_heads, s->seq_len, s->head_dim);
     fprintf(f, "elements:  %zu (%zu bytes, %.3f MB)\n", st->elements, st->bytes, st->megabytes);
     fprintf(f, "values:    mean %.5f, std %.5f, min %.5f, max %.5f\n", st->mean, st->std, st->min, st->max);
+    if (bits) kv_info_bits(f, s, bits, 0);
     if (n_mismatches == 0) fprintf(f, "model:     compatible\n");
     else if (n_mismatches > 0) fprintf(f, "model:     %d mismatch(es)\n%s", n_mismatches, mismatches);
 }
@@ -154,7 +183,8 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
             Error *err) {
     KvSnapshot snap;
     char k_scheme[512], v_scheme[512];
-    if (kv_load_any(path, calib, &snap, k_scheme, v_scheme, sizeof k_scheme, err)) return -1;
+    KvTensorBits *bits = NULL;
+    if (kv_load_any_bits(path, calib, &snap, k_scheme, v_scheme, sizeof k_scheme, &bits, err)) return -1;
     KvStats stats;
     kv_snapshot_stats(&snap, &stats);
     char mismatches[1024] = "";
@@ -165,12 +195,14 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
         snprintf(config, sizeof config, "%s/config.json", model_dir);
         if (config_load(&c, config, err)) {
             kv_snapshot_free(&snap);
+            free(bits);
             return -1;
         }
         *n_mismatches = kv_snapshot_check_config(&snap, &c, mismatches, sizeof mismatches);
         ModelIdentity id;   /* a file that records its model is checked against this one's identity */
         if (snap.model_id[0] && modeldir_identity(model_dir, &id, err)) {
             kv_snapshot_free(&snap);
+            free(bits);
             return -1;
         }
         if (snap.model_id[0] && strcmp(snap.model_id, id.id)) {
@@ -180,8 +212,9 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
             (*n_mismatches)++;
         }
     }
-    report_kv_info(f, path, k_scheme, v_scheme, &snap, &stats, mismatches, *n_mismatches, json);
+    report_kv_info(f, path, k_scheme, v_scheme, &snap, &stats, bits, mismatches, *n_mismatches, json);
     kv_snapshot_free(&snap);
+    free(bits);
     return 0;
 }
 
@@ -192,7 +225,7 @@ int quick_test_run(FILE *f, int *passed, Error *err) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL};   /* the seed's thresholds */
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0};   /* the seed's thresholds */
     if (quick_test_cache(&snap, 42, err)) return -1;
     if (kv_compress(&snap, &o, NULL, &r, NULL, err)) {
         kv_snapshot_free(&snap);

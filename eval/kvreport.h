@@ -13,9 +13,10 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
 /* A few human lines (-verbose prints them on stderr beside the JSON). */
 void report_compress_text(FILE *f, const CompressReport *r, const CompressOptions *o);
 
-/* k_scheme / v_scheme: a compressed file's schemes ("" for a plain cache file). */
+/* k_scheme / v_scheme: a compressed file's schemes ("" for a plain cache file); bits: a compressed
+ * file's bits per value per tensor (kv_load_any_bits), NULL for a plain file. */
 void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
-                    const KvStats *st,
+                    const KvStats *st, const KvTensorBits *bits,
                     const char *mismatches, int n_mismatches, int json);
 
 /* ./run kv-extract: model_dir's fp32 KV cache of prompt (BOS first), or of the ids of ids_text

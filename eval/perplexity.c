@@ -282,10 +282,28 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
     return ps->compare ? run_window(ps, &ps->base_kv, &ps->win, ps->bos_chunk, NULL) : 0;
 }
 
+/* The entropy-coded bits of the cache at the window's end (SCHEMES.md §9): a window's cache is
+ * what a file of it would store, so each window's streams are counted apart and the bits added.
+ * The counters live for one window (a vq12-d1 cache's are tens of MB). */
+static void add_code_bits(KvCodeCounts *counts, const KvCache *kv, TokenSums *sums) {
+    kv_code_counts_add(counts, kv);
+    for (int side = 0; side < 2; side++) {
+        double bits, values;
+        kv_code_counts_total(counts, side, &bits, &values);
+        sums->code_bits[side] += bits;
+        sums->code_values[side] += values;
+    }
+}
+
 /* Scheme i's cache on the window begun last: its scoring run, then with the per-layer error the
  * baseline's tapped rows replayed through the same cache (layer_replay.h). */
 static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
+    KvCodeCounts counts;
+    Error ignored;   /* out of memory: refused before anything is added, as a cache that cannot be made */
+    if (kv_code_counts_init(&counts, &ps->kv[i], &ignored)) return -1;
     long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    add_code_bits(&counts, &ps->kv[i], sums);   /* before the replay writes the baseline's rows */
+    kv_code_counts_free(&counts);
     const PplWindow *w = &ps->win;
     if (ps->replay) layer_replay_run(ps->replay, ps->m, &ps->s, &ps->kv[i], w->n, w->first_target - 1, w->n - 1, &sums->layer);
     return ran;
@@ -318,7 +336,12 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
     int mine = ppl_shard_windows(total, o->shard_index, o->shard_count);
     for (int w = o->shard_index; w < total; w += o->shard_count) {
         ppl_session_begin_window(&ps, tokens, n_tokens, w);
-        r->tokens_processed += ppl_session_run_scheme(&ps, 0, &r->sums);   /* the two runs of a token count once */
+        long ran = ppl_session_run_scheme(&ps, 0, &r->sums);   /* the two runs of a token count once */
+        if (ran < 0) {
+            ppl_session_free(&ps);
+            return error_set(err, "out of memory for the KV cache's code counters");
+        }
+        r->tokens_processed += ran;
         r->windows++;
         r->seconds = seconds_now() - t0;
         if (o->progress) o->progress(o->progress_user, r->windows, mine, r->tokens_processed, r->seconds);

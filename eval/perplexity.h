@@ -108,9 +108,9 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
 /* Begins window w: runs the baseline (when compare) and holds its logits. Returns the
  * forward-pass tokens it ran. */
 long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, int w);
-/* Scheme i on the window begun last, its scored tokens added into sums (by position too, and its
- * per-layer error with o.layer_error). Returns the tokens run, or -1 when its cache could not be
- * made (out of memory; nothing added). */
+/* Scheme i on the window begun last, its scored tokens added into sums (by position too, its
+ * per-layer error with o.layer_error, and its cache's entropy-coded bits). Returns the tokens run,
+ * or -1 when its cache or its code counters could not be made (out of memory; nothing added). */
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums);
 void ppl_session_free(PplSession *ps);
 

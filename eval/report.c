@@ -104,6 +104,9 @@ void report_ppl_text(FILE *f, const PplReport *r) {
     if (r->k_bits[0] > 0)
         fprintf(f, "bits:      keys %.4g stored, %.4g effective at ctx %d; values %.4g stored, %.4g effective\n",
                 r->k_bits[0], r->k_bits[1], r->ctx, r->v_bits[0], r->v_bits[1]);
+    if (x->sums.code_values[0] > 0)
+        fprintf(f, "entropy:   keys %.4g, values %.4g bits per value (SCHEMES.md 9, each window's cache coded apart)\n",
+                token_sums_entropy_bits(&x->sums, 0), token_sums_entropy_bits(&x->sums, 1));
     if (!strcmp(r->precision, "bf16")) fprintf(f, "matmuls:   bf16 activations (not the exact f32 path)\n");
     double se = ppl_stderr_mean(x->sums.nll_sum, x->sums.nll_sumsq, x->sums.scored);
     double ppl = ppl_value(x->sums.nll_sum, x->sums.scored);
@@ -152,6 +155,27 @@ void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, co
     json_out_number(f, "k_effective_bits", k_bits[1], 0);
     json_out_number(f, "v_stored_bits", v_bits[0], 0);
     json_out_number(f, "v_effective_bits", v_bits[1], 0);
+}
+
+void report_entropy_json(FILE *f, const TokenSums *s) {
+    json_out_number(f, "k_entropy_bits", token_sums_entropy_bits(s, 0), 0);
+    json_out_number(f, "v_entropy_bits", token_sums_entropy_bits(s, 1), 0);
+    fprintf(f, "  \"code_bits\": [%.17g, %.17g],\n  \"code_values\": [%.17g, %.17g],\n", s->code_bits[0], s->code_bits[1],
+            s->code_values[0], s->code_values[1]);
+}
+
+int report_entropy_read(const JsonValue *j, TokenSums *s, const char *where, Error *err) {
+    const char *keys[] = {"code_bits", "code_values"};
+    for (int k = 0; k < 2; k++) {
+        const JsonValue *a = json_get(j, keys[k]);
+        if (!a) continue;   /* made before the entropy figure: none counted */
+        if (a->type != JSON_ARRAY || a->count != 2 || a->items[0].type != JSON_NUMBER || a->items[1].type != JSON_NUMBER ||
+            !(a->items[0].number >= 0 && a->items[0].number < 1e300) || !(a->items[1].number >= 0 && a->items[1].number < 1e300))
+            return error_set(err, "%s: \"%s\" is not two non-negative numbers", where, keys[k]);
+        double *into = k ? s->code_values : s->code_bits;
+        into[0] += a->items[0].number, into[1] += a->items[1].number;
+    }
+    return 0;
 }
 
 void report_summary_json(FILE *f, PplSummary y) {
@@ -210,6 +234,7 @@ void report_ppl_json(FILE *f, const PplReport *r) {
     json_out_string(f, "text_file", r->text_file, 0);
     json_out_string(f, "protocol", r->protocol_llamacpp ? "llamacpp" : "hf", 0);
     report_schemes_json(f, r->k_scheme, r->v_scheme, r->k_bits, r->v_bits);
+    report_entropy_json(f, &x->sums);
     json_out_string(f, "calib", r->calib, 0);
     json_out_string(f, "calib_sha256", r->calib_sha256, 0);
     if (r->calib_on_text) fprintf(f, "  \"calib_held_out\": false,\n");   /* only then: other outputs as before */
@@ -323,6 +348,7 @@ static int merge_one(PplReport *out, const JsonValue *j, const char *path, int f
     }
     if (x->windows + c.windows > x->windows_total)
         return error_set(err, "%s: the shards hold more windows than the evaluation has", path);
+    if (report_entropy_read(j, &x->sums, path, err)) return -1;
     x->windows += (int)c.windows;
     x->sums.scored += (long)c.scored;
     x->sums.nll_sum += json_number(j, "nll_sum");

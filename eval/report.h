@@ -48,6 +48,10 @@ void report_ppl_text(FILE *f, const PplReport *r);
 /* The JSON lines of the schemes and their stored / effective bits, shared with the sweep's outputs. */
 void report_schemes_json(FILE *f, const char *k_scheme, const char *v_scheme, const double k_bits[2],
                          const double v_bits[2]);
+/* The JSON lines of the entropy bits per value of keys and values (SCHEMES.md §9) and their sums. */
+void report_entropy_json(FILE *f, const TokenSums *s);
+/* ... and the sums it writes (code_bits, code_values) added into s; absent: nothing added. */
+int report_entropy_read(const JsonValue *j, TokenSums *s, const char *where, Error *err);
 /* The JSON lines of the comparison figures (eval/stats.h), shared with the sweep's outputs. */
 void report_summary_json(FILE *f, PplSummary y);
 /* The sums a merge needs beyond ppl's (KL square sum and maximum, p(correct) sums, KL histogram),

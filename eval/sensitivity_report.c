@@ -63,6 +63,19 @@ static int report_init(Report *r, const SweepSettings *s, const SweepTotals *t, 
     return 0;
 }
 
+/* The entropy bits per value (SCHEMES.md §9) of a cell's own layer and side: the side's sums less
+ * its other layers, which are plain fp32 (32 bits a value, as many values each); 0 when the
+ * cell's sums have none (a sweep made before the figure). */
+static double cell_entropy_bits(const Report *r, int side, int cell) {
+    const TokenSums *t = &r->t->sums[cell];
+    double values = t->code_values[side] / r->g->n_layers;
+    if (!(values > 0)) return 0;
+    return (t->code_bits[side] - (t->code_values[side] - values) * 32.0) / values;
+}
+
+/* 1 when the cells carry the entropy figure. */
+static int has_entropy(const Report *r) { return r->n_cells > 0 && r->t->sums[0].code_values[0] > 0; }
+
 /* ---- Markdown ---- */
 
 static void print_header(FILE *f, const Report *r) {
@@ -101,14 +114,18 @@ static void print_kl_table(FILE *f, const Report *r) {
 
 static void print_cells_table(FILE *f, const Report *r) {
     const SensGrid *g = r->g;
-    fprintf(f, "| side | layer | candidate | bits | KL mean | KL p99 | KL max | delta ppl %% | top-1 %% |\n"
-               "|---|---:|---|---:|---:|---:|---:|---:|---:|\n");
+    int entropy = has_entropy(r);
+    fprintf(f, "| side | layer | candidate | bits |%s KL mean | KL p99 | KL max | delta ppl %% | top-1 %% |\n"
+               "|---|---:|---|---:|%s---:|---:|---:|---:|---:|\n", entropy ? " bits entropy |" : "", entropy ? "---:|" : "");
     for (int side = 0; side < 2; side++)
         for (int layer = 0; layer < g->n_layers; layer++)
             for (int c = 0; c < g->n_candidates; c++) {
-                const PplSummary *y = &r->y[sens_config_index(g, side, layer, c)];
-                fprintf(f, "| %s | %d | %s | %.4g | %.3g +/- %.2g | %.3g | %.3g | %+.3f +/- %.3f | %.2f +/- %.2f |\n",
-                        SIDE_NAMES[side], layer, g->candidates[c], r->bits[c], y->kl_mean, y->kl_se, y->kl_p99, y->kl_max,
+                int i = sens_config_index(g, side, layer, c);
+                const PplSummary *y = &r->y[i];
+                char bits[32] = "";
+                if (entropy) snprintf(bits, sizeof bits, " %.4g |", cell_entropy_bits(r, side, i));
+                fprintf(f, "| %s | %d | %s | %.4g |%s %.3g +/- %.2g | %.3g | %.3g | %+.3f +/- %.3f | %.2f +/- %.2f |\n",
+                        SIDE_NAMES[side], layer, g->candidates[c], r->bits[c], bits, y->kl_mean, y->kl_se, y->kl_p99, y->kl_max,
                         y->delta_pct, y->delta_pct_se, 100 * y->top1, 100 * y->top1_se);
             }
 }
@@ -127,7 +144,7 @@ static void write_csv(FILE *f, const Report *r) {
     const SensGrid *g = r->g;
     fprintf(f, "side,layer,candidate,stored_bits,effective_bits,scored_tokens,kl_mean,kl_stderr,kl_median,kl_p99,kl_max,"
                "ppl,baseline_ppl,delta_percent,delta_percent_stderr,ln_ppl_ratio,ln_ppl_ratio_stderr,top1,top1_stderr,"
-               "kl_sum,nll_sum,base_nll_sum\n");
+               "kl_sum,nll_sum,base_nll_sum,entropy_bits\n");
     for (int side = 0; side < 2; side++)
         for (int layer = 0; layer < g->n_layers; layer++)
             for (int c = 0; c < g->n_candidates; c++) {
@@ -139,7 +156,7 @@ static void write_csv(FILE *f, const Report *r) {
                 double v[] = {y->kl_mean, y->kl_se, y->kl_median, y->kl_p99, y->kl_max, y->ppl, y->base_ppl,
                               y->delta_pct, y->delta_pct_se, y->ln_ratio, y->ln_ratio_se, y->top1, y->top1_se};
                 for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) fprintf(f, ",%.9g", v[k]);
-                fprintf(f, ",%.17g,%.17g,%.17g\n", t->kl_sum, t->nll_sum, t->base_nll_sum);
+                fprintf(f, ",%.17g,%.17g,%.17g,%.9g\n", t->kl_sum, t->nll_sum, t->base_nll_sum, cell_entropy_bits(r, side, i));
             }
 }
 
@@ -158,6 +175,7 @@ static void write_cell_json(FILE *f, const Report *r, int side, int layer, int c
     json_out_number(f, "ppl", y->ppl, 0);
     json_out_number(f, "delta_percent", y->delta_pct, 0);
     json_out_number(f, "top1_agreement", y->top1, 0);
+    json_out_number(f, "entropy_bits", cell_entropy_bits(r, side, i), 0);   /* of the cell's layer and side */
     report_summary_json(f, *y);
     json_out_number(f, "kl_sum", t->kl_sum, 0);
     json_out_number(f, "nll_sum", t->nll_sum, 0);

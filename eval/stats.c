@@ -83,6 +83,17 @@ void token_sums_merge(TokenSums *into, const TokenSums *from) {
     kl_histogram_merge(&into->kl_hist, &from->kl_hist);
     position_sums_merge(&into->pos, &from->pos);
     layer_error_merge(&into->layer, &from->layer);
+    for (int side = 0; side < 2; side++) {
+        into->code_bits[side] += from->code_bits[side];
+        into->code_values[side] += from->code_values[side];
+    }
+}
+
+double token_sums_entropy_bits(const TokenSums *s, int side) {
+    double bits = 0, values = 0;
+    for (int k = 0; k < 2; k++)
+        if (side < 0 || side == k) bits += s->code_bits[k], values += s->code_values[k];
+    return values > 0 ? bits / values : 0;
 }
 
 /* ---- figures ---- */

@@ -49,11 +49,16 @@ typedef struct {
     KlHistogram kl_hist;
     PositionSums pos;                     /* the compared figures by position (eval/position.h) */
     LayerErrorSums layer;                 /* per-layer attention error (eval/layer_error.h; n_layers 0: none) */
+    /* entropy bits per value (SCHEMES.md §9), keys [0] and values [1]: each window's cache's
+     * entropy-coded bits and the values it cached, added over windows (code_bits / code_values) */
+    double code_bits[2], code_values[2];
 } TokenSums;
 
 /* One scored token. The baseline's figures (base_nll .. dp) count when compared is set. */
 void token_sums_add(TokenSums *s, double nll, int compared, double base_nll, double kl, int agree, double dp);
 void token_sums_merge(TokenSums *into, const TokenSums *from);
+/* Entropy bits per value of the keys (side 0), the values (1) or both (-1); 0 when none were counted. */
+double token_sums_entropy_bits(const TokenSums *s, int side);
 
 typedef struct {
     long n;                          /* scored tokens */

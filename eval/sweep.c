@@ -395,7 +395,8 @@ static int record_append(const char *dir, int w, int c, const SweepConfig *cfg, 
             fprintf(f, "%s[%d, %lld]", first ? "" : ", ", b, t->kl_hist.count[b]);
             first = 0;
         }
-    fprintf(f, "]");
+    fprintf(f, "], \"code_bits\": [%.17g, %.17g], \"code_values\": [%.17g, %.17g]", t->code_bits[0], t->code_bits[1],
+            t->code_values[0], t->code_values[1]);   /* SCHEMES.md §9 */
     views_record_write(f, t);   /* by position, per layer */
     fprintf(f, "}");
     if (fclose(f)) { free(text); return error_set(err, "out of memory"); }
@@ -425,6 +426,7 @@ typedef struct {
     long scored, top1_agree, tokens;
     double nll_sum, nll_sumsq, base_nll_sum, base_nll_sumsq, diff_sum, diff_sumsq;
     double kl_sum, kl_sumsq, kl_max, dp_sum, dp_sumsq, seconds;
+    double code_bits[2], code_values[2];   /* entropy-coded bits and values cached (absent in older journals: 0) */
     const BinCount *bins;   /* into its Journal's bins */
     int n_bins;
     ViewsRecord views;      /* its sums by position and per layer, in its Journal's view_values */
@@ -460,6 +462,11 @@ static int record_sums(const JsonValue *r, const char *path, int n, Record *rec,
         json_integer(r, "tokens", 0, MAX_RECORD_TOKENS, &tokens))
         return error_set(err, "%s: a record's token counts are missing or out of range", where);
     int rc = report_sums_read(r, x, where, err);   /* kl_sumsq, kl_max, dp sums, histogram */
+    if (!rc) rc = report_entropy_read(r, x, where, err);
+    for (int side = 0; side < 2; side++) {
+        rec->code_bits[side] = x->code_bits[side], rec->code_values[side] = x->code_values[side];
+        x->code_bits[side] = x->code_values[side] = 0;
+    }
     rec->scored = (long)scored;
     rec->top1_agree = (long)agree;
     rec->tokens = (long)tokens;
@@ -564,6 +571,7 @@ static void record_add(const Record *rec, SweepTotals *t, TokenSums *x) {
     x->diff_sum = rec->diff_sum, x->diff_sumsq = rec->diff_sumsq;
     x->kl_sum = rec->kl_sum, x->kl_sumsq = rec->kl_sumsq, x->kl_max = rec->kl_max;
     x->dp_sum = rec->dp_sum, x->dp_sumsq = rec->dp_sumsq;
+    for (int side = 0; side < 2; side++) x->code_bits[side] = rec->code_bits[side], x->code_values[side] = rec->code_values[side];
     for (int i = 0; i < rec->n_bins; i++) x->kl_hist.count[rec->bins[i].bin] = rec->bins[i].count;
     token_sums_merge(&t->sums[rec->config], x);
     views_record_add(&rec->views, &t->sums[rec->config]);

@@ -58,19 +58,22 @@ void sweep_print_table(FILE *f, const SweepSettings *s, const SweepTotals *t) {
     }
     summaries(s, t, y, front, points, labels);
     print_header(f, s, t, n > 0 ? &y[0] : NULL);
-    int tables = 0;
-    for (int i = 0; i < n; i++) tables |= s->configs[i].codebook_bytes > 0;
-    fprintf(f, "| configuration | bits stored | bits effective | x fp16 |%s ppl | delta ppl | delta %% | KL mean | "
-               "KL median | KL p99 | KL max | top-1 %% | front |\n", tables ? " codebooks KiB |" : "");
-    fprintf(f, "|---|---:|---:|---:|%s---:|---:|---:|---:|---:|---:|---:|---:|:-:|\n", tables ? "---:|" : "");
+    int tables = 0, entropy = 0;   /* results made before the entropy figure have none: no column */
+    for (int i = 0; i < n; i++) tables |= s->configs[i].codebook_bytes > 0, entropy |= t->sums[i].code_values[0] > 0;
+    fprintf(f, "| configuration | bits stored | bits effective |%s x fp16 |%s ppl | delta ppl | delta %% | KL mean | "
+               "KL median | KL p99 | KL max | top-1 %% | front |\n", entropy ? " bits entropy |" : "", tables ? " codebooks KiB |" : "");
+    fprintf(f, "|---|---:|---:|%s---:|%s---:|---:|---:|---:|---:|---:|---:|---:|:-:|\n", entropy ? "---:|" : "",
+            tables ? "---:|" : "");
     for (int i = 0; i < n; i++) {
         double eff = config_bits(&s->configs[i], 1);
         char codebooks[32] = "";
         if (tables) snprintf(codebooks, sizeof codebooks, " %.1f |", s->configs[i].codebook_bytes / 1024);
+        char entropy_bits[32] = "";
+        if (entropy) snprintf(entropy_bits, sizeof entropy_bits, " %.3g |", token_sums_entropy_bits(&t->sums[i], -1));
         char se[4][32];   /* "undefined" under 2 scored tokens */
-        fprintf(f, "| %s | %.3g | %.3g | %.2f |%s %.4f | %+.4f +/- %s | %+.3f +/- %s | %.3g +/- %s | %.3g | %.3g | "
+        fprintf(f, "| %s | %.3g | %.3g |%s %.2f |%s %.4f | %+.4f +/- %s | %+.3f +/- %s | %.3g +/- %s | %.3g | %.3g | "
                    "%.3g | %.2f +/- %s | %s |\n",
-                labels[i], config_bits(&s->configs[i], 0), eff, 16.0 / eff, codebooks, y[i].ppl, y[i].delta,
+                labels[i], config_bits(&s->configs[i], 0), eff, entropy_bits, 16.0 / eff, codebooks, y[i].ppl, y[i].delta,
                 se_text(y[i].delta_se, "%.4f", se[0], 32), y[i].delta_pct, se_text(y[i].delta_pct_se, "%.3f", se[1], 32),
                 y[i].kl_mean, se_text(y[i].kl_se, "%.2g", se[2], 32), y[i].kl_median, y[i].kl_p99, y[i].kl_max,
                 100 * y[i].top1, se_text(100 * y[i].top1_se, "%.2f", se[3], 32), front[i] ? "*" : "");
@@ -97,7 +100,8 @@ static void write_csv(FILE *f, const SweepSettings *s, const SweepTotals *t, con
     fprintf(f, "k_scheme,v_scheme,k_stored_bits,k_effective_bits,v_stored_bits,v_effective_bits,effective_bits,"
                "ratio_to_fp16,scored_tokens,ppl,ppl_stderr,baseline_ppl,delta,delta_stderr,delta_percent,"
                "delta_percent_stderr,ln_ppl_ratio,ln_ppl_ratio_stderr,kl_mean,kl_stderr,kl_median,kl_p90,kl_p99,"
-               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto,codebook_bytes");
+               "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto,codebook_bytes,k_entropy_bits,v_entropy_bits,"
+               "entropy_bits");
     sweep_views_csv_header(f, s, t);
     fputc('\n', f);
     for (int i = 0; i < s->n_configs; i++) {
@@ -117,6 +121,8 @@ static void write_csv(FILE *f, const SweepSettings *s, const SweepTotals *t, con
             else fputc(',', f);
         }
         fprintf(f, ",%d,%.17g", front[i], c->codebook_bytes);
+        const int sides[] = {0, 1, -1};   /* keys, values, both */
+        for (int k = 0; k < 3; k++) fprintf(f, ",%.9g", token_sums_entropy_bits(&t->sums[i], sides[k]));
         sweep_views_csv_row(f, s, t, i);
         fputc('\n', f);
     }
@@ -143,6 +149,8 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
         json_out_number(f, "effective_bits", config_bits(c, 1), 0);
         json_out_number(f, "ratio_to_fp16", 16.0 / config_bits(c, 1), 0);
         json_out_number(f, "codebook_bytes", c->codebook_bytes, 0);
+        report_entropy_json(f, &t->sums[i]);
+        json_out_number(f, "entropy_bits", token_sums_entropy_bits(&t->sums[i], -1), 0);
         fprintf(f, "  \"scored_tokens\": %ld,\n  \"pareto\": %s,\n", y[i].n, front[i] ? "true" : "false");
         json_out_number(f, "ppl", y[i].ppl, 0);
         json_out_number(f, "baseline_ppl", y[i].base_ppl, 0);

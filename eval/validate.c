@@ -49,7 +49,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
     char path[512];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/kvq-validate-%ld.safetensors", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    CompressOptions co = {o->k_scheme, o->v_scheme, 0.0, 0, 0.10, 18.0, 0.99, o->calib};
+    CompressOptions co = {o->k_scheme, o->v_scheme, 0.0, 0, 0.10, 18.0, 0.99, o->calib, 0};
     CompressReport cr;
     KvSnapshot recon, loaded;
     step(out, 4, "Compressing that KV cache...");

@@ -6,6 +6,7 @@
 #include "model/kernels/hugepages.h"
 #include "model/kernels/kernels.h"
 #include "model/formats/calib_bind.h"
+#include "quant/rans.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,3 +297,103 @@ void kv_cache_read_key(const KvCache *c, int layer, int head, int pos, float *ou
 void kv_cache_read_value(const KvCache *c, int layer, int head, int pos, float *out) {
     read_row(c, &c->values[layer], head, pos, out);
 }
+
+/* ---- entropy bits per value (SCHEMES.md §9) ---- */
+
+static KvStreamCounts *counts_of(const KvCodeCounts *e, int side, int layer) { return &e->stores[side * e->n_layers + layer]; }
+
+static int counts_store_init(KvStreamCounts *sc, const KvCache *c, const KvStore *st, size_t *codes_len) {
+    const KvBase *b = &st->spec->base;
+    int d = c->head_dim, param_bits = 0;
+    sc->stored_bits = st->plain ? 32.0 : kv_spec_stored_bits(st->spec, d);
+    if (st->plain || !b->codec->code_layout) return 0;
+    b->codec->code_layout(b, d, &sc->slots, &sc->symbols, &param_bits);
+    sc->unit_param_bits = param_bits + 24.0 * b->rows * st->spec->outliers;
+    size_t len = (size_t)b->rows * (size_t)sc->slots;
+    if (len > *codes_len) *codes_len = len;
+    sc->counts = calloc((size_t)c->n_kv_heads * sc->slots * sc->symbols, sizeof *sc->counts);
+    return sc->counts ? 0 : -1;
+}
+
+int kv_code_counts_init(KvCodeCounts *e, const KvCache *c, Error *err) {
+    memset(e, 0, sizeof *e);
+    e->n_layers = c->n_layers;
+    e->n_kv_heads = c->n_kv_heads;
+    e->stores = calloc(2 * (size_t)c->n_layers, sizeof *e->stores);
+    size_t codes_len = 1;
+    int bad = !e->stores;
+    for (int side = 0; side < 2 && !bad; side++)
+        for (int l = 0; l < c->n_layers && !bad; l++)
+            bad = counts_store_init(counts_of(e, side, l), c, side ? &c->values[l] : &c->keys[l], &codes_len);
+    if (!bad) bad = !(e->codes = malloc(codes_len * sizeof *e->codes));
+    if (!bad) return 0;
+    kv_code_counts_free(e);
+    return error_set(err, "KV cache: out of memory for the code counts");
+}
+
+void kv_code_counts_free(KvCodeCounts *e) {
+    for (int i = 0; e->stores && i < 2 * e->n_layers; i++) free(e->stores[i].counts);
+    free(e->stores);
+    free(e->codes);
+    memset(e, 0, sizeof *e);
+}
+
+/* One store's codes at positions [S, Q(len)) counted, its other positions at 16 bits. */
+static void count_store(KvCodeCounts *e, int side, KvStreamCounts *sc, const KvCache *c, const KvStore *st) {
+    int d = c->head_dim, n = c->len, g = st->group;
+    double per_head = (double)n * d;
+    e->values[side] += per_head * c->n_kv_heads;
+    if (st->plain) {
+        e->fixed_bits[side] += per_head * c->n_kv_heads * sc->stored_bits;
+        return;
+    }
+    int quantized = kv_cache_quantized_end(st, n) - sinks_of(st);
+    if (quantized < 0) quantized = 0;
+    double full = (double)(n - quantized) * d * 16.0;
+    if (!sc->slots) {
+        e->fixed_bits[side] += c->n_kv_heads * (full + (double)quantized * d * sc->stored_bits);
+        return;
+    }
+    const KvBase *b = &st->spec->base;
+    size_t units = (size_t)(quantized / g), row_codes = (size_t)sc->slots;
+    e->fixed_bits[side] += c->n_kv_heads * (full + (double)units * sc->unit_param_bits);
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        unsigned *counts = sc->counts + (size_t)h * sc->slots * sc->symbols;
+        for (size_t u = 0; u < units; u++) {
+            b->codec->codes(b, head_units(st, h) + u * st->unit_bytes, d, e->codes);
+            for (size_t i = 0; i < (size_t)g * row_codes; i++) counts[(i % row_codes) * sc->symbols + e->codes[i]]++;
+        }
+    }
+}
+
+void kv_code_counts_add(KvCodeCounts *e, const KvCache *c) {
+    for (int l = 0; l < c->n_layers; l++) {
+        count_store(e, 0, counts_of(e, 0, l), c, &c->keys[l]);
+        count_store(e, 1, counts_of(e, 1, l), c, &c->values[l]);
+    }
+}
+
+double kv_stream_entropy_bits(const unsigned *counts, int symbols) { return rans_stream_entropy_bits(counts, symbols); }
+
+static double side_code_bits(const KvCodeCounts *e, int side) {
+    double bits = 0;
+    for (int l = 0; l < e->n_layers; l++) {
+        const KvStreamCounts *sc = counts_of(e, side, l);
+        for (size_t k = 0; k < (size_t)e->n_kv_heads * sc->slots; k++)
+            bits += kv_stream_entropy_bits(sc->counts + k * sc->symbols, sc->symbols);
+    }
+    return bits + e->fixed_bits[side];
+}
+
+void kv_code_counts_total(const KvCodeCounts *e, int side, double *bits, double *values) {
+    *bits = *values = 0;
+    for (int s = 0; s < 2; s++)
+        if (side < 0 || side == s) *bits += side_code_bits(e, s), *values += e->values[s];
+}
+
+double kv_code_counts_bits(const KvCodeCounts *e, int side) {
+    double bits, values;
+    kv_code_counts_total(e, side, &bits, &values);
+    return values > 0 ? bits / values : 0;
+}
+

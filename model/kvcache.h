@@ -100,4 +100,39 @@ double kv_cache_position_bytes(const KvCache *c);
 /* Bytes the cache holds (units, sinks, windows). */
 size_t kv_cache_bytes(const KvCache *c);
 
+/* ---- entropy bits per value (SCHEMES.md §9) ----
+ * The codes a cache holds, counted per stream (layer, side, KV head, slot: quant/codec.h's
+ * code_layout), added up over a run (one call after each window), and the figure they give:
+ * (sum over streams of sum_s -n_s log2(n_s / N) + every unit's parameters at their stored bits +
+ * full-precision positions (sinks, the window, a token-axis base's incomplete group) at 16 bits)
+ * / values cached. A base without code streams (fp16, bf16) counts at its stored bits, plain
+ * fp32 at 32, as effective bits do (kv_spec_effective_bits). Codebooks are reported apart. */
+typedef struct {
+    int slots, symbols;        /* of the codec's code layout; slots = 0: no code streams */
+    double unit_param_bits;    /* a unit's parameters: the codec's and +out's (fp16 + u8 index each) */
+    double stored_bits;        /* per quantized value, for a base without code streams */
+    unsigned *counts;          /* [n_kv_heads][slots][symbols] */
+} KvStreamCounts;
+
+typedef struct {
+    int n_layers, n_kv_heads;
+    KvStreamCounts *stores;    /* [2][n_layers]: keys, then values */
+    double values[2];          /* values cached, keys and values */
+    double fixed_bits[2];      /* bits counted at their stored size: parameters, full precision, float bases */
+    unsigned short *codes;     /* one unit's codes */
+} KvCodeCounts;
+
+/* Counters for the streams of c's schemes, all zero. 0, or -1 (out of memory). */
+int kv_code_counts_init(KvCodeCounts *e, const KvCache *c, Error *err);
+void kv_code_counts_free(KvCodeCounts *e);
+/* Adds what the cache holds with c->len positions written (eval/perplexity.c: a window's end). */
+void kv_code_counts_add(KvCodeCounts *e, const KvCache *c);
+/* The bits (code streams' entropy + bits at stored size) and the values counted, of the keys
+ * (side 0), the values (1), or both together (-1). */
+void kv_code_counts_total(const KvCodeCounts *e, int side, double *bits, double *values);
+/* Their ratio: entropy bits per value; 0 when nothing was counted. */
+double kv_code_counts_bits(const KvCodeCounts *e, int side);
+/* The zeroth-order entropy of one stream in bits: sum over symbols of -n_s log2(n_s / N). */
+double kv_stream_entropy_bits(const unsigned *counts, int symbols);
+
 #endif

@@ -146,11 +146,29 @@ struct KvCodec {
     int llama_key_order;
     /* A fitted base's fitting (NULL: the codec has no table to fit). */
     const KvFit *fit;
+    /* Optional, for the entropy figure (SCHEMES.md §9): the code streams of a unit. A slot is a
+     * channel for per-value codes (in the order the codec codes them: after tq's rotation, in
+     * llama.cpp's key order), a sub-vector for vq. code_layout gives, for rows of n values, the
+     * slots of a row, the alphabet (codes lie in [0, symbols)) and the bits of one unit's
+     * parameters at their stored size (fp16 scales and norms: 16 each; padding is neither);
+     * codes writes a unit's b->rows x slots codes, codes[row * slots + slot]. NULL for the
+     * float bases (fp32, fp16, bf16), whose values count at their stored bits. */
+    void (*code_layout)(const KvBase *b, int n, int *slots, int *symbols, int *param_bits);
+    void (*codes)(const KvBase *b, const void *unit, int n, unsigned short *codes);
+    /* Its inverse: the codes written into a unit's code bits, every other bit left as it is
+     * (an entropy-coded file stores codes and parameters apart: model/formats/compress.c). */
+    void (*put_codes)(const KvBase *b, const unsigned short *codes, int n, void *unit);
 };
 
 /* The fitted bases' syntaxes from the table, ", "-separated ("nuqB-gG, nuqB-tG, vqC-dD"), for
  * help and error texts. */
 void kv_fitted_syntaxes(char *out, size_t out_len);
+
+/* codes[0..count) from a stream of `bits`-bit codes, code i at bits [i*bits, i*bits+bits), stream
+ * bit k being bit k%8 of byte k/8 (the layout of int, nuq, tq and vq units). */
+void kv_unpack_codes(const unsigned char *stream, int bits, int count, unsigned short *codes);
+/* Its inverse: codes[0..count) written into the stream, its other bits left as they are. */
+void kv_pack_codes(const unsigned short *codes, int bits, int count, unsigned char *stream);
 
 /* Parses a base name against every row of the table; 0 on success, else -1 with why
  * ("unknown base 'int4-x64'", or the codec's own complaint about a parameter). */

@@ -208,6 +208,24 @@ static void fp8_decode_t64(const KvBase *b, const void *units, int n, int r0, in
     }
 }
 
+/* SCHEMES.md §9: a slot is a channel, the code its byte; no parameters. */
+static void fp8_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    (void)b;
+    *slots = n;
+    *symbols = 256;
+    *param_bits = 0;
+}
+
+static void fp8_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    (void)b;
+    for (int i = 0; i < n; i++) codes[i] = ((const unsigned char *)unit)[i];
+}
+
+static void fp8_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    (void)b;
+    for (int i = 0; i < n; i++) ((unsigned char *)unit)[i] = (unsigned char)codes[i];
+}
+
 const KvCodec kv_codec_fp8_e4m3 = {
     .syntax = "fp8-e4m3",
     .summary = "OCP FP8 E4M3FN (max 448, no inf), nearest-even, saturating; no scale",
@@ -218,6 +236,9 @@ const KvCodec kv_codec_fp8_e4m3 = {
     .encode = fp8_encode,
     .decode = fp8_decode,
     .decode_t64 = fp8_decode_t64,
+    .code_layout = fp8_code_layout,
+    .codes = fp8_codes,
+    .put_codes = fp8_put_codes,
 };
 
 const KvCodec kv_codec_fp8_e5m2 = {
@@ -230,4 +251,7 @@ const KvCodec kv_codec_fp8_e5m2 = {
     .encode = fp8_encode,
     .decode = fp8_decode,
     .decode_t64 = fp8_decode_t64,
+    .code_layout = fp8_code_layout,
+    .codes = fp8_codes,
+    .put_codes = fp8_put_codes,
 };

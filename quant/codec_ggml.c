@@ -291,6 +291,47 @@ static void ggml_decode(const KvBase *b, const void *units, int n, int r0, int c
     }
 }
 
+/* SCHEMES.md §9: a slot is a channel (in llama.cpp's key order for keys, as the blocks hold it),
+ * the code as stored (q8_0: the int8's byte); params are each block's fp16 d (and m). */
+static void ggml_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    *slots = n;
+    *symbols = 1 << b->bits;
+    *param_bits = (n / QK) * 16 * (1 + has_min(b));
+}
+
+static void ggml_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    const unsigned char *blk = unit;
+    for (int k = 0; k < n / QK; k++, blk += block_bytes(b), codes += QK) {
+        const unsigned char *qs = blk + 2 + 2 * has_min(b);
+        if (b->bits == 8) {
+            for (int j = 0; j < QK; j++) codes[j] = qs[j];
+            continue;
+        }
+        uint32_t qh = b->bits == 5 ? u32_at(qs) : 0;
+        if (b->bits == 5) qs += 4;
+        for (int j = 0; j < QK / 2; j++) codes[j] = qs[j] & 15, codes[j + QK / 2] = qs[j] >> 4;
+        for (int j = 0; j < QK; j++) codes[j] |= qh & QH_BIT[j] ? 16 : 0;
+    }
+}
+
+static void ggml_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    unsigned char *blk = unit;
+    for (int k = 0; k < n / QK; k++, blk += block_bytes(b), codes += QK) {
+        unsigned char *qs = blk + 2 + 2 * has_min(b);
+        if (b->bits == 8) {
+            for (int j = 0; j < QK; j++) qs[j] = (unsigned char)codes[j];
+            continue;
+        }
+        if (b->bits == 5) {
+            uint32_t qh = 0;
+            for (int j = 0; j < QK; j++) qh |= (uint32_t)(codes[j] >> 4 & 1u) << j;
+            for (int j = 0; j < 4; j++) qs[j] = (unsigned char)(qh >> (8 * j));
+            qs += 4;
+        }
+        for (int j = 0; j < QK / 2; j++) qs[j] = (unsigned char)((codes[j] & 15u) | (codes[j + QK / 2] & 15u) << 4);
+    }
+}
+
 const KvCodec kv_codec_ggml = {
     .syntax = "q8_0, q4_0, q4_1, q5_0, q5_1",
     .summary = "llama.cpp's KV block types: blocks of 32, an fp16 scale (and minimum for _1), ggml's byte layout",
@@ -300,5 +341,8 @@ const KvCodec kv_codec_ggml = {
     .unit_bytes = ggml_unit_bytes,
     .encode = ggml_encode,
     .decode = ggml_decode,
+    .code_layout = ggml_code_layout,
+    .codes = ggml_codes,
+    .put_codes = ggml_put_codes,
     .llama_key_order = 1,
 };

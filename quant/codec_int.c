@@ -466,6 +466,39 @@ static void int_decode_t64(const KvBase *b, const void *units, int n, int r0, in
     for (int i = 0; i < n; i++) memset(kt + (size_t)i * 64 + count, 0, (size_t)(64 - count) * sizeof(float));
 }
 
+/* SCHEMES.md §9: a slot is a channel; params are the fp16 scale (and minimum) of each group. The
+ * stream of a unit is row-major for gG, channel-major (G codes a channel) for tG. */
+static void int_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    size_t groups = b->axis == KV_AXIS_TOKENS ? (size_t)n : (size_t)(n / b->group);
+    *slots = n;
+    *symbols = 1 << b->bits;
+    *param_bits = (int)(groups * (size_t)n_params(b) * 16);
+}
+
+static void int_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    if (b->axis == KV_AXIS_CHANNELS) {
+        kv_unpack_codes(unit, b->bits, n, codes);
+        return;
+    }
+    unsigned short channel[MAX_GROUP];
+    for (int c = 0; c < n; c++) {
+        kv_unpack_codes((const unsigned char *)unit + (size_t)c * channel_code_bytes(b), b->bits, b->group, channel);
+        for (int r = 0; r < b->group; r++) codes[(size_t)r * n + c] = channel[r];
+    }
+}
+
+static void int_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    if (b->axis == KV_AXIS_CHANNELS) {
+        kv_pack_codes(codes, b->bits, n, unit);
+        return;
+    }
+    unsigned short channel[MAX_GROUP];
+    for (int c = 0; c < n; c++) {
+        for (int r = 0; r < b->group; r++) channel[r] = codes[(size_t)r * n + c];
+        kv_pack_codes(channel, b->bits, b->group, (unsigned char *)unit + (size_t)c * channel_code_bytes(b));
+    }
+}
+
 const KvCodec kv_codec_int = {
     .syntax = "intB-gG[-asym], intB-tG[-asym]",
     .summary = "B = 2, 3, 4, 8 bit integers, an fp16 scale (and minimum) per group of G: gG along the row, tG along positions",
@@ -476,4 +509,7 @@ const KvCodec kv_codec_int = {
     .encode = int_encode,
     .decode = int_decode,
     .decode_t64 = int_decode_t64,
+    .code_layout = int_code_layout,
+    .codes = int_codes,
+    .put_codes = int_put_codes,
 };

@@ -251,6 +251,28 @@ static void iq4nl_decode_t64(const KvBase *b, const void *units, int n, int r0, 
 #define IQ4NL_DECODE_T64 NULL   /* the caller decodes and transposes */
 #endif
 
+/* SCHEMES.md §9: a slot is a channel, the code a KVALUE index; params are each block's fp16 d. */
+static void iq4nl_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    (void)b;
+    *slots = n;
+    *symbols = 16;
+    *param_bits = (n / QK) * 16;
+}
+
+static void iq4nl_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    (void)b;
+    const unsigned char *blk = unit;
+    for (int k = 0; k < n / QK; k++, blk += BLOCK_BYTES, codes += QK)
+        for (int j = 0; j < QK / 2; j++) codes[j] = blk[2 + j] & 15, codes[j + QK / 2] = blk[2 + j] >> 4;
+}
+
+static void iq4nl_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    (void)b;
+    unsigned char *blk = unit;
+    for (int k = 0; k < n / QK; k++, blk += BLOCK_BYTES, codes += QK)
+        for (int j = 0; j < QK / 2; j++) blk[2 + j] = (unsigned char)((codes[j] & 15u) | (codes[j + QK / 2] & 15u) << 4);
+}
+
 const KvCodec kv_codec_iq4nl = {
     .syntax = "iq4_nl",
     .summary = "llama.cpp's iq4_nl KV block type: blocks of 32, an fp16 scale, 4-bit codes of a non-linear table",
@@ -261,5 +283,8 @@ const KvCodec kv_codec_iq4nl = {
     .encode = iq4nl_encode,
     .decode = iq4nl_decode,
     .decode_t64 = IQ4NL_DECODE_T64,
+    .code_layout = iq4nl_code_layout,
+    .codes = iq4nl_codes,
+    .put_codes = iq4nl_put_codes,
     .llama_key_order = 1,   /* a llama.cpp cache type: keys in llama.cpp's channel order */
 };

@@ -229,6 +229,23 @@ static void nf4_decode_t64(const KvBase *b, const void *units, int n, int r0, in
 #define NF4_DECODE_T64 NULL   /* the caller decodes and transposes */
 #endif
 
+/* SCHEMES.md §9: a slot is a channel, the code its nibble; params are each group's fp16 absmax. */
+static void nf4_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    *slots = n;
+    *symbols = 16;
+    *param_bits = (n / b->group) * 16;
+}
+
+static void nf4_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    (void)b;
+    kv_unpack_codes(unit, 4, n, codes);
+}
+
+static void nf4_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    (void)b;
+    kv_pack_codes(codes, 4, n, unit);
+}
+
 const KvCodec kv_codec_nf4 = {
     .syntax = "nf4-gG",
     .summary = "4-bit NormalFloat (QLoRA's NF4) codes, an fp16 absmax per group of G along the row",
@@ -239,4 +256,7 @@ const KvCodec kv_codec_nf4 = {
     .encode = nf4_encode,
     .decode = nf4_decode,
     .decode_t64 = NF4_DECODE_T64,
+    .code_layout = nf4_code_layout,
+    .codes = nf4_codes,
+    .put_codes = nf4_put_codes,
 };

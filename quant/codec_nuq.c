@@ -523,6 +523,38 @@ static const KvFit NUQ_FIT = {
     .objective = nuq_fit_objective,
 };
 
+/* SCHEMES.md §9: a slot is a channel; params are the fp16 absmax of each group. The stream of a
+ * unit is row-major for gG, channel-major (G codes a channel) for tG. */
+static void nuq_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    *slots = n;
+    *symbols = entries(b);
+    *param_bits = (int)(16 * groups_of(b, n));
+}
+
+static void nuq_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    if (b->axis == KV_AXIS_CHANNELS) {
+        kv_unpack_codes(unit, b->bits, n, codes);
+        return;
+    }
+    unsigned short channel[MAX_GROUP];
+    for (int c = 0; c < n; c++) {
+        kv_unpack_codes((const unsigned char *)unit + (size_t)c * b->group * b->bits / 8, b->bits, b->group, channel);
+        for (int r = 0; r < b->group; r++) codes[(size_t)r * n + c] = channel[r];
+    }
+}
+
+static void nuq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    if (b->axis == KV_AXIS_CHANNELS) {
+        kv_pack_codes(codes, b->bits, n, unit);
+        return;
+    }
+    unsigned short channel[MAX_GROUP];
+    for (int c = 0; c < n; c++) {
+        for (int r = 0; r < b->group; r++) channel[r] = codes[(size_t)r * n + c];
+        kv_pack_codes(channel, b->bits, b->group, (unsigned char *)unit + (size_t)c * b->group * b->bits / 8);
+    }
+}
+
 const KvCodec kv_codec_nuq = {
     .syntax = "nuqB-gG, nuqB-tG",
     .summary = "B = 2, 3, 4 bit codes into a table fitted to the model (KVQuant's nuqB; ./run calibrate), an fp16 absmax "
@@ -534,5 +566,8 @@ const KvCodec kv_codec_nuq = {
     .encode = nuq_encode,
     .decode = nuq_decode,
     .decode_t64 = NUQ_DECODE_T64,
+    .code_layout = nuq_code_layout,
+    .codes = nuq_codes,
+    .put_codes = nuq_put_codes,
     .fit = &NUQ_FIT,
 };

@@ -251,6 +251,22 @@ static void tq_decode(const KvBase *b, const void *units, int n, int r0, int cou
         row_decode((const unsigned char *)units + (size_t)(r0 + r) * ub, n, out + (size_t)r * (size_t)n, b->bits);
 }
 
+/* SCHEMES.md §9: a slot is a channel after the rotation, the code its centroid's index; the one
+ * parameter is the row's fp16 norm. */
+static void tq_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    *slots = n;
+    *symbols = 1 << b->bits;
+    *param_bits = 16;
+}
+
+static void tq_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    kv_unpack_codes(unit, b->bits, n, codes);
+}
+
+static void tq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    kv_pack_codes(codes, b->bits, n, unit);
+}
+
 const KvCodec kv_codec_tq = {
     .syntax = "tqB",
     .summary = "B = 1..4 bit Lloyd-Max codes of N(0,1) after random signs and a Hadamard rotation, an fp16 norm per row "
@@ -261,5 +277,8 @@ const KvCodec kv_codec_tq = {
     .unit_bytes = tq_unit_bytes,
     .encode = tq_encode,
     .decode = tq_decode,
+    .code_layout = tq_code_layout,
+    .codes = tq_codes,
+    .put_codes = tq_put_codes,
     .rotate = tq_rotate,
 };

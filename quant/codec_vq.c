@@ -402,6 +402,22 @@ static const KvFit VQ_FIT = {
     .objective = vq_fit_objective,
 };
 
+/* SCHEMES.md §9: a slot is a sub-vector, the code its entry's index; the one parameter is the
+ * row's fp16 norm (the stream's padding to a whole byte is not counted). */
+static void vq_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    *slots = n / sub_dim(b);
+    *symbols = 1 << b->bits;
+    *param_bits = 16;
+}
+
+static void vq_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    kv_unpack_codes(unit, b->bits, n / sub_dim(b), codes);
+}
+
+static void vq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    kv_pack_codes(codes, b->bits, n / sub_dim(b), unit);
+}
+
 const KvCodec kv_codec_vq = {
     .syntax = "vqC-dD",
     .summary = "C-bit codes of D-value sub-vectors into codebooks fitted to the model (CQ, CommVQ; ./run calibrate), an fp16 "
@@ -412,6 +428,9 @@ const KvCodec kv_codec_vq = {
     .unit_bytes = vq_unit_bytes,
     .encode = vq_encode,
     .decode = vq_decode,
+    .code_layout = vq_code_layout,
+    .codes = vq_codes,
+    .put_codes = vq_put_codes,
     .decode_t64 = VQ_DECODE_T64,
     .fit = &VQ_FIT,
 };

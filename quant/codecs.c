@@ -104,3 +104,25 @@ int kv_parse_prefix(const char *s, const char *prefix, const char **rest) {
     *rest = s + n;
     return 1;
 }
+
+void kv_unpack_codes(const unsigned char *stream, int bits, int count, unsigned short *codes) {
+    unsigned mask = (1u << bits) - 1u;
+    for (int i = 0; i < count; i++) {
+        size_t bit = (size_t)i * (size_t)bits;
+        /* a code of at most 12 bits spans at most 3 bytes */
+        unsigned word = stream[bit / 8];
+        if ((bit % 8) + (size_t)bits > 8) word |= (unsigned)stream[bit / 8 + 1] << 8;
+        if ((bit % 8) + (size_t)bits > 16) word |= (unsigned)stream[bit / 8 + 2] << 16;
+        codes[i] = (unsigned short)((word >> (bit % 8)) & mask);
+    }
+}
+
+void kv_pack_codes(const unsigned short *codes, int bits, int count, unsigned char *stream) {
+    for (int i = 0; i < count; i++)
+        for (int k = 0; k < bits; k++) {
+            size_t bit = (size_t)i * (size_t)bits + (size_t)k;
+            unsigned char m = (unsigned char)(1u << (bit % 8));
+            if (codes[i] >> k & 1u) stream[bit / 8] |= m;
+            else stream[bit / 8] &= (unsigned char)~m;
+        }
+}

@@ -369,7 +369,7 @@ static void test_compressed(void) {
     find_t(&s, "layer_0_key.packed")->name = "layer_0_key.codes";
     find_t(&s, "layer_0_value.packed")->name = "layer_0_value.codes";
     expect_refused("compressed: a v1 file (kvq-compressed-1) is refused by name", &s, 1,
-                   "not a kvq compressed file (metadata format is not kvq-compressed-3 or kvq-compressed-2)");
+                   "not a kvq compressed file (metadata format is not kvq-compressed-4, kvq-compressed-3 or kvq-compressed-2)");
     compressed_spec(&s);
     set_m(&s, "num_layers", "2");
     expect_refused("compressed: num_layers larger than the tensors", &s, 1, "missing or malformed tensor 'layer_1_key.packed'");
@@ -546,7 +546,7 @@ static unsigned char *compressed_bytes(const KvSnapshot *s, const char *k_text, 
         printf("  (%s)\n", why);
         return NULL;
     }
-    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL};
+    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL, 0};
     CompressReport r;
     Error err;
     snprintf(path, sizeof path, "/tmp/kvq-hostile-%ld.st", (long)getpid());

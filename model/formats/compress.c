@@ -3,6 +3,7 @@
 #include "model/formats/compress.h"
 #include "model/formats/calib_bind.h"
 #include "model/formats/crc32c.h"
+#include "model/formats/entropy_pack.h"
 #include "quant/lz4.h"
 #include "quant/half.h"
 #include <math.h>
@@ -15,6 +16,8 @@
 
 #define FORMAT_NAME "kvq-compressed-3"
 #define FORMAT_V2 "kvq-compressed-2"        /* still read: without checksums */
+#define FORMAT_ENTROPY "kvq-compressed-4"   /* format 3 with entropy-coded .packed tensors (--entropy) */
+#define ENTROPY_MAX_EXPANSION 4096.0        /* an entropy-coded file holds at least 1/4096 of its units' bytes */
 #define TENSOR_CRC_PREFIX "crc32c."         /* + a tensor's name: the CRC-32C of its bytes */
 #define HEADER_CRC_KEY "header_crc32c"      /* the CRC-32C of the header's content (header_crc) */
 
@@ -269,6 +272,8 @@ typedef struct {
     uint16_t *full;
     unsigned char *lz4;        /* LZ4 block of the packed units (when on) */
     size_t lz4_len;
+    unsigned char *coded;      /* the entropy-coded sections of the packed units (--entropy) */
+    size_t coded_len;
 } PackedTensor;
 
 /* The metadata of a written file: the fixed keys, the optional ones, a checksum per tensor and
@@ -295,8 +300,8 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
         packed->name = pt->names[0];
         packed->dtype = DT_U8;
         packed->ndim = 1;
-        packed->shape[0] = (int64_t)(o->lz4 ? pt->lz4_len : plan_packed_bytes(&pt->plan));
-        packed->data = o->lz4 ? pt->lz4 : pt->packed;
+        packed->shape[0] = (int64_t)(o->lz4 ? pt->lz4_len : o->entropy ? pt->coded_len : plan_packed_bytes(&pt->plan));
+        packed->data = o->lz4 ? pt->lz4 : o->entropy ? pt->coded : pt->packed;
         if (plan_full_rows(&pt->plan) == 0) continue;
         StTensorOut *full = &t[n_out++];
         full->name = pt->names[1];
@@ -315,13 +320,14 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
     snprintf(sparsity, sizeof sparsity, "%.17g", o->sparsity);
     const char *fixed_keys[] = {"format", "k_scheme", "v_scheme", "lz4", "sparsity", "num_layers", "num_kv_heads",
                                 "seq_len", "head_dim", "dtype", "model_name"};
-    const char *fixed_vals[] = {FORMAT_NAME, k->text, v->text, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2],
+    const char *fixed_vals[] = {o->entropy ? FORMAT_ENTROPY : FORMAT_NAME, k->text, v->text, o->lz4 ? "1" : "0", sparsity, num[0], num[1], num[2],
                                 num[3], s->dtype, s->model_name};
     int n_meta = 0;
     for (size_t i = 0; i < sizeof fixed_keys / sizeof fixed_keys[0]; i++) keys[n_meta] = fixed_keys[i], vals[n_meta++] = fixed_vals[i];
     /* calib_sha256 only when a table was used; the model's identity when the cache records it */
     if (kv_layered_is_fitted(k) || kv_layered_is_fitted(v)) keys[n_meta] = "calib_sha256", vals[n_meta++] = o->calib->file_sha256;
     if (s->model_id[0]) keys[n_meta] = "model_id", vals[n_meta++] = s->model_id;
+    if (o->entropy) keys[n_meta] = "entropy", vals[n_meta++] = "1";
     if (s->model_sha256[0]) keys[n_meta] = "model_sha256", vals[n_meta++] = s->model_sha256;
     uint64_t offset = 0;   /* st_write lays the tensors out back to back, in this order */
     for (int i = 0; i < n_out; i++) {
@@ -353,8 +359,10 @@ typedef struct {
 } TensorBuffers;
 
 /* Packs tensor i (after sparsification) into pt; adds its errors to the accumulators. */
+static EntropyShape plan_entropy_shape(const TensorPlan *p) { return (EntropyShape){p->heads, p->units, p->unit_bytes, p->row}; }
+
 static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i, PackedTensor *pt,
-                           const TensorBuffers *b, KvMetrics *metrics[3], TensorQuality *tq) {
+                           const TensorBuffers *b, KvMetrics *metrics[3], TensorQuality *tq, EntropyStats *es) {
     float *work = b->work, *scratch = b->scratch, *x_hat = b->x_hat;
     size_t n = kv_snapshot_layer_size(s);
     int layer = i / 2, is_value = i % 2;
@@ -376,6 +384,10 @@ static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i,
     for (int m = 0; m < 2; m++) kv_metrics_add(metrics[m], x, x_hat, n);
     tq->elements = n;
     tq->quality = kv_metrics_finish(&one);
+    EntropyShape shape = plan_entropy_shape(&pt->plan);
+    Error ignored;   /* only memory can fail */
+    if (entropy_pack(&pt->plan.spec, &shape, pt->packed, &pt->coded, &pt->coded_len, es, &ignored)) return -1;
+    if (!o->entropy) free(pt->coded), pt->coded = NULL;   /* measured only: the figure of every compress */
     if (!o->lz4) return 0;
     pt->lz4 = malloc(lz4_compress_bound(packed_bytes));
     if (!pt->lz4) return -1;
@@ -402,6 +414,7 @@ static int check_calib_geometry(const Calibration *c, int n_layers, int n_kv_hea
 static int bind_options(const KvSnapshot *s, const CompressOptions *o, const char *out_path, KvLayered *k, KvLayered *v,
                         Error *err) {
     char why[256];
+    if (o->entropy && o->lz4) return error_set(err, "--entropy and --lz4 are either or neither, not both");
     if (!(o->sparsity >= 0.0 && o->sparsity < 1.0)) return error_set(err, "sparsity %g must be in [0, 1)", o->sparsity);
     if (kv_layered_parse("fp32", KV_SIDE_KEYS, k, why, sizeof why) || kv_layered_parse("fp32", KV_SIDE_VALUES, v, why, sizeof why))
         return error_set(err, "%s", why);
@@ -418,6 +431,16 @@ static int bind_options(const KvSnapshot *s, const CompressOptions *o, const cha
     if (out_path && o->calib && (kv_layered_is_fitted(k) || kv_layered_is_fitted(v)) && !is_sha256_hex(o->calib->file_sha256))
         return error_set(err, "calibration %s has no file sha256 for the compressed file to record", o->calib->path);
     return 0;
+}
+
+/* The entropy figure and the coded streams' bits per value (SCHEMES.md §9). */
+static void finish_entropy(CompressReport *r, const PackedTensor *pts, int n_src, const EntropyStats *es) {
+    double full = 0;
+    for (int i = 0; i < n_src; i++) full += (double)pts[i].plan.heads * plan_full_rows(&pts[i].plan) * pts[i].plan.row;
+    r->values = (double)r->n_elements;
+    r->entropy_bits_per_value = (es->code_entropy_bits + es->param_bits + 16.0 * full) / r->values;
+    r->coded_bits_per_value = (es->coded_bits + es->rest_bits + 16.0 * full) / r->values;
+    r->table_bytes = es->table_bytes;
 }
 
 static void finish_report(CompressReport *r, const PackedTensor *pts, int n_src, size_t n) {
@@ -468,12 +491,13 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
         if (plan_bind_tables(&pts[i].plan, o->calib, i / 2, err)) goto done;
     }
     KvMetrics all, sides[2];
+    EntropyStats es = {0};
     kv_metrics_init(&all);
     kv_metrics_init(&sides[0]);
     kv_metrics_init(&sides[1]);
     for (int i = 0; i < n_src; i++) {
         KvMetrics *metrics[3] = {&all, &sides[i % 2], NULL};
-        if (compress_tensor(s, o, i, &pts[i], &(TensorBuffers){work, scratch, x_hat}, metrics, &r->tensors[i])) {
+        if (compress_tensor(s, o, i, &pts[i], &(TensorBuffers){work, scratch, x_hat}, metrics, &r->tensors[i], &es)) {
             error_set(err, "out of memory");
             goto done;
         }
@@ -482,6 +506,7 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
         r->lz4_codes_out += pts[i].lz4_len;
     }
     finish_report(r, pts, n_src, n);
+    finish_entropy(r, pts, n_src, &es);
     r->quality = kv_metrics_finish(&all);
     r->k_quality = kv_metrics_finish(&sides[0]);
     r->v_quality = kv_metrics_finish(&sides[1]);
@@ -494,7 +519,9 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
     r->processing_ms = ms_now() - t0;
     rc = 0;
 done:
-    for (int i = 0; pts && i < n_src; i++) { free(pts[i].packed); free(pts[i].full); free(pts[i].lz4); free(pts[i].plan.head_specs); }
+    for (int i = 0; pts && i < n_src; i++) {
+        free(pts[i].packed); free(pts[i].full); free(pts[i].lz4); free(pts[i].coded); free(pts[i].plan.head_specs);
+    }
     free(pts); free(work); free(scratch); free(x_hat);
     if (rc && recon) kv_snapshot_free(recon);
     if (rc) compress_report_free(r);
@@ -542,7 +569,7 @@ static size_t first_non_finite(const float *x, size_t n) {
 }
 
 /* Copies one tensor's packed units (inflating LZ4) and full rows out of the file, checked. */
-static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, int lz4, int checked,
+static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, int lz4, int checked, int entropy,
                        unsigned char *packed, uint16_t *full, Error *err) {
     char name[64];
     size_t want = plan_packed_bytes(p);
@@ -551,7 +578,12 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
     if (!t || t->dtype != DT_U8 || t->ndim != 1)
         return error_set(err, "%s: missing or malformed tensor '%s'", st->path, name);
     if (checked && check_tensor_crc(st, t, err)) return -1;
-    if (lz4) {
+    if (entropy) {
+        char what[4200];
+        EntropyShape shape = plan_entropy_shape(p);
+        snprintf(what, sizeof what, "%s: tensor '%s'", st->path, name);
+        if (entropy_unpack(&p->spec, &shape, t->data, t->nbytes, packed, what, err)) return -1;
+    } else if (lz4) {
         size_t got = 0;
         int e = lz4_decompress(t->data, t->nbytes, packed, want, &got);
         if (e != LZ4_OK) return error_set(err, "%s: tensor '%s': LZ4 block is corrupt (%s)", st->path, name, lz4_error_name(e));
@@ -624,15 +656,42 @@ static void free_plans(TensorPlan *plans, int n) {
     free(plans);
 }
 
+/* The bits of tensor i from its units and full rows, and in format 4 its stored section bytes. */
+static int tensor_bits(const TensorPlan *p, const unsigned char *packed, size_t stored_packed_bytes, KvTensorBits *b,
+                       Error *err) {
+    EntropyStats es = {0};
+    EntropyShape shape = plan_entropy_shape(p);
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    if (entropy_pack(&p->spec, &shape, packed, &blob, &len, &es, err)) return -1;
+    free(blob);
+    double values = (double)p->heads * p->positions * p->row, full = 16.0 * p->heads * plan_full_rows(p) * p->row;
+    b->stored = (8.0 * (double)stored_packed_bytes + full) / values;
+    b->coded = (es.coded_bits + es.rest_bits + full) / values;
+    b->entropy = (es.code_entropy_bits + es.param_bits + full) / values;
+    return 0;
+}
+
+static int decompress(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, KvTensorBits **bits, Error *err);
+
 int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, Error *err) {
+    return decompress(st, calib, out, NULL, err);
+}
+
+static int decompress(const SafeTensors *st, const Calibration *calib, KvSnapshot *out, KvTensorBits **bits, Error *err) {
     memset(out, 0, sizeof *out);
     const char *format = st_meta(st, "format");
-    int v3 = format && !strcmp(format, FORMAT_NAME), v2 = format && !strcmp(format, FORMAT_V2);
+    int v4 = format && !strcmp(format, FORMAT_ENTROPY);
+    int v3 = v4 || (format && !strcmp(format, FORMAT_NAME)), v2 = format && !strcmp(format, FORMAT_V2);
     if (!v3 && !v2)
-        return error_set(err, "%s: not a kvq compressed file (metadata format is not %s or %s)", st->path, FORMAT_NAME,
-                         FORMAT_V2);
+        return error_set(err, "%s: not a kvq compressed file (metadata format is not %s, %s or %s)", st->path,
+                         FORMAT_ENTROPY, FORMAT_NAME, FORMAT_V2);
     /* the header first, so that damage anywhere in it is named as such, not as what it broke */
     if (v3 ? check_header_crc(st, err) : check_no_crc(st, err)) return -1;
+    const char *entropy_key = st_meta(st, "entropy");
+    if ((entropy_key != NULL) != v4 || (entropy_key && strcmp(entropy_key, "1")))
+        return error_set(err, "%s: metadata 'entropy' %s format %s", st->path, v4 ? "must be \"1\" in" : "does not belong in",
+                         format);
     long lz4 = 0;
     KvLayered k, v;
     if (read_shape(st, out, &lz4, err) || kv_snapshot_read_identity(st, out, err) ||
@@ -661,9 +720,13 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
             return error_set(err, "%s: %s", st->path, bind_err.msg);
         }
         size_t packed = plan_packed_bytes(&plans[i]), full = (size_t)plans[i].heads * plan_full_rows(&plans[i]) * plans[i].row;
-        stored += (double)packed / (lz4 ? 255.0 : 1.0) + 2.0 * (double)full;
+        stored += (double)packed / (lz4 ? 255.0 : v4 ? ENTROPY_MAX_EXPANSION : 1.0) + 2.0 * (double)full;
         if (packed > largest_packed) largest_packed = packed;
         if (full > largest_full) largest_full = full;
+    }
+    if (v4 && lz4) {
+        free_plans(plans, n_src);
+        return error_set(err, "%s: metadata lz4 = 1 in an entropy-coded file", st->path);
     }
     if (stored > (double)st->size) {
         free_plans(plans, n_src);
@@ -674,12 +737,16 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
     unsigned char *packed = malloc(largest_packed ? largest_packed : 1);
     uint16_t *full = malloc((largest_full ? largest_full : 1) * sizeof(uint16_t));
     int rc = 0;
+    if (bits && !(*bits = calloc((size_t)n_src, sizeof **bits))) rc = error_set(err, "%s: out of memory", st->path);
     if (!out->k || !out->v || !packed || !full) rc = error_set(err, "%s: out of memory", st->path);
     for (int i = 0; rc == 0 && i < n_src; i++) {
         char base[32];
         snprintf(base, sizeof base, "layer_%d_%s", i / 2, i % 2 ? "value" : "key");
-        rc = read_tensor(st, base, &plans[i], (int)lz4, v3, packed, full, err);
+        rc = read_tensor(st, base, &plans[i], (int)lz4, v3, v4, packed, full, err);
         if (rc) break;
+        char name[48];
+        snprintf(name, sizeof name, "%s.packed", base);
+        if (bits && (rc = tensor_bits(&plans[i], packed, st_find(st, name)->nbytes, &(*bits)[i], err))) break;
         float *x = (i % 2 ? out->v : out->k) + (size_t)(i / 2) * n;
         unpack_tensor(&plans[i], packed, full, x);
         /* a NaN or infinite scale, minimum or stored value: refused, as a cache holding one is */
@@ -692,18 +759,25 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
     free(full);
     free_plans(plans, n_src);
     if (rc) kv_snapshot_free(out);
+    if (rc && bits) free(*bits), *bits = NULL;
     return rc;
 }
 
 int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len,
                 Error *err) {
+    return kv_load_any_bits(path, calib, out, k_scheme, v_scheme, len, NULL, err);
+}
+
+int kv_load_any_bits(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme,
+                     size_t len, KvTensorBits **bits, Error *err) {
     SafeTensors st;
+    if (bits) *bits = NULL;
     if (st_open(&st, path, err)) return -1;
     const char *format = st_meta(&st, "format"), *k = st_meta(&st, "k_scheme"), *v = st_meta(&st, "v_scheme");
-    int compressed = format && (!strcmp(format, FORMAT_NAME) || !strcmp(format, FORMAT_V2));
+    int compressed = format && (!strcmp(format, FORMAT_NAME) || !strcmp(format, FORMAT_V2) || !strcmp(format, FORMAT_ENTROPY));
     snprintf(k_scheme, len, "%s", compressed && k ? k : "");
     snprintf(v_scheme, len, "%s", compressed && v ? v : "");
-    int rc = compressed ? kv_decompress_safetensors(&st, calib, out, err) : kv_snapshot_from_safetensors(&st, out, err);
+    int rc = compressed ? decompress(&st, calib, out, bits, err) : kv_snapshot_from_safetensors(&st, out, err);
     st_close(&st);
     return rc;
 }

@@ -24,7 +24,10 @@
  * shape and byte range, in header order; see header_crc in compress.c): a mismatch is refused
  * naming the tensor or the header, before anything is decoded. A plain integer base whose groups are longer than a row (int4-g128 at
  * head_dim 64) packs each tensor as one flat run of rows of G values, as the seed's tool did.
- * +prerope needs positions and RoPE, which a stored tensor does not have: refused. */
+ * +prerope needs positions and RoPE, which a stored tensor does not have: refused.
+ * Format kvq-compressed-4 (CompressOptions.entropy, `compress --entropy`): format 3 with metadata
+ * "entropy": "1" and each NAME.packed holding the units as entropy-coded sections
+ * (model/formats/entropy_pack.h), which unpack to the same bytes; not with lz4. */
 #ifndef KVQ_COMPRESS_H
 #define KVQ_COMPRESS_H
 
@@ -41,6 +44,8 @@ typedef struct {
     /* The tables of fitted bases (NULL: none; a fitted scheme is then refused). Its geometry must
      * be the cache's; a file written with it records its file_sha256. */
     const Calibration *calib;
+    /* Entropy-code the codes (format kvq-compressed-4, model/formats/entropy_pack.h); not with lz4. */
+    int entropy;
 } CompressOptions;
 
 typedef struct {
@@ -68,6 +73,11 @@ typedef struct {
     double processing_ms;
     int n_tensors;
     TensorQuality *tensors;   /* per cache tensor, in file order */
+    /* SCHEMES.md §9 over the cache's values: the entropy figure (code streams' entropy + parameters
+     * at their stored bits + full-precision values at 16), and with --entropy what the file's coded
+     * streams take (their bytes, every other unit bit as stored, full precision at 16), its
+     * frequency tables and section framing apart (table_bytes) */
+    double values, entropy_bits_per_value, coded_bits_per_value, table_bytes;
 } CompressReport;
 
 /* Fills the report; writes out_path when it is not NULL; stores the reconstruction (what
@@ -90,6 +100,16 @@ int kv_decompress_safetensors(const SafeTensors *st, const Calibration *calib, K
  * kv_decompress_file. */
 int kv_load_any(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme, size_t len,
                 Error *err);
+/* Bits per value of one cache tensor of a compressed file (SCHEMES.md §9): as stored (packed units
+ * and fp16 full rows; format 4: its sections, tables included), entropy-coded (what --entropy
+ * writes, tables apart) and the entropy figure. */
+typedef struct {
+    double stored, coded, entropy;
+} KvTensorBits;
+/* kv_load_any, and for a compressed file *bits = malloc'd [2 * n_layers] (layer_L_key, then
+ * layer_L_value, layer by layer); NULL for a plain file. */
+int kv_load_any_bits(const char *path, const Calibration *calib, KvSnapshot *out, char *k_scheme, char *v_scheme,
+                     size_t len, KvTensorBits **bits, Error *err);
 
 /* Quality level from RMSE and SNR, as the seed defines it. */
 const char *quality_level(double rmse, double snr_db);

@@ -1,4 +1,5 @@
-/* tests/fuzz/fuzz_kvfile.c: KV cache files and compressed KV files (kvq-compressed-2: packed
+/* tests/fuzz/fuzz_kvfile.c: KV cache files and compressed KV files (kvq-compressed-2, -3, and -4 with
+ * entropy-coded sections, seeds compressed-v4-*: packed
  * codec units and fp16 .full rows under LAYERED k_scheme / v_scheme) from hostile bytes.
  * The input is opened with st_open_memory, then read both as a plain cache
  * (kv_snapshot_from_safetensors) and as a compressed file (kv_decompress_safetensors).

@@ -183,6 +183,15 @@ def main():
         v2 = as_format2(read(dst))
         with open(dst, "wb") as f:
             f.write(v2)
+    # entropy-coded files, format 4, as written (compressed-v4-NAME): sections, tables, CRCs
+    for name, flags in (("entropy-int4-g32", ["--kv-scheme", "int4-g32", "--entropy"]),
+                        ("entropy-res-tq2", ["--k-scheme", "int4-g32+res1+sink1", "--v-scheme", "tq2", "--entropy"])):
+        dst = os.path.join(OUT, "fuzz_kvfile", f"compressed-v4-{name}.safetensors")
+        r = subprocess.run(["./run", "compress", "-input", src, "-output", dst] + flags, stdout=subprocess.DEVNULL,
+                           check=False)
+        assert r.returncode in (0, 1) and os.path.exists(dst), f"compress {name} failed"
+        if os.path.exists(dst + ".metadata.json"):
+            os.remove(dst + ".metadata.json")
     os.remove(src10)
     n = struct.unpack("<Q", kv[:8])[0]
     put("fuzz_json", "kv-header.json", kv[8:8 + n])

@@ -1,0 +1,266 @@
+/* tests/test_entropy_file.c: entropy-coded compressed files (compress --entropy, format
+ * kvq-compressed-4, model/formats/entropy_pack.h).
+ *
+ * - Round trip: for several schemes (int, tq, q4_0+had, a token-axis base with its .full rows,
+ *   +out, fp16 without code streams) the entropy-coded file decodes to exactly the values of the
+ *   fixed-rate file, and its coded bits lie within 2% of the entropy figure (+ the rANS states).
+ * - Every bit of every byte of two files flipped, and every byte inverted: refused with one line
+ *   naming the file, or harmless (the header's padding); counted.
+ * - Below the CRCs (each section re-sealed here, so only the deeper check stands): a table whose
+ *   counts do not add up to the stream's length, a stream cut short, a stream with a byte left
+ *   over, bytes after the last section, a header of another shape: refused, naming the part. */
+#include "tests/test.h"
+#include "model/formats/compress.h"
+#include "model/formats/crc32c.h"
+#include "model/formats/entropy_pack.h"
+#include "quant/rans.h"
+#include <unistd.h>
+
+#define FILE_NAME "entropy.st"
+
+static void synthetic_cache(KvSnapshot *s, int layers, int heads, int seq, int dim, uint64_t seed) {
+    memset(s, 0, sizeof *s);
+    s->n_layers = layers, s->n_kv_heads = heads, s->seq_len = seq, s->head_dim = dim;
+    snprintf(s->model_name, sizeof s->model_name, "synthetic");
+    snprintf(s->dtype, sizeof s->dtype, "float32");
+    Error err;
+    kv_snapshot_alloc(s, &err);
+    size_t n = kv_snapshot_layer_size(s) * (size_t)layers;
+    for (size_t i = 0; i < n; i++) {   /* skewed values: a channel's codes are not uniform */
+        float u = rnd(&seed);
+        s->k[i] = 2 * u * u * u + 0.1f * (float)(i % 7), s->v[i] = u * fabsf(u);
+    }
+}
+
+/* The file kv_compress writes, in a malloc'd buffer; the report into r. */
+static unsigned char *file_bytes(const KvSnapshot *s, const char *k_text, const char *v_text, int entropy, size_t *len,
+                                 CompressReport *r) {
+    char why[160], path[64];
+    KvLayered k, v;
+    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why))
+        return NULL;
+    CompressOptions o = {&k, &v, 0.0, 0, 1, 0, 0, NULL, entropy};
+    Error err;
+    snprintf(path, sizeof path, "/tmp/kvq-entropy-%ld.st", (long)getpid());
+    if (kv_compress(s, &o, path, r, NULL, &err)) {
+        printf("  (kv_compress: %s)\n", err.msg);
+        return NULL;
+    }
+    compress_report_free(r);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(*len);
+    *len = fread(buf, 1, *len, f);
+    fclose(f);
+    unlink(path);
+    return buf;
+}
+
+static int decode(const unsigned char *buf, size_t len, KvSnapshot *out, Error *err) {
+    SafeTensors st;
+    err->msg[0] = '\0';
+    if (st_open_memory(&st, buf, len, FILE_NAME, err)) return -1;
+    int rc = kv_decompress_safetensors(&st, NULL, out, err);
+    st_close(&st);
+    return rc;
+}
+
+static int same_values(const KvSnapshot *a, const KvSnapshot *b) {
+    size_t n = kv_snapshot_layer_size(a) * (size_t)a->n_layers;
+    return a->seq_len == b->seq_len && a->n_layers == b->n_layers && !memcmp(a->k, b->k, n * sizeof(float)) &&
+           !memcmp(a->v, b->v, n * sizeof(float));
+}
+
+static const struct { const char *k, *v; } SCHEMES[] = {
+    {"int4-g32", "int2-g32-asym"}, {"tq3", "q4_0+had"}, {"int4-t8+res2", "nf4-g32+sink1"}, {"int3-g32+out1", "fp16"},
+};
+
+static void test_round_trips(const KvSnapshot *cache) {
+    for (size_t i = 0; i < sizeof SCHEMES / sizeof SCHEMES[0]; i++) {
+        size_t la, lb;
+        CompressReport ra, rb;
+        unsigned char *a = file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 0, &la, &ra);
+        unsigned char *b = file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 1, &lb, &rb);
+        KvSnapshot xa, xb;
+        Error err;
+        char name[200];
+        snprintf(name, sizeof name, "entropy file: keys %s, values %s decode to the fixed-rate file's values", SCHEMES[i].k,
+                 SCHEMES[i].v);
+        int ok = a && b && decode(a, la, &xa, &err) == 0;
+        if (ok && decode(b, lb, &xb, &err) == 0) {
+            ok = same_values(&xa, &xb);
+            kv_snapshot_free(&xb);
+        } else {
+            ok = 0;
+        }
+        if (a && decode(a, la, &xa, &err) == 0) kv_snapshot_free(&xa);
+        check(ok, name, "%s", err.msg);
+        /* the rANS states (32 bits a stream: 2 sides x 2 layers x 2 heads x 32 channels, one side
+         * fp16 in the last) are the coder's overhead on a short cache */
+        double streams = (i == 3 ? 1 : 2) * 2 * 2 * 32;
+        snprintf(name, sizeof name, "entropy file: keys %s, values %s: coded bits within 2%% of the entropy figure",
+                 SCHEMES[i].k, SCHEMES[i].v);
+        check(rb.entropy_bits_per_value > 0 && rb.coded_bits_per_value >= rb.entropy_bits_per_value &&
+                  rb.coded_bits_per_value <= 1.02 * rb.entropy_bits_per_value + 40 * streams / rb.values,
+              name, "entropy %g, coded %g", rb.entropy_bits_per_value, rb.coded_bits_per_value);
+        free(a);
+        free(b);
+    }
+}
+
+static void flip_every_byte(const KvSnapshot *cache, const char *k, const char *v, long counts[3], int *bad_message) {
+    size_t len;
+    CompressReport r;
+    unsigned char *buf = file_bytes(cache, k, v, 1, &len, &r);
+    KvSnapshot intact, out;
+    Error err;
+    if (!buf || decode(buf, len, &intact, &err)) {
+        counts[2]++;
+        free(buf);
+        return;
+    }
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; i--) header = header << 8 | buf[i];
+    size_t padding_from = 8 + (size_t)header;
+    while (padding_from > 8 && buf[padding_from - 1] == ' ') padding_from--;
+    for (size_t i = 0; i < len; i++)
+        for (int m = 0; m < 9; m++) {
+            unsigned char mask = m < 8 ? (unsigned char)(1u << m) : 0xff;
+            buf[i] ^= mask;
+            if (decode(buf, len, &out, &err) != 0) {
+                counts[0]++;
+                if (strncmp(err.msg, FILE_NAME ": ", strlen(FILE_NAME) + 2) || strchr(err.msg, '\n')) *bad_message = 1;
+            } else {
+                int harmless = same_values(&out, &intact) && i >= padding_from && i < 8 + (size_t)header;
+                counts[harmless ? 1 : 2]++;
+                if (!harmless) printf("     harmful: byte %zu of %zu, mask %02x\n", i, len, mask);
+                kv_snapshot_free(&out);
+            }
+            buf[i] ^= mask;
+        }
+    kv_snapshot_free(&intact);
+    free(buf);
+}
+
+static void test_byte_flips(void) {
+    KvSnapshot small;
+    synthetic_cache(&small, 1, 2, 9, 32, 3);
+    long counts[3] = {0, 0, 0};   /* refused, harmless, harmful */
+    int bad_message = 0;
+    flip_every_byte(&small, "int4-g32", "tq2", counts, &bad_message);
+    flip_every_byte(&small, "int2-t8-asym", "int3-g32+out1", counts, &bad_message);
+    printf("     entropy-coded byte flips: %ld refused, %ld harmless (header padding), %ld harmful\n", counts[0], counts[1],
+           counts[2]);
+    check(counts[0] > 1000 && counts[2] == 0, "entropy file: every bit of every byte flipped, every byte inverted: refused or harmless",
+          "%ld harmful of %ld", counts[2], counts[0] + counts[1] + counts[2]);
+    check(!bad_message, "entropy file: every refused flip is one line naming the file", "");
+    kv_snapshot_free(&small);
+}
+
+/* ---- below the CRCs: blobs taken apart and put together again ---- */
+
+typedef struct {
+    unsigned char bytes[1 << 16];
+    size_t len;
+} Blob;
+
+static void put(Blob *b, const void *p, size_t n) {
+    memcpy(b->bytes + b->len, p, n);
+    b->len += n;
+}
+
+static void put_crc_of(Blob *b, size_t from) {
+    uint32_t c = crc32c(0, b->bytes + from, b->len - from);
+    unsigned char le[4] = {(unsigned char)c, (unsigned char)(c >> 8), (unsigned char)(c >> 16), (unsigned char)(c >> 24)};
+    put(b, le, 4);
+}
+
+/* Gamma-coded counts + 1 (entropy_pack.h's table), LSB first, padded to a byte. */
+static void put_table(Blob *b, const unsigned *counts, int symbols) {
+    size_t at = 8 * b->len;
+    for (int s = 0; s < symbols; s++) {
+        unsigned v = counts[s] + 1;
+        int w = 0;
+        while (v >> (w + 1)) w++;
+        at += (size_t)w;
+        for (int k = w; k >= 0; k--, at++)
+            if (v >> k & 1) b->bytes[at / 8] |= (unsigned char)(1u << (at % 8));
+    }
+    b->len = (at + 7) / 8;
+}
+
+/* A one-unit tensor of int2-g32 (one head, rows of 32): 32 streams of one code each. The blob
+ * made here: the header, the rest section (the fp16 scale), stream sections given a code each
+ * (count = that symbol's count 1), optionally mangled. */
+static void build(Blob *b, const unsigned char *head32, int table_extra, int cut, int extra_byte, int trailing) {
+    memset(b, 0, sizeof *b);
+    put(b, head32, 32);
+    unsigned char rest_len[4] = {2, 0, 0, 0}, scale[2] = {0x00, 0x3c};
+    size_t from = b->len;
+    put(b, rest_len, 4), put(b, scale, 2), put_crc_of(b, from);
+    for (int slot = 0; slot < 32; slot++) {
+        unsigned counts[4] = {0, 0, 0, 0}, freqs[4];
+        counts[slot % 4] = 1;
+        from = b->len;
+        unsigned written[4] = {counts[0], counts[1], counts[2], counts[3]};
+        if (slot == 0) written[3] += (unsigned)table_extra;
+        put_table(b, written, 4);
+        unsigned char stream[16];
+        unsigned short code = (unsigned short)(slot % 4);
+        rans_normalize(counts, 4, freqs);
+        size_t n = rans_encode(&code, 1, freqs, 4, stream, sizeof stream);
+        size_t stored = slot == 0 ? n - (size_t)cut + (size_t)extra_byte : n;
+        unsigned char varint = (unsigned char)stored;
+        put(b, &varint, 1);
+        put(b, stream, n - (slot == 0 ? (size_t)cut : 0));
+        if (slot == 0 && extra_byte) put(b, "\x5a", 1);
+        put_crc_of(b, from);
+    }
+    if (trailing) put(b, "\0", 1);
+}
+
+static void expect_unpack(const char *name, const Blob *b, int want_ok, const char *want) {
+    KvSpec spec;
+    char why[160];
+    Error err = {{0}};
+    kv_spec_parse("int2-g32", KV_SIDE_VALUES, &spec, why, sizeof why);
+    EntropyShape shape = {1, 1, kv_spec_unit_bytes(&spec, 32), 32};
+    unsigned char units[64];
+    int rc = entropy_unpack(&spec, &shape, b->bytes, b->len, units, "t", &err);
+    int ok = want_ok ? rc == 0 && units[8] == 0x00 && units[9] == 0x3c && (units[0] & 3) == 0 && (units[0] >> 2 & 3) == 1
+                     : rc == -1 && strstr(err.msg, want) != NULL && !strchr(err.msg, '\n');
+    check(ok, name, "rc %d, '%s'", rc, err.msg);
+}
+
+static void test_below_crc(void) {
+    unsigned char head[32] = "KVQE";
+    uint32_t words[7] = {1, 1, 1, 10, 1, 32, 4};   /* version, heads, units, unit bytes, rows, slots, symbols */
+    for (int i = 0; i < 7; i++)
+        for (int k = 0; k < 4; k++) head[4 + 4 * i + k] = (unsigned char)(words[i] >> (8 * k));
+    Blob b;
+    build(&b, head, 0, 0, 0, 0);
+    expect_unpack("entropy sections: a blob built here from the layout decodes (codes 0, 1, 2, 3, ... and the scale)", &b, 1, "");
+    build(&b, head, 1, 0, 0, 0);
+    expect_unpack("entropy sections: a table whose counts add up to more than the stream is refused", &b, 0, "add up to more than");
+    build(&b, head, 0, 1, 0, 0);
+    expect_unpack("entropy sections: a stream cut short (length and CRC consistent) is refused", &b, 0, "does not decode");
+    build(&b, head, 0, 0, 1, 0);
+    expect_unpack("entropy sections: a stream with a byte left over is refused", &b, 0, "does not decode");
+    build(&b, head, 0, 0, 0, 1);
+    expect_unpack("entropy sections: a byte after the last section is refused", &b, 0, "after the last");
+    head[4 + 4 * 5] = 31;   /* slots */
+    build(&b, head, 0, 0, 0, 0);
+    expect_unpack("entropy sections: a header of another shape is refused", &b, 0, "slots 31");
+}
+
+int main(void) {
+    KvSnapshot cache;
+    synthetic_cache(&cache, 2, 2, 40, 32, 7);
+    test_round_trips(&cache);
+    kv_snapshot_free(&cache);
+    test_byte_flips();
+    test_below_crc();
+    return test_failures ? 1 : 0;
+}
