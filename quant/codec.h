@@ -158,6 +158,10 @@ struct KvCodec {
     /* Its inverse: the codes written into a unit's code bits, every other bit left as it is
      * (an entropy-coded file stores codes and parameters apart: model/formats/compress.c). */
     void (*put_codes)(const KvBase *b, const unsigned short *codes, int n, void *unit);
+    /* 1 when each slot's code width is read from the bound table (pca: the fitted bits of each
+     * component, symbols being the widest's alphabet), so slots x log2(symbols) does not give the
+     * unit's size; 0 for fixed-width codes. */
+    int code_widths_from_table;
 };
 
 /* The fitted bases' syntaxes from the table, ", "-separated ("nuqB-gG, nuqB-tG, vqC-dD"), for

@@ -162,6 +162,47 @@ static void pca_decode(const KvBase *b, const void *units, int n, int r0, int co
     }
 }
 
+/* ---- code streams (SCHEMES.md §9: one a component) ---- */
+
+/* Slots are the d components, each of its own width b_i (0..8: the head's bits, from the bound
+ * table), so the alphabet is the widest's; a component of 0 bits always reads code 0 (entropy 0).
+ * No parameters: a row is its codes. */
+static void pca_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    (void)b;
+    *slots = n;
+    *symbols = 1 << PCA_MAX_BITS;
+    *param_bits = 0;
+}
+
+static void pca_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    memset(codes, 0, sizeof *codes * (size_t)n);
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    size_t at = 0, limit = 8 * pca_unit_bytes(b, n);
+    for (int i = 0; i < n; i++) {
+        int bits = component_bits(&h, i);
+        if (at + (size_t)bits <= limit) codes[i] = (unsigned short)get_bits(unit, at, bits);
+        at += (size_t)bits;
+    }
+}
+
+/* The codes written at their widths; every other bit of the row (its padding) left as it is. */
+static void pca_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    unsigned char *row = unit;
+    size_t at = 0, limit = 8 * pca_unit_bytes(b, n);
+    for (int i = 0; i < n; i++) {
+        int bits = component_bits(&h, i);
+        if (at + (size_t)bits > limit) break;
+        for (int k = 0; k < bits; k++) row[(at + k) / 8] &= (unsigned char)~(1u << ((at + k) % 8));
+        put_bits(row, at, bits, codes[i] & ((1u << bits) - 1u));
+        at += (size_t)bits;
+    }
+}
+
 /* ---- fitting (SCHEMES.md §9) ---- */
 
 /* Per KV head: mean [d], basis [d, d], bits [d], tables [d, 256] (pca_head_view's order). */
@@ -258,6 +299,10 @@ const KvCodec kv_codec_pca = {
     .parse = pca_parse,
     .check = pca_check,
     .unit_bytes = pca_unit_bytes,
+    .code_layout = pca_code_layout,
+    .codes = pca_codes,
+    .put_codes = pca_put_codes,
+    .code_widths_from_table = 1,   /* tested with a fitted table in tests/test_pca.c */
     .encode = pca_encode,
     .decode = pca_decode,
     .own_transform = 1,

@@ -244,6 +244,21 @@ static double rvq_fit_objective(const KvBase *b, const KvFitRows *rows, const fl
     return sum;
 }
 
+/* Code streams (SCHEMES.md §9): one a sub-vector and stage, in the order the row stores them. */
+static void rvq_code_layout(const KvBase *b, int n, int *slots, int *symbols, int *param_bits) {
+    *slots = n / sub_dim(b) * stages(b);
+    *symbols = entries(b);
+    *param_bits = 16;   /* r, fp16 */
+}
+
+static void rvq_codes(const KvBase *b, const void *unit, int n, unsigned short *codes) {
+    kv_unpack_codes(unit, b->bits, n / sub_dim(b) * stages(b), codes);
+}
+
+static void rvq_put_codes(const KvBase *b, const unsigned short *codes, int n, void *unit) {
+    kv_pack_codes(codes, b->bits, n / sub_dim(b) * stages(b), unit);
+}
+
 static const KvFit RVQ_FIT = {
     .layout = rvq_fit_layout,
     .scratch_bytes = rvq_fit_scratch_bytes,
@@ -261,5 +276,8 @@ const KvCodec kv_codec_rvq = {
     .unit_bytes = rvq_unit_bytes,
     .encode = rvq_encode,
     .decode = rvq_decode,
+    .code_layout = rvq_code_layout,
+    .codes = rvq_codes,
+    .put_codes = rvq_put_codes,
     .fit = &RVQ_FIT,
 };

@@ -409,6 +409,34 @@ static void test_codec_pca_fit(const char *tag, const float *w) {
     }
     snprintf(name, sizeof name, "codec pca%s: packed rows decode with the objective's error (mean added back)", tag);
     check(fabs(err - objective) <= 1e-3 * objective, name, "rows lose %g, objective %g", err, objective);
+    /* the code streams (SCHEMES.md §9): a component's code at its own width b_i, in component
+     * order; codes() of an encoded row gives the codes that decode reads, and put_codes() is its
+     * inverse, touching nothing else (the unit's padding bits stay) */
+    int codes_ok = 1, fills = 0;
+    PcaHead hv;
+    pca_head_view(table, D, &hv);
+    for (int c = 0; c < D; c++) fills += (int)hv.bits[c];
+    for (int r = 0; r < 16 && codes_ok; r++) {
+        unsigned char unit[64], again[64];
+        unsigned short codes[D], zeros[D] = {0};
+        size_t bytes = b.codec->unit_bytes(&b, D);
+        b.codec->encode(&b, rows + r * D, D, unit);
+        b.codec->codes(&b, unit, D, codes);
+        size_t at = 0;
+        for (int c = 0; c < D; c++) {   /* restated: bits [at, at + b_c) of the row */
+            unsigned want = 0;
+            for (int k = 0; k < (int)hv.bits[c]; k++) want |= (unsigned)(unit[(at + k) / 8] >> ((at + k) % 8) & 1u) << k;
+            codes_ok &= codes[c] == want;
+            at += (size_t)hv.bits[c];
+        }
+        memcpy(again, unit, bytes);
+        b.codec->put_codes(&b, zeros, D, again);
+        b.codec->put_codes(&b, codes, D, again);
+        codes_ok &= !memcmp(again, unit, bytes);
+    }
+    snprintf(name, sizeof name, "codec pca%s: codes() reads each component at its fitted width; put_codes() is its inverse", tag);
+    check(codes_ok && fills <= 8 * (int)b.codec->unit_bytes(&b, D), name, "codes differ, or %d bits in a %zu-byte row",
+          fills, b.codec->unit_bytes(&b, D));
     /* a table whose bits exceed B x d is refused by the check */
     PcaHead h;
     pca_head_view(table, D, &h);
