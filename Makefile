@@ -113,7 +113,7 @@ sweep-demo: run
 # calibration split (wiki.valid, ./run calibrate's default text). `make sweep-calibrated`: the
 # README's calibrated-against-uncalibrated sweep (data/sweeps/calibrated.txt) on both, on wiki.test.
 CALIB_FITS := --fit nuq2-g64 --fit nuq3-g64 --fit nuq4-g64 --fit nuq2-t64 --fit nuq2-g64+had --fit nuq3-g64+had \
-              --fit vq8-d4 --fit vq8-d8 --fit vq8-d4+had
+              --fit vq8-d4 --fit vq8-d8 --fit vq8-d4+had --fit vq8-d4+aw --fit rvq8x2-d8+aw --fit pca2+prerope+aw --fit pca2+aw
 calibrations: run
 	./run calibrate data/models/mini-llama-brown $(CALIB_FITS) --quiet --out data/models/mini-llama-brown/kv-calib.safetensors
 	./run calibrate data/models/mini-llama-brown-outliers $(CALIB_FITS) --quiet --out data/models/mini-llama-brown-outliers/kv-calib.safetensors
@@ -160,11 +160,13 @@ allocate-demo: run
 # perplexity runs) neither: the codecs it uses are checked on this path by tests/test_codec_*.c
 # and test_kvcache. test_calibrate neither: its 16 windows of 1024 tokens (over a minute
 # natively) and six fits would take many times that emulated; they reach the matmuls through
-# test_forward's calls and Lloyd through test_lloyd's.
+# test_forward's calls and Lloyd through test_lloyd's. test_calibrate9 neither, for the same reason (4
+# windows of 1024 tokens and four §9 fits; pca's and aw's arithmetic is checked there by test_pca).
 AARCH64_CC    ?= aarch64-linux-gnu-gcc
 AARCH64_BUILD := build/aarch64
 AARCH64_TESTS := $(filter-out $(AARCH64_BUILD)/tests/test_eval $(AARCH64_BUILD)/tests/test_oom \
-                   $(AARCH64_BUILD)/tests/test_schemes_ref $(AARCH64_BUILD)/tests/test_calibrate, \
+                   $(AARCH64_BUILD)/tests/test_schemes_ref $(AARCH64_BUILD)/tests/test_calibrate \
+                   $(AARCH64_BUILD)/tests/test_calibrate9, \
                    $(TEST_SRC:tests/%.c=$(AARCH64_BUILD)/tests/%))
 test-aarch64:
 	CFLAGS=-O3 LDFLAGS=-static $(MAKE) CC=$(AARCH64_CC) BUILD=$(AARCH64_BUILD) $(AARCH64_TESTS)
