@@ -57,9 +57,12 @@ void report_compress_text(FILE *f, const CompressReport *r, const CompressOption
     if (r->file_bytes) fprintf(f, "file on disk: %zu bytes\n", r->file_bytes);
 }
 
-void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
-                    const KvStats *st,
-                    const char *mismatches, int n_mismatches, int json) {
+void report_kv_info(FILE *f, const KvInfo *info, int json) {
+    const char *path = info->path, *k_scheme = info->k_scheme, *v_scheme = info->v_scheme;
+    const char *mismatches = info->mismatches;
+    int n_mismatches = info->n_mismatches;
+    const KvSnapshot *s = info->snap;
+    const KvStats *st = &info->stats;
     if (json) {
         fprintf(f, "{\n");
         json_out_string(f, "file", path, 0);
@@ -180,7 +183,8 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
             (*n_mismatches)++;
         }
     }
-    report_kv_info(f, path, k_scheme, v_scheme, &snap, &stats, mismatches, *n_mismatches, json);
+    KvInfo info = {path, k_scheme, v_scheme, &snap, stats, mismatches, *n_mismatches};
+    report_kv_info(f, &info, json);
     kv_snapshot_free(&snap);
     return 0;
 }

@@ -78,7 +78,7 @@ static double nll_of(const float *row, int vocab, int target) {
  * nothing stays allocated and err says why. */
 static int init_run(RunState *s, KvCache *kv, const Config *c, int max_batch, int max_seq, Error *err) {
     if (runstate_init(s, c, max_batch, err)) return -1;
-    if (kv_cache_init(kv, c, max_seq, max_batch, NULL, NULL, NULL, NULL, err) == 0) return 0;
+    if (kv_cache_init(kv, c, max_seq, max_batch, NULL, NULL, err) == 0) return 0;
     runstate_free(s);
     return -1;
 }
