@@ -347,8 +347,15 @@ done:
 }
 
 /* Packs tensor i (after sparsification) into pt; adds its errors to the accumulators. */
-static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i, PackedTensor *pt, float *work,
-                           float *scratch, float *x_hat, KvMetrics *metrics[3], TensorQuality *tq) {
+/* One tensor's float buffers, each of a layer's values: the values packed, the packer's scratch,
+ * and the values read back. */
+typedef struct {
+    float *work, *scratch, *x_hat;
+} TensorBuffers;
+
+static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i, PackedTensor *pt, const TensorBuffers *b,
+                           KvMetrics *metrics[3], TensorQuality *tq) {
+    float *work = b->work, *scratch = b->scratch, *x_hat = b->x_hat;
     size_t n = kv_snapshot_layer_size(s);
     int layer = i / 2, is_value = i % 2;
     const float *x = (is_value ? s->v : s->k) + (size_t)layer * n;
@@ -466,7 +473,8 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
     kv_metrics_init(&sides[1]);
     for (int i = 0; i < n_src; i++) {
         KvMetrics *metrics[3] = {&all, &sides[i % 2], NULL};
-        if (compress_tensor(s, o, i, &pts[i], work, scratch, x_hat, metrics, &r->tensors[i])) {
+        TensorBuffers buffers = {work, scratch, x_hat};
+        if (compress_tensor(s, o, i, &pts[i], &buffers, metrics, &r->tensors[i])) {
             error_set(err, "out of memory");
             goto done;
         }

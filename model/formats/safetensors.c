@@ -430,8 +430,15 @@ static void buf_u64(Buf *b, uint64_t v) {
 }
 
 /* Checks every tensor and metadata pair; sizes[i] gets tensor i's byte count. */
-static int check_outputs(const char *path, const StTensorOut *t, int n, const char *const *mk,
-                         const char *const *mv, int n_meta, size_t *sizes, Error *err) {
+/* A file's __metadata__ as st_write takes it: n keys and their values. */
+typedef struct {
+    const char *const *keys, *const *values;
+    int n;
+} StMeta;
+
+static int check_outputs(const char *path, const StTensorOut *t, int n, const StMeta *meta, size_t *sizes, Error *err) {
+    const char *const *mk = meta->keys, *const *mv = meta->values;
+    int n_meta = meta->n;
     char nm[72];
     for (int i = 0; i < n_meta; i++)
         if (!mk[i] || !mv[i] || !json_utf8_valid(mk[i], strlen(mk[i])) || !json_utf8_valid(mv[i], strlen(mv[i])))
@@ -463,8 +470,10 @@ static int check_outputs(const char *path, const StTensorOut *t, int n, const ch
 }
 
 /* The compact header JSON, padded with spaces to a multiple of 8 bytes. */
-static int build_header(const char *path, const StTensorOut *t, int n, const char *const *mk,
-                        const char *const *mv, int n_meta, const size_t *sizes, Buf *b, Error *err) {
+static int build_header(const char *path, const StTensorOut *t, int n, const StMeta *meta, const size_t *sizes, Buf *b,
+                        Error *err) {
+    const char *const *mk = meta->keys, *const *mv = meta->values;
+    int n_meta = meta->n;
     buf_str(b, "{");
     if (n_meta > 0) {
         buf_str(b, "\"__metadata__\":{");
@@ -543,9 +552,9 @@ int st_write(const char *path, const StTensorOut *tensors, int n_tensors, const 
         free(tmp);
         return error_set(err, "%s: out of memory", path);
     }
-    int rc = check_outputs(path, tensors, n_tensors, meta_keys, meta_values, n_meta, sizes, err);
-    if (rc == 0)
-        rc = build_header(path, tensors, n_tensors, meta_keys, meta_values, n_meta, sizes, &hdr, err);
+    StMeta meta = {meta_keys, meta_values, n_meta};
+    int rc = check_outputs(path, tensors, n_tensors, &meta, sizes, err);
+    if (rc == 0) rc = build_header(path, tensors, n_tensors, &meta, sizes, &hdr, err);
     if (rc == 0) {
         snprintf(tmp, tmp_cap, "%s.tmp.%ld", path, (long)getpid());
         int e = write_file(tmp, &hdr, tensors, n_tensors, sizes);
