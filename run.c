@@ -57,6 +57,12 @@ static int bad_input(const Args *a, const char *msg) {
 
 /* --- generate, logits, tokenize ----------------------------------------------------------- */
 
+/* check_args for a command with one cache, and its --calib: what eval/calibration.h resolves. */
+static int check_kv_args(Args *a, const char *default_scheme, KvCacheFlags *kv) {
+    kv->calib_path = a->calib;
+    return check_args(a, default_scheme, &kv->k, &kv->v);
+}
+
 static int cmd_generate(Args *a) {
     GenerateOptions o = {.prompt = "", .steps = 256, .temperature = 1.0f, .top_p = 0.9f};
     int seed = -1;
@@ -70,11 +76,7 @@ static int cmd_generate(Args *a) {
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
-    KvLayered k_scheme, v_scheme;
-    if (check_args(a, "fp32", &k_scheme, &v_scheme)) return usage_error(a);
-    o.k_scheme = &k_scheme;
-    o.v_scheme = &v_scheme;
-    o.calib_path = a->calib;
+    if (check_kv_args(a, KV_CACHE_DEFAULT_SCHEME, &o.kv)) return usage_error(a);
     o.seed = seed >= 0 ? (unsigned long long)seed : (unsigned long long)time(NULL);
     Error err;
     return generate_from_dir(a->dir, &o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
@@ -88,11 +90,11 @@ static int cmd_logits(Args *a) {
         else unknown_arg(a);
     }
     require(a, a->dir && list, "needs MODEL_DIR and --tokens");
-    KvLayered k_scheme, v_scheme;
-    if (check_args(a, "fp32", &k_scheme, &v_scheme)) return usage_error(a);
+    KvCacheFlags kv;
+    if (check_kv_args(a, KV_CACHE_DEFAULT_SCHEME, &kv)) return usage_error(a);
     Error err;
     int bad_ids;
-    if (logits_from_dir(a->dir, list, &k_scheme, &v_scheme, a->calib, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
+    if (logits_from_dir(a->dir, list, &kv, out, stdout, &bad_ids, &err) == 0) return EXIT_OK;
     if (!bad_ids) return bad_input(a, err.msg);
     take_error(a, -1, &err);   /* the --tokens list is checked against the model's vocabulary */
     return usage_error(a);
@@ -136,12 +138,10 @@ static int cmd_ppl(Args *a) {
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
-    KvLayered k, v;
-    if (check_args(a, "fp32", &k, &v)) return usage_error(a);
-    PplRun run = {a->dir, a->e.text_file, a->e.precision, a->e.max_tokens, a->quiet, eval_options(&a->e), a->calib};
-    run.o.k_scheme = &k;
-    run.o.v_scheme = &v;
-    run.o.compare = !no_compare && !(kv_layered_is_fp32(&k) && kv_layered_is_fp32(&v));
+    PplRun run = {.model_dir = a->dir, .text_file = a->e.text_file, .precision = a->e.precision,
+                  .max_tokens = a->e.max_tokens, .quiet = a->quiet, .o = eval_options(&a->e)};
+    if (check_kv_args(a, KV_CACHE_DEFAULT_SCHEME, &run.kv)) return usage_error(a);
+    run.o.compare = !no_compare && !(kv_layered_is_fp32(&run.kv.k) && kv_layered_is_fp32(&run.kv.v));
     run.o.layer_error = run.o.compare && !no_layer_error;
     PplReport report;
     Error err;
@@ -200,9 +200,8 @@ static int cmd_sweep(Args *a) {
         snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
         snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
         snprintf(s.calib_path, sizeof s.calib_path, "%s", a->calib ? a->calib : "");
-        if (probes.n_tasks ? probe_sweep_run_and_report(&s, &probes, out_dir, a->e.max_tokens, a->quiet, a->json, stdout,
-                                                        stderr, &err)
-                           : sweep_run_and_report(&s, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+        SweepRun run = {out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr};
+        if (probes.n_tasks ? probe_sweep_run_and_report(&s, &probes, &run, &err) : sweep_run_and_report(&s, &run, &err))
             rc = bad_input(a, err.msg);
     }
     free(s.configs);
@@ -231,19 +230,19 @@ static int cmd_probe(Args *a) {
     require(a, a->dir != NULL, "missing MODEL_DIR");
     require(a, task != NULL, "missing --task copy|passkey|diverge");
     require(a, !task || probe_task_parse(task) >= 0, "--task must be copy, passkey or diverge");
-    KvLayered k, v;
-    if (check_args(a, "fp32", &k, &v)) return usage_error(a);
+    KvCacheFlags kv;
+    if (check_kv_args(a, KV_CACHE_DEFAULT_SCHEME, &kv)) return usage_error(a);
     o.task = (ProbeTask)probe_task_parse(task);
     o.seed = (unsigned long long)seed;
     ProbeResult r;
     Error err;
-    if (probe_run_from_dir(a->dir, a->calib, &o, &k, &v, &r, &err)) return bad_input(a, err.msg);
+    if (probe_run_from_dir(a->dir, &kv, &o, &r, &err)) return bad_input(a, err.msg);
     char label[1100];
-    const char *k_text = a->k_scheme ? a->k_scheme : a->kv_scheme ? a->kv_scheme : "fp32";
-    const char *v_text = a->v_scheme ? a->v_scheme : a->kv_scheme ? a->kv_scheme : "fp32";
+    const char *both = a->kv_scheme ? a->kv_scheme : KV_CACHE_DEFAULT_SCHEME;   /* as the user spelled them */
+    const char *k_text = a->k_scheme ? a->k_scheme : both, *v_text = a->v_scheme ? a->v_scheme : both;
     if (!strcmp(k_text, v_text)) snprintf(label, sizeof label, "%s", k_text);
     else snprintf(label, sizeof label, "K %s / V %s", k_text, v_text);
-    const char *labels[2] = {"fp32", label};
+    const char *labels[2] = {KV_CACHE_DEFAULT_SCHEME, label};
     if (a->json) probe_report_json(stdout, &r, a->dir, labels);
     else probe_report_text(stdout, &r, a->dir, labels);
     probe_result_free(&r);
@@ -274,7 +273,8 @@ static int cmd_sensitivity(Args *a) {
         snprintf(s.text_file, sizeof s.text_file, "%s", a->e.text_file);
         snprintf(s.precision, sizeof s.precision, "%s", a->e.precision);
         snprintf(s.calib_path, sizeof s.calib_path, "%s", a->calib ? a->calib : "");
-        if (sensitivity_run_and_report(&s, &g, out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr, &err))
+        SweepRun run = {out_dir, a->e.max_tokens, a->quiet, a->json, stdout, stderr};
+        if (sensitivity_run_and_report(&s, &g, &run, &err))
             rc = bad_input(a, err.msg);
     }
     free(s.configs);
@@ -376,11 +376,13 @@ static int cmd_kv_info(Args *a) {
     require(a, a->dir != NULL, "missing FILE");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    Calibration calib;
-    int n_mismatches, have_calib;
-    if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
-    int rc = kv_info(stdout, a->dir, model, have_calib ? &calib : NULL, a->json, &n_mismatches, &err);
-    calibration_free(&calib);
+    KvCacheFlags kv;
+    KvCacheRecipe recipe;
+    int n_mismatches;
+    kv_cache_flags_default(&kv, a->calib);
+    if (kv_cache_recipe_resolve(&recipe, &kv, 0, NULL, NULL, NULL, &err)) return bad_input(a, err.msg);
+    int rc = kv_info(stdout, a->dir, model, recipe.scheme.calib, a->json, &n_mismatches, &err);
+    kv_cache_recipe_free(&recipe);
     if (rc) return bad_input(a, err.msg);
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
 }
@@ -421,23 +423,24 @@ static int cmd_compress(Args *a) {
         require(a, strcmp(input, output) != 0 && !same_file(input, output), "-output must differ from -input (the same file)");
     /* --kv-scheme (or --scheme, -group-size) is checked even when --k-scheme and --v-scheme replace it */
     char composed[64];
-    KvLayered k, v;
+    KvCacheFlags kv;
     compose_scheme(scheme, group, composed, sizeof composed);
-    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &k);
-    if (check_args(a, composed, &k, &v)) return usage_error(a);
+    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &kv.k);
+    if (check_kv_args(a, composed, &kv)) return usage_error(a);
     Error err;
-    Calibration calib;
+    KvCacheRecipe recipe;
     KvSnapshot snap;
-    int passed, have_calib;
-    if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
-    CompressOptions o = {&k, &v, sparsity, lz4, rmse, snr, cosine, have_calib ? &calib : NULL, entropy};
+    int passed;
+    if (kv_cache_recipe_resolve(&recipe, &kv, 0, NULL, NULL, NULL, &err)) return bad_input(a, err.msg);
+    const KvCacheScheme *cs = &recipe.scheme;
+    CompressOptions o = {&cs->k, &cs->v, sparsity, lz4, rmse, snr, cosine, cs->calib, entropy};
     if (kv_snapshot_load(input, &snap, &err)) {
-        calibration_free(&calib);
+        kv_cache_recipe_free(&recipe);
         return bad_input(a, err.msg);
     }
     int rc = kv_compress_print(&snap, &o, metrics_only ? NULL : output, stdout, verbose ? stderr : NULL, &passed, &err);
     kv_snapshot_free(&snap);
-    calibration_free(&calib);
+    kv_cache_recipe_free(&recipe);
     if (rc) {
         char where[4200];
         snprintf(where, sizeof where, "compress: %s", input);
@@ -457,11 +460,12 @@ static int cmd_decompress(Args *a) {
     if (in && out) require(a, strcmp(in, out) != 0 && !same_file(in, out), "-output must differ from -input (the same file)");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    Calibration calib;
-    int have_calib;
-    if (calibration_for_kv_file(a->calib, &calib, &have_calib, &err)) return bad_input(a, err.msg);
-    int rc = kv_decompress_to(in, have_calib ? &calib : NULL, out, &err);
-    calibration_free(&calib);
+    KvCacheFlags kv;
+    KvCacheRecipe recipe;
+    kv_cache_flags_default(&kv, a->calib);
+    if (kv_cache_recipe_resolve(&recipe, &kv, 0, NULL, NULL, NULL, &err)) return bad_input(a, err.msg);
+    int rc = kv_decompress_to(in, recipe.scheme.calib, out, &err);
+    kv_cache_recipe_free(&recipe);
     return rc ? bad_input(a, err.msg) : EXIT_OK;
 }
 
@@ -490,15 +494,11 @@ static int cmd_validate(Args *a) {
         else if (flag(a, "threshold", 1)) parse_threshold(a, &o);
         else unknown_arg(a);
     }
-    KvLayered k, v;
-    if (check_args(a, "int4-g64", &k, &v)) return usage_error(a);
-    o.k_scheme = &k;
-    o.v_scheme = &v;
+    if (check_kv_args(a, "int4-g64", &o.kv)) return usage_error(a);
     o.text_file = a->e.text_file;
     o.ctx = a->e.ctx;
     o.stride = a->e.stride;
     o.quiet = a->quiet;
-    o.calib_path = a->calib;
     Error err;
     int passed;
     FILE *out = a->json ? stderr : stdout;   /* --quiet: no progress, as on every command; the report stays */
@@ -547,7 +547,7 @@ static int cmd_bench(Args *a) {
         else if (flag(a, "n", 1)) parse_int(a, 1, 1 << 16, &o.gen);
         else if (flag(a, "ctx", 1)) parse_int(a, 0, 1 << 20, &o.long_ctx);
         else if (flag(a, "kv-scheme", 1)) {
-            if (!parse_scheme(a, a->value, KV_SIDE_KEYS, &o.scheme_k)) parse_scheme(a, a->value, KV_SIDE_VALUES, &o.scheme_v);
+            if (!parse_scheme(a, a->value, KV_SIDE_KEYS, &o.kv.k)) parse_scheme(a, a->value, KV_SIDE_VALUES, &o.kv.v);
         }
         else if (flag(a, "long-scheme", 1)) {
             if (!parse_scheme(a, a->value, KV_SIDE_KEYS, &o.long_k)) parse_scheme(a, a->value, KV_SIDE_VALUES, &o.long_v);
@@ -559,7 +559,7 @@ static int cmd_bench(Args *a) {
         else if (flag(a, "dtype", 1)) dtype = a->value;
         else if (flag(a, "precision", 1)) precision = a->value;
         else if (flag(a, "no-probe", 0)) o.probe_machine = 0;
-        else if (flag(a, "calib", 1)) o.calib_path = a->value;
+        else if (flag(a, "calib", 1)) o.kv.calib_path = a->value;
         else if (flag(a, "ppl", 0)) o.ppl_windows = 4;
         else if (flag(a, "ppl-windows", 1)) parse_int(a, 2, 1 << 16, &o.ppl_windows);
         else if (flag(a, "ppl-batch", 1)) parse_int(a, 1, 4096, &o.ppl_batch);

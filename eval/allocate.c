@@ -3,6 +3,7 @@
  * (a sweep). The report is written by eval/allocate_report.c. */
 #include "eval/allocate.h"
 #include "eval/allocate_report.h"
+#include "eval/calibration.h"
 #include "model/config.h"
 #include "model/formats/fileio.h"
 #include "model/formats/sha256.h"
@@ -300,7 +301,7 @@ static int check_calibration(const Alloc *a, const SweepSettings *s, Error *err)
     if (!sweep_needs_calibration(s)) return 0;
     char path[4200], sha[65];
     if (a->o->calib_path) snprintf(path, sizeof path, "%s", a->o->calib_path);
-    else snprintf(path, sizeof path, "%s/kv-calib.safetensors", a->o->model_dir);
+    else snprintf(path, sizeof path, "%s/%s", a->o->model_dir, DEFAULT_CALIBRATION);
     if (!path_exists(path)) return 0;   /* the sweep refuses a fitted base without one, naming the fix */
     if (sha256_file_hex(path, sha, err)) return -1;
     if (strcmp(sha, a->d.calib_sha256))
@@ -337,7 +338,8 @@ static int run_verify(Alloc *a, FILE *out, FILE *log, Error *err) {
     snprintf(plan, sizeof plan, "allocate: checking %d allocation(s) and %d uniform candidate(s) on %s: %d forward passes "
              "a window", o->n_budgets, v.n_uniform, o->text_file, s.n_configs + 1);
     SweepDriver d = {"allocate", plan, verify_finish, &v};
-    if (!rc) rc = sweep_run_and_report_as(&d, &s, o->out_dir, o->max_tokens, o->quiet, o->json, out, log, err);
+    SweepRun run = {o->out_dir, o->max_tokens, o->quiet, o->json, out, log};
+    if (!rc) rc = sweep_run_and_report_as(&d, &s, &run, err);
     free(s.configs);
     return rc;
 }

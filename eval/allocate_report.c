@@ -109,8 +109,15 @@ static void write_markdown(FILE *f, const Alloc *a, const Verify *v) {
 
 /* ---- JSON ---- */
 
-static void json_measured(FILE *f, const char *kind, const char *k, const char *v, double bits, double predicted,
-                          const PplSummary *y, int best, int last) {
+/* One row of the verify's JSON: a configuration, its bits and predicted KL, what was measured. */
+typedef struct {
+    const char *kind, *k, *v;   /* "allocation" or "uniform"; the schemes of keys and values */
+    double bits, predicted;
+} MeasuredRow;
+
+static void json_measured(FILE *f, const MeasuredRow *row, const PplSummary *y, int best, int last) {
+    const char *kind = row->kind, *k = row->k, *v = row->v;
+    double bits = row->bits, predicted = row->predicted;
     fprintf(f, "    {\"kind\": \"%s\", \"k_scheme\": ", kind);
     json_out_quoted(f, k, strlen(k));
     fprintf(f, ", \"v_scheme\": ");
@@ -136,12 +143,13 @@ static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
         PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_alloc[b]]);
         int u = best_uniform(v, b);
         fprintf(f, "   {\"budget\": %.17g, \"rows\": [\n", (double)a->o->budgets[b].num / a->o->budgets[b].den);
-        json_measured(f, "allocation", a->k_scheme[b], a->v_scheme[b], allocation_bits(a, b), a->result[b].damage, &y, 0,
-                      u < 0);
+        MeasuredRow alloc = {"allocation", a->k_scheme[b], a->v_scheme[b], allocation_bits(a, b), a->result[b].damage};
+        json_measured(f, &alloc, &y, 0, u < 0);
         if (u >= 0) {
             int c = v->uniform[u];
             y = token_sums_summarize(&v->t->sums[v->cfg_uniform[u]]);
-            json_measured(f, "uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c), &y, 1, 1);
+            MeasuredRow uniform = {"uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c)};
+            json_measured(f, &uniform, &y, 1, 1);
         }
         fprintf(f, "   ]}%s\n", b + 1 < a->o->n_budgets ? "," : "");
     }
@@ -149,8 +157,8 @@ static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
     for (int i = 0; i < v->n_uniform; i++) {
         int c = v->uniform[i];
         PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]);
-        json_measured(f, "uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c), &y, 0,
-                      i + 1 == v->n_uniform);
+        MeasuredRow uniform = {"uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c)};
+        json_measured(f, &uniform, &y, 0, i + 1 == v->n_uniform);
     }
     fprintf(f, "  ]\n  }\n");
 }

@@ -31,8 +31,7 @@ void bench_default_options(BenchOptions *o) {
     o->gen = 64;
     o->long_ctx = 2048;
     char why[128];
-    kv_layered_parse("fp32", KV_SIDE_KEYS, &o->scheme_k, why, sizeof why);
-    kv_layered_parse("fp32", KV_SIDE_VALUES, &o->scheme_v, why, sizeof why);
+    kv_cache_flags_default(&o->kv, NULL);
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &o->long_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &o->long_v, why, sizeof why);
     o->repeats = 3;
@@ -206,16 +205,15 @@ static double time_decode(const Model *m, RunState *s, KvCache *kv, const int *t
     return gen / (seconds_now() - t0);
 }
 
-/* One long-context decode measurement with the keys' and values' schemes (NULL: fp32): cache filled to ctx - gen, then
- * gen steps. position_bytes: the cache's bytes per position. */
-static double time_long(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                        const Calibration *calib, int ctx,
-                        int gen, const int *tokens, double *position_bytes, double *cache_bytes, Error *err) {
+/* One long-context decode measurement with the cache's scheme (NULL: fp32): cache filled to ctx - gen, then
+ * gen steps. bytes: the cache's bytes per position, then its bytes in all. */
+static double time_long(const Model *m, RunState *s, const KvCacheScheme *scheme, int ctx, int gen, const int *tokens,
+                        double bytes[2], Error *err) {
     const Config *c = &m->config;
     KvCache kv;
-    if (kv_cache_init(&kv, c, ctx, 1, k_scheme, v_scheme, calib, m->rope_inv_freq, err)) return -1;
-    *position_bytes = kv_cache_position_bytes(&kv);
-    *cache_bytes = (double)kv_cache_bytes(&kv);
+    if (kv_cache_init(&kv, c, ctx, 1, scheme, m->rope_inv_freq, err)) return -1;
+    bytes[0] = kv_cache_position_bytes(&kv);
+    bytes[1] = (double)kv_cache_bytes(&kv);
     float *k = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
     float *v = malloc((size_t)c->n_kv_heads * c->head_dim * sizeof(float));
     double rate = -1;
@@ -232,10 +230,10 @@ static double time_long(const Model *m, RunState *s, const KvLayered *k_scheme, 
 }
 
 /* A prefill of `prompt` tokens into a fresh cache with these schemes; returns tokens/s. */
-static double time_prefill(const Model *m, RunState *s, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                           const Calibration *calib, int prompt, const int *tokens, Error *err) {
+static double time_prefill(const Model *m, RunState *s, const KvCacheScheme *scheme, int prompt, const int *tokens,
+                           Error *err) {
     KvCache kv;
-    if (kv_cache_init(&kv, &m->config, prompt, prompt, k_scheme, v_scheme, calib, m->rope_inv_freq, err)) return -1;
+    if (kv_cache_init(&kv, &m->config, prompt, prompt, scheme, m->rope_inv_freq, err)) return -1;
     double t0 = seconds_now();
     forward(m, s, &kv, tokens, prompt, 0, prompt - 1);
     double rate = prompt / (seconds_now() - t0);
@@ -247,8 +245,9 @@ static int repeat_count(const BenchOptions *o) {
     return o->repeats < 1 ? 1 : o->repeats > MAX_REPEATS ? MAX_REPEATS : o->repeats;
 }
 
-static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, const int *tokens, BenchStatus *st,
-                      Error *err) {
+/* scheme: the prefill and decode runs' cache; long_scheme: the long runs' quantized one. */
+static int run_phases(const Model *m, const BenchOptions *o, const KvCacheScheme *scheme, const KvCacheScheme *long_scheme,
+                      BenchResult *r, const int *tokens, BenchStatus *st, Error *err) {
     const Config *c = &m->config;
     double pre[MAX_REPEATS], dec[MAX_REPEATS], lf[MAX_REPEATS], lq[MAX_REPEATS], pq[MAX_REPEATS];
     double dec_read[MAX_REPEATS], lf_read[MAX_REPEATS], lq_read[MAX_REPEATS];   /* see BenchPhase.read_frac */
@@ -256,7 +255,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     RunState s;
     KvCache kv;
     if (runstate_init(&s, c, o->prompt, err)) return -1;
-    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, &o->scheme_k, &o->scheme_v, o->calib, m->rope_inv_freq, err)) {
+    if (kv_cache_init(&kv, c, o->prompt + o->gen, o->prompt, scheme, m->rope_inv_freq, err)) {
         runstate_free(&s);
         return -1;
     }
@@ -264,7 +263,7 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
     /* Decode: average context of the measured steps; the long runs' caches differ from kv
      * only in their row sizes. */
     double dec_ctx = o->prompt + o->gen / 2.0, long_ctx = r->long_ctx - o->gen / 2.0;
-    double kv_bytes = kv_cache_position_bytes(&kv), f32_bytes = 0, quant_bytes = 0;
+    double kv_bytes = kv_cache_position_bytes(&kv), f32_bytes[2] = {0}, quant_bytes[2] = {0};
     int rc = 0;
     for (int i = 0; i < reps && !rc; i++) {
         kv.len = 0;
@@ -274,11 +273,13 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         dec[i] = time_decode(m, &s, &kv, tokens + o->prompt, o->prompt, o->gen);
         if (o->probe_machine) dec_read[i] = read_fraction(m, kv_bytes, dec_ctx, dec[i]);
         if (r->long_ctx > 0) {
-            lf[i] = time_long(m, &s, NULL, NULL, NULL, r->long_ctx, o->gen, tokens, &f32_bytes, &r->cache_bytes_f32, err);
-            if (o->probe_machine) lf_read[i] = read_fraction(m, f32_bytes, long_ctx, lf[i]);
-            lq[i] = time_long(m, &s, &o->long_k, &o->long_v, o->calib, r->long_ctx, o->gen, tokens, &quant_bytes, &r->cache_bytes_quant, err);
-            pq[i] = time_prefill(m, &s, &o->long_k, &o->long_v, o->calib, o->prompt, tokens, err);
-            if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes, long_ctx, lq[i]);
+            lf[i] = time_long(m, &s, NULL, r->long_ctx, o->gen, tokens, f32_bytes, err);
+            r->cache_bytes_f32 = f32_bytes[1];
+            if (o->probe_machine) lf_read[i] = read_fraction(m, f32_bytes[0], long_ctx, lf[i]);
+            lq[i] = time_long(m, &s, long_scheme, r->long_ctx, o->gen, tokens, quant_bytes, err);
+            r->cache_bytes_quant = quant_bytes[1];
+            pq[i] = time_prefill(m, &s, long_scheme, o->prompt, tokens, err);
+            if (o->probe_machine) lq_read[i] = read_fraction(m, quant_bytes[0], long_ctx, lq[i]);
             if (lf[i] < 0 || lq[i] < 0 || pq[i] < 0) rc = -1;
         }
         st->prefills[st->reps_done++] = pre[i];
@@ -309,9 +310,9 @@ static int run_phases(const Model *m, const BenchOptions *o, BenchResult *r, con
         r->decode.gbytes = decode_bytes(m, kv_bytes, dec_ctx) * r->decode.tok_s * 1e-9;
         if (r->long_ctx > 0) {
             r->long_f32.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_f32.tok_s * 1e-9;
-            r->long_f32.gbytes = decode_bytes(m, f32_bytes, long_ctx) * r->long_f32.tok_s * 1e-9;
+            r->long_f32.gbytes = decode_bytes(m, f32_bytes[0], long_ctx) * r->long_f32.tok_s * 1e-9;
             r->long_quant.gflops = (tok_flops + 2.0 * attention_macs(c, long_ctx)) * r->long_quant.tok_s * 1e-9;
-            r->long_quant.gbytes = decode_bytes(m, quant_bytes, long_ctx) * r->long_quant.tok_s * 1e-9;
+            r->long_quant.gbytes = decode_bytes(m, quant_bytes[0], long_ctx) * r->long_quant.tok_s * 1e-9;
         }
         r->weight_bytes = weight_bytes(m);
     }
@@ -347,7 +348,7 @@ static void after_window(void *user, int done, int total, long tokens, double se
     if (done == 1) k->first_tokens = tokens, k->first_seconds = seconds;
     if (done < total && k->n_prefills < MAX_PPL_PREFILLS) {
         Error err;
-        double t0 = seconds_now(), rate = time_prefill(k->m, k->s, NULL, NULL, NULL, k->o->prompt, k->prompt_tokens, &err);
+        double t0 = seconds_now(), rate = time_prefill(k->m, k->s, NULL, k->o->prompt, k->prompt_tokens, &err);
         k->side_seconds += seconds_now() - t0;   /* after first_seconds was taken: inside the measured time */
         if (rate > 0) k->prefills[k->n_prefills++] = rate;
     }
@@ -357,15 +358,13 @@ static void after_window(void *user, int done, int total, long tokens, double se
     status_print(k->status, what);
 }
 
-/* Positions per second of ppl_evaluate over the windows after the first, with the cache k / v
+/* Positions per second of ppl_evaluate over the windows after the first, with the cache's scheme
  * (NULL: fp32), and in *prefill the median rate of the prefills timed between its windows: each
- * run's ratio is to the prefills of the same minutes. */
-static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const BenchPpl *b, const KvLayered *keys,
-                       const KvLayered *values, int compare, const char *run_name, double *prefill, Error *err) {
+ * run's ratio is to the prefills of the same minutes. k->run_name names the run. */
+static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const BenchPpl *b, const KvCacheScheme *scheme,
+                       int compare, double *prefill, Error *err) {
     PplOptions o = {0};
-    o.k_scheme = keys;
-    o.v_scheme = values;
-    o.calib = keys ? k->o->calib : NULL;
+    o.scheme = scheme;
     o.protocol = PPL_HF;
     o.ctx = b->ctx;
     o.stride = b->stride;
@@ -378,7 +377,6 @@ static double ppl_rate(PplClock *k, const int *tokens, int n_tokens, const Bench
     k->first_tokens = 0;
     k->first_seconds = k->side_seconds = 0;
     k->n_prefills = 0;
-    k->run_name = run_name;
     k->weight = compare ? 2.0 : 1.0;
     if (k->status->ppl_start <= 0) k->status->ppl_start = seconds_now();
     k->done_before = k->status->ppl_done;
@@ -407,7 +405,8 @@ static double ppl_positions(const BenchResult *r, int runs, int prompt) {
     return (double)(runs * 2 - 1) * b->windows * b->ctx + (double)runs * (b->windows - 1) * prompt;
 }
 
-static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, int runs, BenchStatus *st, Error *err) {
+static int run_ppl(const Model *m, const BenchOptions *o, const KvCacheScheme *long_scheme, BenchResult *r, int runs,
+                   BenchStatus *st, Error *err) {
     BenchPpl *b = &r->ppl;
     int n = b->ctx + (b->windows - 1) * b->stride;
     int n_alloc = n > o->prompt ? n : o->prompt;   /* the prefills between windows read -p of them */
@@ -424,14 +423,14 @@ static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, int ru
     snprintf(name_alone, sizeof name_alone, "ppl 1/%d, fp32 cache", runs);
     snprintf(name_compared, sizeof name_compared, "ppl 2/%d, fp32 cache compared", runs);
     snprintf(name_scheme, sizeof name_scheme, "ppl 3/%d, long scheme compared", runs);
-    b->alone = ppl_rate(&clock, tokens, n, b, NULL, NULL, 0, name_alone, &b->prefill_alongside, err);
-    b->compared = b->alone < 0 ? -1
-                               : ppl_rate(&clock, tokens, n, b, NULL, NULL, 1, name_compared,
-                                          &b->prefill_alongside_compared, err);
+    clock.run_name = name_alone;
+    b->alone = ppl_rate(&clock, tokens, n, b, NULL, 0, &b->prefill_alongside, err);
+    clock.run_name = name_compared;
+    b->compared = b->alone < 0 ? -1 : ppl_rate(&clock, tokens, n, b, NULL, 1, &b->prefill_alongside_compared, err);
     /* One configuration of a sweep: the long scheme's cache, compared with the fp32 baseline. */
+    clock.run_name = name_scheme;
     if (b->compared >= 0 && !r->long_skipped)
-        b->scheme_compared = ppl_rate(&clock, tokens, n, b, &o->long_k, &o->long_v, 1, name_scheme,
-                                      &b->prefill_alongside_scheme, err);
+        b->scheme_compared = ppl_rate(&clock, tokens, n, b, long_scheme, 1, &b->prefill_alongside_scheme, err);
     if (b->prefill_alongside <= 0) b->prefill_alongside = r->prefill.tok_s;
     if (b->prefill_alongside_compared <= 0) b->prefill_alongside_compared = r->prefill.tok_s;
     if (b->scheme_compared > 0 && b->prefill_alongside_scheme <= 0) b->prefill_alongside_scheme = r->prefill.tok_s;
@@ -440,7 +439,8 @@ static int run_ppl(const Model *m, const BenchOptions *o, BenchResult *r, int ru
     return b->alone < 0 || b->compared < 0 || b->scheme_compared < 0 ? -1 : 0;
 }
 
-int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResult *r, Error *err) {
+int bench_run(Model *m, const char *model_name, const BenchOptions *o, const KvCacheScheme *scheme, BenchResult *r,
+              Error *err) {
     const Config *c = &m->config;
     memset(r, 0, sizeof *r);
 #ifdef _OPENMP
@@ -467,7 +467,7 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
         r->long_ctx = 0;   /* e.g. int4-g64 on a model with 8-wide heads: nothing to compare */
         r->long_skipped = 1;
     }
-    snprintf(r->scheme, sizeof r->scheme, "%s", o->scheme_k.text);
+    snprintf(r->scheme, sizeof r->scheme, "%s", scheme->k.text);
     if (strcmp(o->long_k.text, o->long_v.text))
         snprintf(r->long_scheme, sizeof r->long_scheme, "%s / %s", o->long_k.text, o->long_v.text);
     else
@@ -480,9 +480,10 @@ int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResu
     BenchStatus st = {.quiet = o->quiet, .start = seconds_now(), .reps = repeat_count(o)};
     int ppl_runs = o->ppl_windows > 0 && o->long_ctx > 1 ? plan_ppl(m, o, r) : 0;
     if (ppl_runs) st.ppl_positions = ppl_positions(r, ppl_runs, o->prompt);
-    int rc = run_phases(m, o, r, tokens, &st, err);
+    KvCacheScheme long_scheme = {o->long_k, o->long_v, scheme->calib};
+    int rc = run_phases(m, o, scheme, &long_scheme, r, tokens, &st, err);
     free(tokens);
-    if (!rc && ppl_runs) rc = run_ppl(m, o, r, ppl_runs, &st, err);
+    if (!rc && ppl_runs) rc = run_ppl(m, o, &long_scheme, r, ppl_runs, &st, err);
     if (rc) return -1;
     r->peak_rss_mib = bench_peak_rss_mib();   /* before the memory probe's own buffer */
     if (o->probe_machine) {

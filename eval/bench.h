@@ -9,14 +9,14 @@
 #include <stdio.h>
 #include "model/model.h"
 #include "eval/perplexity.h"
+#include "eval/calibration.h"
 
 typedef struct {
     int prompt;                  /* tokens in the prefill batch (-p, 512) */
     int gen;                     /* decode steps measured (-n, 64) */
     int long_ctx;                /* decode measured ending at this context (0: skip) */
-    KvLayered scheme_k, scheme_v;   /* cache of the prefill/decode runs: one scheme, for keys and values (fp32) */
-    const char *calib_path;      /* --calib (see bench_report) */
-    const Calibration *calib;    /* the tables of fitted bases in these schemes (NULL: none), from calib_path */
+    KvCacheFlags kv;             /* cache of the prefill/decode runs: one scheme, for keys and values (fp32),
+                                    and --calib, whose tables the long runs' fitted bases take too */
     KvLayered long_k, long_v;    /* keys' and values' schemes compared with fp32 at long_ctx
                                     (int4-g64 for both by default) */
     int repeats;                 /* each figure is the median of this many runs */
@@ -76,8 +76,10 @@ typedef struct {
 
 void bench_default_options(BenchOptions *o);
 
-/* Runs every phase on m (its precision decides the matmul path). */
-int bench_run(Model *m, const char *model_name, const BenchOptions *o, BenchResult *r, Error *err);
+/* Runs every phase on m (its precision decides the matmul path); scheme: o->kv resolved
+ * (eval/calibration.h), whose calibration the long runs use too. */
+int bench_run(Model *m, const char *model_name, const BenchOptions *o, const KvCacheScheme *scheme, BenchResult *r,
+              Error *err);
 
 /* Machine probes, also useful alone. Each uses every OpenMP thread. */
 double bench_probe_fma_gflops(void);

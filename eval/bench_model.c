@@ -50,22 +50,17 @@ int bench_report(const char *dir, const char *random, DType dtype, const char *p
                  int json, FILE *out, Error *err) {
     Model m;
     BenchResult r;
-    char name[256], sha256[65], default_path[4096];
-    const char *path = o->calib_path;
-    int needed = kv_layered_is_fitted(&o->scheme_k) || kv_layered_is_fitted(&o->scheme_v) ||
-                 kv_layered_is_fitted(&o->long_k) || kv_layered_is_fitted(&o->long_v);
-    if (!path && needed && dir) {
-        snprintf(default_path, sizeof default_path, "%s/" DEFAULT_CALIBRATION, dir);
-        if (path_exists(default_path)) path = default_path;
-    }
-    if (bench_model_load(&m, dir, random, dtype, name, sizeof name, path ? sha256 : NULL, err)) return -1;
+    KvCacheRecipe recipe;
+    char name[256], sha256[65];
+    /* random weights have no directory, so no default calibration: with --calib their identity is
+     * their recipe's, computed here */
+    int random_identity = random && o->kv.calib_path;
+    if (bench_model_load(&m, dir, random, dtype, name, sizeof name, random_identity ? sha256 : NULL, err)) return -1;
     m.precision = strcmp(precision, "exact") ? MATMUL_BF16_ACT : MATMUL_EXACT;
-    Calibration calib = {0};
-    BenchOptions with = *o;
-    int rc = path ? calibration_open(path, &m, sha256, &calib, err) : 0;
-    with.calib = path ? &calib : NULL;
-    if (rc == 0) rc = bench_run(&m, name, &with, &r, err);
-    calibration_free(&calib);
+    int long_fitted = kv_layered_is_fitted(&o->long_k) || kv_layered_is_fitted(&o->long_v);
+    int rc = kv_cache_recipe_resolve(&recipe, &o->kv, long_fitted, dir, random_identity ? sha256 : NULL, &m, err);
+    if (rc == 0) rc = bench_run(&m, name, o, &recipe.scheme, &r, err);
+    kv_cache_recipe_free(&recipe);
     model_free(&m);
     if (rc) return -1;
     if (json) bench_print_json(out, &r);

@@ -22,7 +22,7 @@ int bench_model_load(Model *m, const char *dir, const char *random, DType dtype,
  * report on out, as JSON with json. */
 int bench_report(const char *dir, const char *random, DType dtype, const char *precision, const BenchOptions *o,
                  int json, FILE *out, Error *err);
-/* o->calib_path: the calibration of the fitted bases in o's schemes (NULL: a model directory's
- * kv-calib.safetensors when a scheme needs one), checked against the model's identity. */
+/* o->kv's calibration (eval/calibration.h: a model directory's kv-calib.safetensors by default,
+ * none for random weights) serves every fitted base of o's schemes, the long ones' too. */
 
 #endif

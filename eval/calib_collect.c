@@ -103,7 +103,7 @@ static void collector_free(Collector *c) {
 static int collector_init(Collector *c, const Model *m, int ctx, int batch, Error *err) {
     const Config *cfg = &m->config;
     memset(c, 0, sizeof *c);
-    if (runstate_init(&c->s, cfg, batch, err) || kv_cache_init(&c->kv, cfg, ctx, batch, NULL, NULL, NULL, NULL, err)) {
+    if (runstate_init(&c->s, cfg, batch, err) || kv_cache_init(&c->kv, cfg, ctx, batch, NULL, NULL, err)) {
         collector_free(c);
         return -1;
     }
@@ -118,9 +118,10 @@ static int collector_init(Collector *c, const Model *m, int ctx, int batch, Erro
     return 0;
 }
 
-int calib_collect(const Model *m, const int *tokens, int windows, int ctx, int batch, int keep_kpre,
-                  void (*progress)(void *user, int done, int total, long tokens, double seconds), void *progress_user,
-                  CalibRows *r, Error *err) {
+int calib_collect(const Model *m, const CalibWindows *cw, void (*progress)(void *user, int done, int total, long tokens,
+                  double seconds), void *progress_user, CalibRows *r, Error *err) {
+    const int *tokens = cw->tokens;
+    int windows = cw->windows, ctx = cw->ctx, batch = cw->batch, keep_kpre = cw->keep_kpre;
     const Config *cfg = &m->config;
     memset(r, 0, sizeof *r);
     r->n_layers = cfg->n_layers;

@@ -230,7 +230,8 @@ static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, RunLock 
     Progress progress;
     progress_init(&progress, "calibrate: rows", o->quiet);
     int batch = o->batch > 0 ? o->batch : o->ctx < 512 ? o->ctx : 512;
-    if (calib_collect(&r->m, r->tokens, windows, o->ctx, batch, keep_kpre, progress_update, &progress, &r->rows, err))
+    CalibWindows cw = {r->tokens, windows, o->ctx, batch, keep_kpre};
+    if (calib_collect(&r->m, &cw, progress_update, &progress, &r->rows, err))
         return -1;
     progress_finish(&progress);
     if (make_calibration(r, model_sha256, text_sha256, err)) return -1;

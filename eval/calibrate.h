@@ -36,12 +36,18 @@ typedef struct {
 
 enum { CALIB_K = 0, CALIB_KPRE = 1, CALIB_V = 2, CALIB_Q = 3 };
 
-/* Runs windows of ctx tokens of tokens[0..windows*ctx) (batches of at most `batch` tokens) and
- * collects every row. keep_kpre: also keep the keys before RoPE (a +prerope fit). progress as
- * PplOptions' (may be NULL). The model must use exact matmuls. */
-int calib_collect(const Model *m, const int *tokens, int windows, int ctx, int batch, int keep_kpre,
-                  void (*progress)(void *user, int done, int total, long tokens, double seconds), void *progress_user,
-                  CalibRows *rows, Error *err);
+/* What calib_collect runs: windows of ctx tokens of tokens[0..windows*ctx), in batches of at
+ * most `batch` tokens; keep_kpre: also keep the keys before RoPE (a +prerope fit). */
+typedef struct {
+    const int *tokens;
+    int windows, ctx, batch;
+    int keep_kpre;
+} CalibWindows;
+
+/* Runs the windows and collects every row. progress as PplOptions' (may be NULL). The model
+ * must use exact matmuls. */
+int calib_collect(const Model *m, const CalibWindows *cw, void (*progress)(void *user, int done, int total, long tokens,
+                  double seconds), void *progress_user, CalibRows *rows, Error *err);
 void calib_rows_free(CalibRows *rows);
 
 /* The statistics of §8 into c (mean, mean square, max |x| of every channel). */

@@ -45,18 +45,26 @@ static int *prompt_tokens(const Tokenizer *tok, const GenerateOptions *o, int st
     return seq;
 }
 
+/* What sampling runs: the model and its tokenizer, the prefilled state and cache, the sampler. */
+typedef struct {
+    const Model *m;
+    const Tokenizer *tok;
+    RunState *s;
+    KvCache *kv;
+    Sampler *sampler;
+} Sampling;
+
 /* Samples from the prefilled state at pos onwards, writing each token's text as it comes. */
-static int sample_tokens(const Model *m, const Tokenizer *tok, RunState *s, KvCache *kv, Sampler *sampler,
-                         int *tokens, int pos, int steps, FILE *out) {
+static int sample_tokens(const Sampling *g, int *tokens, int pos, int steps, FILE *out) {
     char piece[64];
     for (; pos < steps; pos++) {
-        int next = sampler_next(sampler, s->logits);
-        if (next == m->config.eos_id) break;
+        int next = sampler_next(g->sampler, g->s->logits);
+        if (next == g->m->config.eos_id) break;
         tokens[pos] = next;
-        int len = tokenizer_piece_bytes(tok, tokens[pos - 1], next, piece);
+        int len = tokenizer_piece_bytes(g->tok, tokens[pos - 1], next, piece);
         fwrite(piece, 1, (size_t)len, out);
         fflush(out);
-        if (pos + 1 < steps) forward(m, s, kv, &tokens[pos], 1, pos, 0);
+        if (pos + 1 < steps) forward(g->m, g->s, g->kv, &tokens[pos], 1, pos, 0);
     }
     return pos;
 }
@@ -67,7 +75,7 @@ typedef struct {
     double prompt_seconds, generate_seconds;
 } GenerateStats;
 
-static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, const Calibration *calib,
+static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOptions *o, const KvCacheScheme *scheme,
                          FILE *out, GenerateStats *st, Error *err) {
     const Config *c = &m->config;
     int steps = o->steps < c->max_seq_len ? o->steps : c->max_seq_len;
@@ -78,7 +86,7 @@ static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOpt
     Sampler sampler = {0};
     if (!tokens) goto done;
     if (runstate_init(&s, c, n_prompt < 512 ? n_prompt : 512, err) ||
-        kv_cache_init(&kv, c, steps, s.max_batch, o->k_scheme, o->v_scheme, calib, m->rope_inv_freq, err) ||
+        kv_cache_init(&kv, c, steps, s.max_batch, scheme, m->rope_inv_freq, err) ||
         sampler_init(&sampler, c->vocab_size, o->temperature, o->top_p, o->seed, err))
         goto done;
     char piece[64];
@@ -90,7 +98,8 @@ static int generate_text(const Model *m, const Tokenizer *tok, const GenerateOpt
     double t0 = now_seconds();
     prefill(m, &s, &kv, tokens, n_prompt);
     double t1 = now_seconds();
-    int pos = sample_tokens(m, tok, &s, &kv, &sampler, tokens, n_prompt, steps, out);
+    Sampling g = {m, tok, &s, &kv, &sampler};
+    int pos = sample_tokens(&g, tokens, n_prompt, steps, out);
     st->prompt_tokens = n_prompt;
     st->generated = pos - n_prompt;
     st->prompt_seconds = t1 - t0;
@@ -107,13 +116,11 @@ done:
 int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out, FILE *stats, Error *err) {
     ModelDir L;
     GenerateStats st;
-    Calibration calib;
-    int have_calib = 0;
+    KvCacheRecipe recipe;
     if (modeldir_load(&L, model_dir, 1, err)) return -1;
-    int needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
-    int rc = calibration_for_run(o->calib_path, model_dir, NULL, &L.model, needed, &calib, &have_calib, err);
-    if (rc == 0) rc = generate_text(&L.model, L.tok, o, have_calib ? &calib : NULL, out, &st, err);
-    calibration_free(&calib);
+    int rc = kv_cache_recipe_resolve(&recipe, &o->kv, 0, model_dir, NULL, &L.model, err);
+    if (rc == 0) rc = generate_text(&L.model, L.tok, o, &recipe.scheme, out, &st, err);
+    kv_cache_recipe_free(&recipe);
     modeldir_free(&L);
     if (rc) return -1;
     fprintf(out, "\n");
@@ -124,13 +131,12 @@ int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out
 }
 
 /* Every position's logits of ids[0..n), [n][vocab], left in s->logits; the caller frees s. */
-static int logits_of_tokens(const Model *m, const int *ids, int n, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                            const Calibration *calib, RunState *s, Error *err) {
+static int logits_of_tokens(const Model *m, const int *ids, int n, const KvCacheScheme *scheme, RunState *s, Error *err) {
     const Config *c = &m->config;
     memset(s, 0, sizeof *s);
     if (n > c->max_seq_len) return error_set(err, "%d tokens exceed the context of %d", n, c->max_seq_len);
     KvCache kv = {0};
-    if (runstate_init(s, c, n, err) || kv_cache_init(&kv, c, n, n, k_scheme, v_scheme, calib, m->rope_inv_freq, err)) {
+    if (runstate_init(s, c, n, err) || kv_cache_init(&kv, c, n, n, scheme, m->rope_inv_freq, err)) {
         kv_cache_free(&kv);
         return -1;
     }
@@ -195,23 +201,21 @@ int *token_ids_parse(const char *text, int vocab, int *n, Error *err) {
     return NULL;
 }
 
-int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                    const char *calib_path, const char *out_path, FILE *out, int *bad_ids, Error *err) {
+int logits_from_dir(const char *model_dir, const char *ids_text, const KvCacheFlags *kv, const char *out_path, FILE *out,
+                    int *bad_ids, Error *err) {
     ModelDir L;
-    Calibration calib;
-    int have_calib = 0;
+    KvCacheRecipe recipe = {0};
     *bad_ids = 0;
     if (modeldir_load(&L, model_dir, 0, err)) return -1;   /* the weights alone */
     int vocab = L.model.config.vocab_size, n = 0, rc = -1;
     int *ids = token_ids_parse(ids_text, vocab, &n, err);
     RunState s = {0};
     *bad_ids = !ids;
-    int needed = kv_layered_is_fitted(k_scheme) || kv_layered_is_fitted(v_scheme);
-    if (ids && calibration_for_run(calib_path, model_dir, NULL, &L.model, needed, &calib, &have_calib, err)) {
+    if (ids && kv_cache_recipe_resolve(&recipe, kv, 0, model_dir, NULL, &L.model, err)) {
         free(ids);
         ids = NULL;
     }
-    if (ids && logits_of_tokens(&L.model, ids, n, k_scheme, v_scheme, have_calib ? &calib : NULL, &s, err) == 0) {
+    if (ids && logits_of_tokens(&L.model, ids, n, &recipe.scheme, &s, err) == 0) {
         if (out_path) rc = write_floats_file(out_path, s.logits, (size_t)n * vocab, err);
         else {
             print_top5(out, s.logits, n, vocab);
@@ -220,7 +224,7 @@ int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered
     }
     runstate_free(&s);
     free(ids);
-    calibration_free(&calib);
+    kv_cache_recipe_free(&recipe);
     modeldir_free(&L);
     return rc;
 }

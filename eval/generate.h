@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include "model/model.h"
+#include "eval/calibration.h"
 
 typedef struct {
     const char *prompt;
@@ -13,9 +14,7 @@ typedef struct {
     int steps;                 /* positions in all, the prompt's included (capped at the model's context) */
     float temperature, top_p;
     unsigned long long seed;
-    const KvLayered *k_scheme, *v_scheme;   /* how the cache stores keys and values */
-    const char *calib_path;                 /* --calib: the tables of fitted bases (NULL: the model
-                                               directory's kv-calib.safetensors, if any) */
+    KvCacheFlags kv;           /* how the cache stores keys and values, and --calib */
 } GenerateOptions;
 
 /* model_dir loaded, the prompt's text and then each sampled token's written to out as it comes
@@ -27,8 +26,8 @@ int generate_from_dir(const char *model_dir, const GenerateOptions *o, FILE *out
  * schemes: the logits written to out_path as float32 [n][vocab], or without out_path the five
  * largest of each position printed on out ("pos 3: 450 (12.3456) ..."). *bad_ids: the failure
  * is ids_text's. */
-int logits_from_dir(const char *model_dir, const char *ids_text, const KvLayered *k_scheme, const KvLayered *v_scheme,
-                    const char *calib_path, const char *out_path, FILE *out, int *bad_ids, Error *err);
+int logits_from_dir(const char *model_dir, const char *ids_text, const KvCacheFlags *kv, const char *out_path, FILE *out,
+                    int *bad_ids, Error *err);
 
 /* "1,450,4996" (--tokens) -> n ids, each checked against the vocabulary; NULL with the reason. */
 int *token_ids_parse(const char *text, int vocab, int *n, Error *err);

@@ -84,9 +84,13 @@ static void kv_info_bits(FILE *f, const KvSnapshot *s, const KvTensorBits *bits,
     }
 }
 
-void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
-                    const KvStats *st, const KvTensorBits *bits,
-                    const char *mismatches, int n_mismatches, int json) {
+void report_kv_info(FILE *f, const KvInfo *info, int json) {
+    const char *path = info->path, *k_scheme = info->k_scheme, *v_scheme = info->v_scheme;
+    const char *mismatches = info->mismatches;
+    int n_mismatches = info->n_mismatches;
+    const KvSnapshot *s = info->snap;
+    const KvStats *st = &info->stats;
+    const KvTensorBits *bits = info->bits;
     if (json) {
         fprintf(f, "{\n");
         json_out_string(f, "file", path, 0);
@@ -212,7 +216,8 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
             (*n_mismatches)++;
         }
     }
-    report_kv_info(f, path, k_scheme, v_scheme, &snap, &stats, bits, mismatches, *n_mismatches, json);
+    KvInfo info = {path, k_scheme, v_scheme, &snap, stats, bits, mismatches, *n_mismatches};
+    report_kv_info(f, &info, json);
     kv_snapshot_free(&snap);
     free(bits);
     return 0;

@@ -13,11 +13,17 @@ void report_compress_json(FILE *f, const CompressReport *r, const CompressOption
 /* A few human lines (-verbose prints them on stderr beside the JSON). */
 void report_compress_text(FILE *f, const CompressReport *r, const CompressOptions *o);
 
-/* k_scheme / v_scheme: a compressed file's schemes ("" for a plain cache file); bits: a compressed
- * file's bits per value per tensor (kv_load_any_bits), NULL for a plain file. */
-void report_kv_info(FILE *f, const char *path, const char *k_scheme, const char *v_scheme, const KvSnapshot *s,
-                    const KvStats *st, const KvTensorBits *bits,
-                    const char *mismatches, int n_mismatches, int json);
+/* What kv-info reports of a file. */
+typedef struct {
+    const char *path;
+    const char *k_scheme, *v_scheme;   /* a compressed file's schemes ("" for a plain cache file) */
+    const KvSnapshot *snap;            /* its values (decompressed) */
+    KvStats stats;
+    const KvTensorBits *bits;          /* a compressed file's bits per value per tensor (kv_load_any_bits), NULL for a plain file */
+    const char *mismatches;            /* with a model: the fields that differ, a line each */
+    int n_mismatches;                  /* ... and how many (-1 without a model) */
+} KvInfo;
+void report_kv_info(FILE *f, const KvInfo *info, int json);
 
 /* ./run kv-extract: model_dir's fp32 KV cache of prompt (BOS first), or of the ids of ids_text
  * (--tokens), saved to path as dtype (+ path.metadata.json), its model_name the last component

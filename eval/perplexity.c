@@ -97,8 +97,8 @@ int ppl_check(const Model *m, const int *tokens, int n_tokens, const PplOptions 
     return 0;
 }
 
-int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvLayered *const *k,
-                     const KvLayered *const *v, int n_schemes, int compare, Error *err) {
+int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvCacheScheme *const *schemes,
+                     int n_schemes, int compare, Error *err) {
     memset(ps, 0, sizeof *ps);
     const Config *c = &m->config;
     ps->m = m;
@@ -108,12 +108,11 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
     if (!ps->kv) return error_set(err, "out of memory");
     if (runstate_init(&ps->s, c, o->batch, err)) return -1;
     ps->one_at_a_time = n_schemes > 1;
-    ps->k_schemes = malloc((size_t)n_schemes * sizeof *ps->k_schemes);
-    ps->v_schemes = malloc((size_t)n_schemes * sizeof *ps->v_schemes);
-    if (!ps->k_schemes || !ps->v_schemes) return error_set(err, "out of memory");
+    ps->schemes = malloc((size_t)n_schemes * sizeof *ps->schemes);
+    if (!ps->schemes) return error_set(err, "out of memory");
     for (int i = 0; i < n_schemes; i++) {
-        ps->k_schemes[i] = k[i], ps->v_schemes[i] = v[i];
-        if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, k[i], v[i], o->calib, m->rope_inv_freq, err)) return -1;
+        ps->schemes[i] = schemes[i];
+        if (kv_cache_init(&ps->kv[i], c, o->ctx, o->batch, schemes[i], m->rope_inv_freq, err)) return -1;
         ps->n_schemes = i + 1;
         if (ps->one_at_a_time) kv_cache_free(&ps->kv[i]);   /* made again when it runs */
     }
@@ -129,7 +128,7 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
             return -1;
         }
     }
-    if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, NULL, NULL, err)) return -1;
+    if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, err)) return -1;
     size_t rows = (size_t)o->ctx, held = rows * (size_t)c->vocab_size;   /* at most ctx - 1 targets per window */
     /* hundreds of MiB written once a window: on 2 MiB pages a run takes 1/7 of the page faults */
     ps->base_logits = huge_alloc(held * sizeof(float));
@@ -147,8 +146,7 @@ void ppl_session_free(PplSession *ps) {
     runstate_free(&ps->s);
     for (int i = 0; i < ps->n_schemes; i++) kv_cache_free(&ps->kv[i]);
     free(ps->kv);
-    free(ps->k_schemes);
-    free(ps->v_schemes);
+    free(ps->schemes);
     kv_cache_free(&ps->base_kv);
     free(ps->base_logits);
     free(ps->base_p);
@@ -312,8 +310,7 @@ static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
 long ppl_session_run_scheme(PplSession *ps, int i, TokenSums *sums) {
     if (!ps->one_at_a_time) return run_scheme_window(ps, i, sums);
     Error ignored;   /* it was made once in ppl_session_init: only memory can fail now */
-    if (kv_cache_init(&ps->kv[i], &ps->m->config, ps->o.ctx, ps->o.batch, ps->k_schemes[i], ps->v_schemes[i], ps->o.calib,
-                      ps->m->rope_inv_freq, &ignored))
+    if (kv_cache_init(&ps->kv[i], &ps->m->config, ps->o.ctx, ps->o.batch, ps->schemes[i], ps->m->rope_inv_freq, &ignored))
         return -1;
     long ran = run_scheme_window(ps, i, sums);
     kv_cache_free(&ps->kv[i]);
@@ -328,7 +325,7 @@ int ppl_evaluate(const Model *m, const int *tokens, int n_tokens, const PplOptio
     r->windows_total = total;
     r->compared = o->compare;
     PplSession ps;
-    if (ppl_session_init(&ps, m, o, &o->k_scheme, &o->v_scheme, 1, o->compare, err)) {
+    if (ppl_session_init(&ps, m, o, &o->scheme, 1, o->compare, err)) {
         ppl_session_free(&ps);
         return -1;
     }

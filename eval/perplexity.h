@@ -20,8 +20,7 @@ typedef struct {
     int max_windows;           /* 0: all */
     int shard_index, shard_count;   /* evaluate windows w with w % shard_count == shard_index */
     int batch;                 /* tokens per forward call */
-    const KvLayered *k_scheme, *v_scheme; /* how the cache stores keys and values (NULL: fp32) */
-    const Calibration *calib;  /* the tables of fitted bases (NULL: none) */
+    const KvCacheScheme *scheme;   /* how the cache stores keys and values (NULL: fp32, no calibration) */
     int compare;               /* also run an fp32-cache baseline: KL divergence and top-1 agreement */
     int layer_error;           /* with compare: each layer's attention error (eval/layer_replay.h) */
     /* Called after each window (may be NULL). */
@@ -96,15 +95,15 @@ typedef struct {
      * otherwise hold as many (TinyLlama's fp32 cache at ctx 2048 is 92 MB). Making one is a few
      * allocations, nothing beside a forward pass. */
     int one_at_a_time;
-    const KvLayered **k_schemes, **v_schemes;   /* [n_schemes], for making them */
+    const KvCacheScheme **schemes;   /* [n_schemes], for making them */
     LayerReplay *replay;        /* the baseline's tapped rows of the window (o.layer_error), or NULL */
 } PplSession;
 
-/* k[i], v[i]: scheme i's keys and values (NULL: fp32). compare: run the baseline. Every scheme's
- * cache is made once here, so a scheme the model or the calibration cannot hold is refused
- * before any window runs. */
-int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvLayered *const *k,
-                     const KvLayered *const *v, int n_schemes, int compare, Error *err);
+/* schemes[i]: scheme i's cache (NULL: fp32); o's own scheme is not used. compare: run the
+ * baseline. Every scheme's cache is made once here, so a scheme the model or the calibration
+ * cannot hold is refused before any window runs. */
+int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvCacheScheme *const *schemes,
+                     int n_schemes, int compare, Error *err);
 /* Begins window w: runs the baseline (when compare) and holds its logits. Returns the
  * forward-pass tokens it ran. */
 long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, int w);

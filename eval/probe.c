@@ -89,8 +89,8 @@ static int run_cache(ProbeWork *w, KvCache *kv, int cache, ProbeResult *r, Error
     return 0;
 }
 
-int probe_run(const Model *m, const Tokenizer *tok, const ProbeOptions *opt, const KvLayered *const *k,
-              const KvLayered *const *v, int n_schemes, const Calibration *calib, ProbeResult *r, Error *err) {
+int probe_run(const Model *m, const Tokenizer *tok, const ProbeOptions *opt, const KvCacheScheme *const *schemes,
+              int n_schemes, ProbeResult *r, Error *err) {
     memset(r, 0, sizeof *r);
     r->o = *opt;
     if (probe_options_resolve(&r->o, m, err)) return -1;
@@ -105,7 +105,7 @@ int probe_run(const Model *m, const Tokenizer *tok, const ProbeOptions *opt, con
      * refused first */
     for (int i = 0; i < n_schemes && !rc; i++) {
         KvCache kv = {0};
-        rc = kv_cache_init(&kv, &m->config, r->o.ctx, r->o.batch, k[i], v[i], calib, m->rope_inv_freq, err);
+        rc = kv_cache_init(&kv, &m->config, r->o.ctx, r->o.batch, schemes[i], m->rope_inv_freq, err);
         kv_cache_free(&kv);
     }
     if (!rc) {
@@ -115,8 +115,7 @@ int probe_run(const Model *m, const Tokenizer *tok, const ProbeOptions *opt, con
     }
     for (int c = 0; c < r->n_caches && !rc; c++) {
         KvCache kv = {0};
-        rc = kv_cache_init(&kv, &m->config, r->o.ctx, r->o.batch, c ? k[c - 1] : NULL, c ? v[c - 1] : NULL, calib,
-                           m->rope_inv_freq, err);
+        rc = kv_cache_init(&kv, &m->config, r->o.ctx, r->o.batch, c ? schemes[c - 1] : NULL, m->rope_inv_freq, err);
         if (!rc) rc = run_cache(&w, &kv, c, r, err);
         kv_cache_free(&kv);
     }
@@ -130,17 +129,15 @@ void probe_result_free(ProbeResult *r) {
     r->cells = NULL;
 }
 
-int probe_run_from_dir(const char *model_dir, const char *calib_path, const ProbeOptions *o, const KvLayered *k,
-                       const KvLayered *v, ProbeResult *r, Error *err) {
+int probe_run_from_dir(const char *model_dir, const KvCacheFlags *kv, const ProbeOptions *o, ProbeResult *r,
+                       Error *err) {
     ModelDir L;
-    Calibration calib;
-    int have_calib = 0;
+    KvCacheRecipe recipe;
     if (modeldir_load(&L, model_dir, 1, err)) return -1;
-    int needed = kv_layered_is_fitted(k) || kv_layered_is_fitted(v);
-    int rc = calibration_for_run(calib_path, model_dir, NULL, &L.model, needed, &calib, &have_calib, err);
-    const KvLayered *ks[1] = {k}, *vs[1] = {v};
-    if (!rc) rc = probe_run(&L.model, L.tok, o, ks, vs, 1, have_calib ? &calib : NULL, r, err);
-    if (have_calib) calibration_free(&calib);
+    int rc = kv_cache_recipe_resolve(&recipe, kv, 0, model_dir, NULL, &L.model, err);
+    const KvCacheScheme *schemes[1] = {&recipe.scheme};
+    if (!rc) rc = probe_run(&L.model, L.tok, o, schemes, 1, r, err);
+    kv_cache_recipe_free(&recipe);
     modeldir_free(&L);
     return rc;
 }

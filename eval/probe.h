@@ -18,21 +18,22 @@
 
 #include <stdio.h>
 #include "eval/probe_common.h"
+#include "eval/calibration.h"
 
 /* Fills o's defaults for model m (ctx, lengths, depths, sequences, ...) and checks them: a length
  * that does not fit ctx is refused, naming it. */
 int probe_options_resolve(ProbeOptions *o, const Model *m, Error *err);
 
-/* Runs o's task on m: an fp32 cache, then each scheme i (k[i], v[i]; calib: the fitted bases'
- * tables, NULL: none), one cache held at a time. r->cells allocated (probe_result_free). */
-int probe_run(const Model *m, const Tokenizer *tok, const ProbeOptions *o, const KvLayered *const *k,
-              const KvLayered *const *v, int n_schemes, const Calibration *calib, ProbeResult *r, Error *err);
+/* Runs o's task on m: an fp32 cache, then each scheme i (schemes[i]: its keys, values and the
+ * fitted bases' calibration), one cache held at a time. r->cells allocated (probe_result_free). */
+int probe_run(const Model *m, const Tokenizer *tok, const ProbeOptions *o, const KvCacheScheme *const *schemes,
+              int n_schemes, ProbeResult *r, Error *err);
 void probe_result_free(ProbeResult *r);
 
-/* ./run probe: MODEL_DIR loaded, its calibration (calib_path, NULL: the default file when a scheme
- * needs one), o run with the fp32 cache and the one scheme k/v. */
-int probe_run_from_dir(const char *model_dir, const char *calib_path, const ProbeOptions *o, const KvLayered *k,
-                       const KvLayered *v, ProbeResult *r, Error *err);
+/* ./run probe: MODEL_DIR loaded, kv's recipe resolved for it (eval/calibration.h), o run with
+ * the fp32 cache and that one scheme. */
+int probe_run_from_dir(const char *model_dir, const KvCacheFlags *kv, const ProbeOptions *o, ProbeResult *r,
+                       Error *err);
 
 /* Names of a task ("copy", "passkey", "diverge") and back (-1: none). */
 const char *probe_task_name(ProbeTask t);

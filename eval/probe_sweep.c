@@ -35,15 +35,15 @@ typedef struct {
 
 /* The configurations' schemes and labels ("fp32" first), then each task run and written. */
 static int run_probes(FILE *out, const char *out_dir, const SweepSettings *s, const ProbeSweep *p, int json,
-                      const Model *m, const Tokenizer *tok, const Calibration *calib, Error *err) {
+                      const Model *m, const Tokenizer *tok, Error *err) {
     int n = s->n_configs, rc = 0;
-    const KvLayered **k = malloc((size_t)n * sizeof *k), **v = malloc((size_t)n * sizeof *v);
+    const KvCacheScheme **schemes = malloc((size_t)n * sizeof *schemes);
     char (*names)[1100] = malloc((size_t)n * sizeof *names);
     const char **labels = malloc((size_t)(n + 1) * sizeof *labels);
-    if (!k || !v || !names || !labels) rc = error_set(err, "out of memory");
+    if (!schemes || !names || !labels) rc = error_set(err, "out of memory");
     for (int i = 0; i < n && !rc; i++) {
         const SweepConfig *c = &s->configs[i];
-        k[i] = &c->k, v[i] = &c->v;
+        schemes[i] = &c->scheme;   /* with the sweep's calibration, held while the sweep finishes */
         if (!strcmp(c->k_text, c->v_text)) snprintf(names[i], sizeof names[i], "%s", c->k_text);
         else snprintf(names[i], sizeof names[i], "K %s / V %s", c->k_text, c->v_text);
         labels[i + 1] = names[i];
@@ -54,7 +54,7 @@ static int run_probes(FILE *out, const char *out_dir, const SweepSettings *s, co
         o.task = p->tasks[t];
         o.ctx = s->ppl.ctx;
         ProbeResult r;
-        rc = probe_run(m, tok, &o, k, v, n, calib, &r, err);
+        rc = probe_run(m, tok, &o, schemes, n, &r, err);
         static const char *const exts[] = {"md", "csv", "json"};
         for (int e = 0; e < 3 && !rc; e++) rc = write_file(out_dir, &r, s->model, labels, exts[e], err);
         if (!rc && !json) {
@@ -64,8 +64,7 @@ static int run_probes(FILE *out, const char *out_dir, const SweepSettings *s, co
         }
         if (!rc) probe_result_free(&r);
     }
-    free(k);
-    free(v);
+    free(schemes);
     free(names);
     free(labels);
     return rc;
@@ -76,21 +75,15 @@ static int finish_with_probes(FILE *out, const char *out_dir, const SweepSetting
     const ProbeSweep *p = ((const Finish *)user)->p;
     if (sweep_finish(out, out_dir, s, t, json, err)) return -1;
     ModelDir L;
-    Calibration calib;
-    int have_calib = 0;
     if (modeldir_load(&L, s->model, 1, err)) return -1;
     L.model.precision = strcmp(s->precision, "bf16") ? MATMUL_EXACT : MATMUL_BF16_ACT;   /* as the sweep ran */
-    int rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, NULL, &L.model,
-                                 sweep_needs_calibration(s), &calib, &have_calib, err);
-    if (!rc) rc = run_probes(out, out_dir, s, p, json, &L.model, L.tok, have_calib ? &calib : NULL, err);
-    if (have_calib) calibration_free(&calib);
+    int rc = run_probes(out, out_dir, s, p, json, &L.model, L.tok, err);
     modeldir_free(&L);
     return rc;
 }
 
-int probe_sweep_run_and_report(SweepSettings *s, const ProbeSweep *p, const char *out_dir, int max_tokens, int quiet,
-                               int json, FILE *out, FILE *log, Error *err) {
+int probe_sweep_run_and_report(SweepSettings *s, const ProbeSweep *p, const SweepRun *run, Error *err) {
     Finish f = {p};
     SweepDriver d = {"sweep", NULL, finish_with_probes, &f};
-    return sweep_run_and_report_as(&d, s, out_dir, max_tokens, quiet, json, out, log, err);
+    return sweep_run_and_report_as(&d, s, run, err);
 }

@@ -20,7 +20,6 @@ int probe_sweep_add(ProbeSweep *p, const char *task, Error *err);
  * out_dir/probe-TASK.md, .csv and .json (each atomically), the table printed on out too unless
  * json. A probe is not journaled: a resumed sweep runs it again (its inputs are seeded: the same
  * figures). */
-int probe_sweep_run_and_report(SweepSettings *s, const ProbeSweep *p, const char *out_dir, int max_tokens, int quiet,
-                               int json, FILE *out, FILE *log, Error *err);
+int probe_sweep_run_and_report(SweepSettings *s, const ProbeSweep *p, const SweepRun *run, Error *err);
 
 #endif

@@ -33,13 +33,14 @@ void ppl_report_describe(PplReport *r, const char *model, const char *model_id, 
     snprintf(r->model, sizeof r->model, "%s", model);
     snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
     snprintf(r->text_file, sizeof r->text_file, "%s", text_file);
-    snprintf(r->k_scheme, sizeof r->k_scheme, "%s", o->k_scheme->text);
-    snprintf(r->v_scheme, sizeof r->v_scheme, "%s", o->v_scheme->text);
-    snprintf(r->calib, sizeof r->calib, "%s", o->calib ? o->calib->path : "");
-    snprintf(r->calib_sha256, sizeof r->calib_sha256, "%s", o->calib ? o->calib->file_sha256 : "");
-    r->calib_on_text = o->calib && calib_fitted_on(o->calib, text_file);
-    scheme_bits(o->k_scheme, KV_SIDE_KEYS, c, o->ctx, r->k_bits);
-    scheme_bits(o->v_scheme, KV_SIDE_VALUES, c, o->ctx, r->v_bits);
+    const KvCacheScheme *scheme = o->scheme;
+    snprintf(r->k_scheme, sizeof r->k_scheme, "%s", scheme->k.text);
+    snprintf(r->v_scheme, sizeof r->v_scheme, "%s", scheme->v.text);
+    snprintf(r->calib, sizeof r->calib, "%s", scheme->calib ? scheme->calib->path : "");
+    snprintf(r->calib_sha256, sizeof r->calib_sha256, "%s", scheme->calib ? scheme->calib->file_sha256 : "");
+    r->calib_on_text = scheme->calib && calib_fitted_on(scheme->calib, text_file);
+    scheme_bits(&scheme->k, KV_SIDE_KEYS, c, o->ctx, r->k_bits);
+    scheme_bits(&scheme->v, KV_SIDE_VALUES, c, o->ctx, r->v_bits);
     snprintf(r->precision, sizeof r->precision, "%s", precision);
     r->protocol_llamacpp = o->protocol == PPL_LLAMACPP;
     r->ctx = o->ctx;
@@ -52,17 +53,15 @@ void ppl_report_describe(PplReport *r, const char *model, const char *model_id, 
 int ppl_run(const PplRun *run, PplReport *r, Error *err) {
     ModelDir L;
     PplOptions o = run->o;
-    Calibration calib;
-    int have_calib = 0;
+    KvCacheRecipe recipe;
     ModelIdentity identity;
     if (ppl_load_model(&L, run->model_dir, run->precision, &o, err)) return -1;
-    int needed = (o.k_scheme && kv_layered_is_fitted(o.k_scheme)) || (o.v_scheme && kv_layered_is_fitted(o.v_scheme));
     if (modeldir_identity(run->model_dir, &identity, err) ||
-        calibration_for_run(run->calib_path, run->model_dir, &identity, &L.model, needed, &calib, &have_calib, err)) {
+        kv_cache_recipe_resolve(&recipe, &run->kv, 0, run->model_dir, identity.weights_sha256, &L.model, err)) {
         modeldir_free(&L);
         return -1;
     }
-    o.calib = have_calib ? &calib : NULL;
+    o.scheme = &recipe.scheme;
     Progress progress;
     progress_init(&progress, "ppl", run->quiet);
     progress.passes = o.compare ? 2 : 1;   /* fp32 and the scheme, each over every window token */
@@ -78,7 +77,7 @@ int ppl_run(const PplRun *run, PplReport *r, Error *err) {
         ppl_report_describe(r, run->model_dir, identity.id, run->text_file, run->precision, &L.model.config, &o, n_tokens);
     }
     free(tokens);
-    calibration_free(&calib);
+    kv_cache_recipe_free(&recipe);
     modeldir_free(&L);
     return rc;
 }

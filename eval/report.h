@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include "eval/perplexity.h"
+#include "eval/calibration.h"
 #include "model/formats/json.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,8 +37,8 @@ typedef struct {
     const char *model_dir, *text_file, *precision;   /* precision: "exact" or "bf16" */
     int max_tokens;             /* of the text's tokens, the first max_tokens (0: all) */
     int quiet;                  /* no progress bar */
-    PplOptions o;               /* ctx 0: the model's context; o.calib is loaded from calib_path */
-    const char *calib_path;     /* --calib (NULL: the model directory's kv-calib.safetensors, if any) */
+    PplOptions o;               /* ctx 0: the model's context; o.scheme is resolved from kv */
+    KvCacheFlags kv;            /* the cache's schemes and --calib */
 } PplRun;
 
 /* The model loaded (ppl_load_model), the text's tokens evaluated with run->o, and r filled:

@@ -112,8 +112,7 @@ static int finish(FILE *out, const char *out_dir, const SweepSettings *s, const 
     return sens_finish_report(out, out_dir, s, t, user, json, err);
 }
 
-int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const char *out_dir, int max_tokens, int quiet, int json,
-                               FILE *out, FILE *log, Error *err) {
+int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const SweepRun *run, Error *err) {
     char path[4200];
     Config c;
     if (!path_exists(s->model)) return error_set(err, "%s: no such model directory", s->model);
@@ -129,7 +128,7 @@ int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const char *out_di
     snprintf(plan, sizeof plan, "sensitivity: %d layers x 2 sides x %d candidates = %ld configurations: %ld forward "
              "passes a window (the fp32 baseline once)", g->n_layers, g->n_candidates, n, n + 1);
     SweepDriver d = {"sensitivity", plan, finish, g};
-    return sweep_run_and_report_as(&d, s, out_dir, max_tokens, quiet, json, out, log, err);
+    return sweep_run_and_report_as(&d, s, run, err);
 }
 
 int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,

@@ -34,8 +34,7 @@ int sens_grid_of(const SweepSettings *s, SensGrid *g);
  * model, text, window, calibration path), g the candidates. Reads the model's layer count and
  * head_dim, checks every candidate against them, generates the configurations and runs the sweep
  * into out_dir (sweep_run_and_report_as), then writes and prints the report (a shard: its line). */
-int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const char *out_dir, int max_tokens, int quiet, int json,
-                               FILE *out, FILE *log, Error *err);
+int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const SweepRun *run, Error *err);
 
 /* What ./run sweep-merge ends with: for a sensitivity's configurations its report (the sweep's
  * results.* and the sensitivity.* files, the table printed), otherwise sweep_finish. */

@@ -663,20 +663,26 @@ static int journal_complete(const char *dir, const SweepSettings *s, const Journ
                      dir, JOURNAL_FILE, j->n_records, want, window, config, sc->k_text, sc->v_text, advice);
 }
 
+/* What one run of a sweep cost: its wall time and forward-pass tokens, baselines included. */
+typedef struct {
+    double seconds;
+    long tokens;
+} RunCost;
+
 /* Runs the windows of s's shard that the journal does not finish. */
 static int run_missing(const Model *m, const int *tokens, const SweepSettings *s, const char *dir, const Journal *j,
-                       Progress *progress, double *seconds, long *tokens_run, Error *err) {
+                       Progress *progress, RunCost *cost, Error *err) {
     int W = s->windows_total, C = s->n_configs, I = s->ppl.shard_index, N = s->ppl.shard_count;
     unsigned char *done = results_held(s, j);
     if (!done) return error_set(err, "out of memory");
     int todo = 0;
     for (int w = I; w < W; w += N) todo += configs_missing(done, w, C) > 0;
-    const KvLayered **k = malloc((size_t)C * sizeof *k), **v = malloc((size_t)C * sizeof *v);
+    const KvCacheScheme **schemes = malloc((size_t)C * sizeof *schemes);
     PplSession ps = {0};
     int rc = 0;
-    if (!k || !v) rc = error_set(err, "out of memory");
-    for (int c = 0; c < C && !rc; c++) k[c] = &s->configs[c].k, v[c] = &s->configs[c].v;
-    if (!rc && todo > 0) rc = ppl_session_init(&ps, m, &s->ppl, k, v, C, 1, err);
+    if (!schemes) rc = error_set(err, "out of memory");
+    for (int c = 0; c < C && !rc; c++) schemes[c] = &s->configs[c].scheme;
+    if (!rc && todo > 0) rc = ppl_session_init(&ps, m, &s->ppl, schemes, C, 1, err);
     double t0 = seconds_now();
     long ran = 0;
     int finished = 0;
@@ -698,11 +704,10 @@ static int run_missing(const Model *m, const int *tokens, const SweepSettings *s
         finished++;
         if (progress) progress_update(progress, finished, todo, ran, seconds_now() - t0);
     }
-    *seconds = seconds_now() - t0;
-    *tokens_run = ran;
+    cost->seconds = seconds_now() - t0;
+    cost->tokens = ran;
     ppl_session_free(&ps);
-    free(k);
-    free(v);
+    free(schemes);
     free(done);
     return rc;
 }
@@ -718,17 +723,16 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
     path_in(path, sizeof path, out_dir, JOURNAL_FILE);
     int rc = journal_read(out_dir, s, &j, err);
     if (!rc && j.good_len < j.len) rc = truncate_to(path, j.good_len, err);   /* a torn last append */
-    double seconds = 0;
-    long ran = 0;
-    if (!rc) rc = run_missing(m, tokens, s, out_dir, &j, progress, &seconds, &ran, err);
+    RunCost cost = {0};
+    if (!rc) rc = run_missing(m, tokens, s, out_dir, &j, progress, &cost, err);
     journal_free(&j);
     /* the totals come from the journal as it now stands, whatever ran when; a journal still
      * short of a result after the run is refused as sweep-merge refuses it, never reported */
     if (!rc) rc = journal_read(out_dir, s, &j, err);
     if (!rc) rc = journal_complete(out_dir, s, &j, "this run did not finish the sweep", err);
     if (!rc) rc = totals_from(&j, 1, s, totals, err);
-    totals->run_seconds = seconds;
-    totals->run_tokens = ran;
+    totals->run_seconds = cost.seconds;
+    totals->run_tokens = cost.tokens;
     journal_free(&j);
     return rc;
 }

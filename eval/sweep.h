@@ -27,7 +27,7 @@
 
 typedef struct {
     char k_text[512], v_text[512];   /* the schemes as given (V = K when not given) */
-    KvLayered k, v;                  /* parsed (not filled by sweep_merge) */
+    KvCacheScheme scheme;            /* parsed (not filled by sweep_merge); its calib is the run's */
     double k_bits[2], v_bits[2];     /* stored and effective bits per value at ctx (SCHEMES.md 6) */
     double codebook_bytes;           /* the fitted tables both sides read, per model (SCHEMES.md 8: apart from bits) */
 } SweepConfig;
@@ -71,9 +71,10 @@ int sweep_add_config_file(SweepSettings *s, const char *path, Error *err);
 int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err);
 /* 1 when some configuration has a fitted base (needs a calibration). */
 int sweep_needs_calibration(const SweepSettings *s);
-/* Every fitted base of every bound configuration finds its tables in calib (NULL: none): the
- * refusal the caches would make, made before the sweep writes anything. */
-int sweep_check_fits(const SweepSettings *s, const Config *c, const Calibration *calib, Error *err);
+/* Every bound configuration takes calib (the run's; NULL: none), and each fitted base of each
+ * finds its tables there: the refusal the caches would make, made before the sweep writes
+ * anything. */
+int sweep_use_calibration(SweepSettings *s, const Config *c, const Calibration *calib, Error *err);
 
 /* The settings that come from the model and the text (s->text_file, s->ppl already set): the
  * text's tokens, at most max_tokens (0: all), into *tokens (malloc'd), their count and hash,
@@ -85,12 +86,19 @@ int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int ma
 int sweep_finish(FILE *f, const char *out_dir, const SweepSettings *s, const SweepTotals *totals, int json,
                  Error *err);
 
+/* How a sweep's run is told to report, from the flags: into out_dir's files, on out the table
+ * (JSON with json), on log a progress bar and this run's figures unless quiet; max_tokens: of
+ * the text's tokens, the first max_tokens (0: all). */
+typedef struct {
+    const char *out_dir;
+    int max_tokens, quiet, json;
+    FILE *out, *log;
+} SweepRun;
+
 /* ./run sweep below its flags, s holding the settings they give (s->ppl.ctx 0: the model's
- * context): loads s->model (ppl_load_model), prepares s, runs it into out_dir with a progress
- * bar and this run's figures on log unless quiet, then prints on out the shard's line, or for a
- * whole sweep what sweep_finish prints. */
-int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
-                         FILE *log, Error *err);
+ * context): loads s->model (ppl_load_model), prepares s, runs it into run->out_dir, then prints
+ * on run->out the shard's line, or for a whole sweep what sweep_finish prints. */
+int sweep_run_and_report(SweepSettings *s, const SweepRun *run, Error *err);
 
 /* The same for a command built on a sweep (./run sensitivity, allocate --verify): label names it
  * on the progress line and the log, plan (NULL: none) is a line printed on log once every check
@@ -103,8 +111,7 @@ typedef struct {
     SweepFinish finish;
     void *user;
 } SweepDriver;
-int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *out_dir, int max_tokens, int quiet,
-                            int json, FILE *out, FILE *log, Error *err);
+int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const SweepRun *run, Error *err);
 
 unsigned long long sweep_tokens_hash(const int *tokens, int n);
 

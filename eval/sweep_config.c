@@ -41,7 +41,7 @@ int sweep_add_config(SweepSettings *s, const char *text, Error *err) {
     SweepConfig *c = &s->configs[s->n_configs];
     if (split_config(text, c->k_text, c->v_text, sizeof c->k_text)) return error_set(err, "configuration too long");
     if (!c->k_text[0] || !c->v_text[0]) return error_set(err, "configuration '%.60s': empty K or V", text);
-    if (parse_side(c->k_text, KV_SIDE_KEYS, &c->k, err) || parse_side(c->v_text, KV_SIDE_VALUES, &c->v, err)) return -1;
+    if (parse_side(c->k_text, KV_SIDE_KEYS, &c->scheme.k, err) || parse_side(c->v_text, KV_SIDE_VALUES, &c->scheme.v, err)) return -1;
     s->n_configs++;
     return 0;
 }
@@ -79,32 +79,33 @@ int sweep_bind_configs(SweepSettings *s, const Config *c, int ctx, Error *err) {
     for (int i = 0; i < s->n_configs; i++) {
         SweepConfig *sc = &s->configs[i];
         char why[200];
-        if (kv_layered_bind(&sc->k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
-            kv_layered_bind(&sc->v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))
+        if (kv_layered_bind(&sc->scheme.k, c->n_layers, c->head_dim, KV_SIDE_KEYS, why, sizeof why) ||
+            kv_layered_bind(&sc->scheme.v, c->n_layers, c->head_dim, KV_SIDE_VALUES, why, sizeof why))
             return error_set(err, "configuration %d (%s : %s): %s", i + 1, sc->k_text, sc->v_text, why);
-        kv_layered_bits(&sc->k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
-        kv_layered_bits(&sc->v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
-        sc->codebook_bytes = kv_layered_table_bytes(&sc->k, c->n_layers, c->n_kv_heads, c->head_dim) +
-                             kv_layered_table_bytes(&sc->v, c->n_layers, c->n_kv_heads, c->head_dim);
+        kv_layered_bits(&sc->scheme.k, c->n_layers, c->head_dim, ctx, &sc->k_bits[0], &sc->k_bits[1]);
+        kv_layered_bits(&sc->scheme.v, c->n_layers, c->head_dim, ctx, &sc->v_bits[0], &sc->v_bits[1]);
+        sc->codebook_bytes = kv_layered_table_bytes(&sc->scheme.k, c->n_layers, c->n_kv_heads, c->head_dim) +
+                             kv_layered_table_bytes(&sc->scheme.v, c->n_layers, c->n_kv_heads, c->head_dim);
     }
     return 0;
 }
 
 int sweep_needs_calibration(const SweepSettings *s) {
     for (int i = 0; i < s->n_configs; i++)
-        if (kv_layered_is_fitted(&s->configs[i].k) || kv_layered_is_fitted(&s->configs[i].v)) return 1;
+        if (kv_layered_is_fitted(&s->configs[i].scheme.k) || kv_layered_is_fitted(&s->configs[i].scheme.v)) return 1;
     return 0;
 }
 
-int sweep_check_fits(const SweepSettings *s, const Config *c, const Calibration *calib, Error *err) {
+int sweep_use_calibration(SweepSettings *s, const Config *c, const Calibration *calib, Error *err) {
+    for (int i = 0; i < s->n_configs; i++) s->configs[i].scheme.calib = calib;
     KvSpec *heads = malloc((size_t)c->n_kv_heads * sizeof *heads);
     if (!heads) return error_set(err, "out of memory");
     int rc = 0;
     for (int i = 0; i < s->n_configs && !rc; i++)
         for (int layer = 0; layer < c->n_layers && !rc; layer++)
-            rc = calib_bind_heads(kv_layered_at(&s->configs[i].k, layer), calib, layer, c->n_kv_heads, c->head_dim, heads,
+            rc = calib_bind_heads(kv_layered_at(&s->configs[i].scheme.k, layer), calib, layer, c->n_kv_heads, c->head_dim, heads,
                                   err) ||
-                 calib_bind_heads(kv_layered_at(&s->configs[i].v, layer), calib, layer, c->n_kv_heads, c->head_dim, heads,
+                 calib_bind_heads(kv_layered_at(&s->configs[i].scheme.v, layer), calib, layer, c->n_kv_heads, c->head_dim, heads,
                                   err);
     free(heads);
     return rc ? -1 : 0;

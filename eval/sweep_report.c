@@ -169,9 +169,19 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
     fprintf(f, "  ]\n}\n");
 }
 
+/* What the output files show of every configuration: its summary, whether it is on the Pareto
+ * front, its point on the chart. */
+typedef struct {
+    const PplSummary *y;
+    const unsigned char *front;
+    const ChartPoint *points;
+} ConfigFigures;
+
 /* Writes one output file atomically with the writer chosen by kind. */
 static int write_output(const char *dir, const char *name, int kind, const SweepSettings *s, const SweepTotals *t,
-                        const PplSummary *y, const unsigned char *front, const ChartPoint *points, Error *err) {
+                        const ConfigFigures *fig, Error *err) {
+    const PplSummary *y = fig->y;
+    const unsigned char *front = fig->front;
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     AtomicFile af;
@@ -183,7 +193,7 @@ static int write_output(const char *dir, const char *name, int kind, const Sweep
         char title[1200];
         snprintf(title, sizeof title, "KV-cache schemes on %s (ctx %d, %ld tokens)", s->model, s->ppl.ctx,
                  s->n_configs > 0 ? y[0].n : 0L);
-        chart_write_svg(af.f, title, points, s->n_configs);
+        chart_write_svg(af.f, title, fig->points, s->n_configs);
     }
     return atomic_commit(&af, err);
 }
@@ -198,7 +208,8 @@ int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const Sweep
     if (!rc) rc = make_directory(out_dir, err);
     if (!rc) summaries(s, t, y, front, points, labels);
     static const char *const names[] = {"results.md", "results.csv", "results.json", "chart.svg"};
-    for (int k = 0; k < 4 && !rc; k++) rc = write_output(out_dir, names[k], k, s, t, y, front, points, err);
+    ConfigFigures fig = {y, front, points};
+    for (int k = 0; k < 4 && !rc; k++) rc = write_output(out_dir, names[k], k, s, t, &fig, err);
     if (!rc) rc = sweep_views_charts(out_dir, s, t, err);   /* position.svg, layers.svg */
     free(y);
     free(front);
@@ -232,10 +243,9 @@ static int plain_finish(FILE *out, const char *out_dir, const SweepSettings *s, 
     return sweep_finish(out, out_dir, s, t, json, err);
 }
 
-int sweep_run_and_report(SweepSettings *s, const char *out_dir, int max_tokens, int quiet, int json, FILE *out,
-                         FILE *log, Error *err) {
+int sweep_run_and_report(SweepSettings *s, const SweepRun *run, Error *err) {
     SweepDriver d = {"sweep", NULL, plain_finish, NULL};
-    return sweep_run_and_report_as(&d, s, out_dir, max_tokens, quiet, json, out, log, err);
+    return sweep_run_and_report_as(&d, s, run, err);
 }
 
 /* out_dir made and locked for this run (run_lock.h): a second ./run on it is refused before any
@@ -250,28 +260,31 @@ static int lock_out_dir(const Model *m, const int *tokens, const SweepSettings *
     return 0;
 }
 
-int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *out_dir, int max_tokens, int quiet,
-                            int json, FILE *out, FILE *log, Error *err) {
+int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const SweepRun *run, Error *err) {
+    const char *out_dir = run->out_dir;
+    int quiet = run->quiet;
+    FILE *out = run->out, *log = run->log;
     ModelDir L;
-    Calibration calib;
-    int have_calib = 0;
+    KvCacheRecipe recipe = {0};   /* the configurations carry their own schemes; this holds the calibration */
+    KvCacheFlags flags;
+    kv_cache_flags_default(&flags, s->calib_path[0] ? s->calib_path : NULL);
     if (ppl_load_model(&L, s->model, s->precision, &s->ppl, err)) return -1;
     SweepTotals t = {0};
     Progress progress;
     progress_init(&progress, d->label, quiet);
     ModelIdentity identity;   /* once per run: for sweep.json and for the calibration's check */
-    int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, max_tokens, &tokens, err);
+    int *tokens = NULL, rc = sweep_prepare(s, &L.model, L.tok, run->max_tokens, &tokens, err);
     if (rc == 0) rc = modeldir_identity(s->model, &identity, err);
     if (rc == 0) snprintf(s->model_id, sizeof s->model_id, "%s", identity.id);
     if (rc == 0)
-        rc = calibration_for_run(s->calib_path[0] ? s->calib_path : NULL, s->model, &identity, &L.model,
-                                 sweep_needs_calibration(s), &calib, &have_calib, err);
-    if (rc == 0 && have_calib) {
-        s->ppl.calib = &calib;
-        snprintf(s->calib, sizeof s->calib, "%s", calib.path);
-        snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", calib.file_sha256);
+        rc = kv_cache_recipe_resolve(&recipe, &flags, sweep_needs_calibration(s), s->model, identity.weights_sha256,
+                                     &L.model, err);
+    const Calibration *calib = recipe.scheme.calib;
+    if (rc == 0 && calib) {
+        snprintf(s->calib, sizeof s->calib, "%s", calib->path);
+        snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", calib->file_sha256);
     }
-    if (rc == 0) rc = sweep_check_fits(s, &L.model.config, have_calib ? &calib : NULL, err);   /* before any file */
+    if (rc == 0) rc = sweep_use_calibration(s, &L.model.config, calib, err);   /* before any file */
     if (rc == 0 && d->plan && !quiet) fprintf(log, "%s\n", d->plan);
     RunLock lock = {.fd = -1};
     if (rc == 0) rc = lock_out_dir(&L.model, tokens, s, out_dir, &lock, err);
@@ -282,15 +295,15 @@ int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const char *
     if (rc == 0 && !quiet)
         fprintf(log, "%s: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n", d->label,
                 t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
-    if (rc == 0 && s->ppl.shard_count == 1) rc = d->finish(out, out_dir, s, &t, json, d->user, err);
+    if (rc == 0 && s->ppl.shard_count == 1) rc = d->finish(out, out_dir, s, &t, run->json, d->user, err);
     else if (rc == 0)
         fprintf(out, "shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",
                 s->ppl.shard_index, s->ppl.shard_count, t.windows, out_dir);
     run_lock_release(&lock);
     sweep_totals_free(&t);
     free(tokens);
-    s->ppl.calib = NULL;
-    if (have_calib) calibration_free(&calib);
+    for (int i = 0; i < s->n_configs; i++) s->configs[i].scheme.calib = NULL;   /* freed next */
+    kv_cache_recipe_free(&recipe);
     modeldir_free(&L);
     return rc;
 }

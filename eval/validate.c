@@ -44,12 +44,12 @@ static int same_snapshot(const KvSnapshot *a, const KvSnapshot *b) {
 }
 
 /* Steps 4 and 5: compress to a temporary file, read it back, compare, load into a cache. */
-static int compress_and_reload(const Model *m, const KvSnapshot *snap, const ValidateOptions *o,
-                               ValidateResult *r, FILE *out, Error *err) {
+static int compress_and_reload(const Model *m, const KvSnapshot *snap, const KvCacheScheme *scheme, ValidateResult *r,
+                               FILE *out, Error *err) {
     char path[512];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/kvq-validate-%ld.safetensors", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    CompressOptions co = {o->k_scheme, o->v_scheme, 0.0, 0, 0.10, 18.0, 0.99, o->calib, 0};
+    CompressOptions co = {&scheme->k, &scheme->v, 0.0, 0, 0.10, 18.0, 0.99, scheme->calib, 0};
     CompressReport cr;
     KvSnapshot recon, loaded;
     step(out, 4, "Compressing that KV cache...");
@@ -67,12 +67,12 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
                 cr.quality.rmse, cr.quality.snr_db);
     compress_report_free(&cr);
     step(out, 5, "Loading the compressed file back...");
-    int rc = kv_decompress_file(path, o->calib, &loaded, err);
+    int rc = kv_decompress_file(path, scheme->calib, &loaded, err);
     unlink(path);
     if (rc) { kv_snapshot_free(&recon); return -1; }
     r->roundtrip_ok = same_snapshot(&loaded, &recon);
     KvCache kv;
-    if (kv_cache_init(&kv, &m->config, loaded.seq_len, 1, NULL, NULL, NULL, NULL, err) == 0) {
+    if (kv_cache_init(&kv, &m->config, loaded.seq_len, 1, NULL, NULL, err) == 0) {
         rc = kv_snapshot_to_cache(&loaded, &kv, err);
         kv_cache_free(&kv);
     } else {
@@ -87,8 +87,8 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const Val
 }
 
 /* Steps 3 and 6: one pass over the windows with the quantized cache and an fp32 one. */
-static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOptions *o, ValidateResult *r,
-                        FILE *out, Error *err) {
+static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOptions *o, const KvCacheScheme *scheme,
+                        ValidateResult *r, FILE *out, Error *err) {
     int n_tokens = 0;
     int *tokens = load_eval_tokens(o->text_file, tok, 1, &n_tokens, err);
     if (!tokens) return -1;
@@ -99,9 +99,7 @@ static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOpti
     po.max_windows = o->windows;
     po.shard_count = 1;
     po.batch = o->ctx < 256 ? o->ctx : 256;
-    po.k_scheme = o->k_scheme;
-    po.v_scheme = o->v_scheme;
-    po.calib = o->calib;
+    po.scheme = scheme;
     po.compare = 1;
     Progress progress;
     progress_init(&progress, "      ppl", o->quiet || !out);
@@ -127,7 +125,7 @@ static int perplexities(const Model *m, const Tokenizer *tok, const ValidateOpti
     return 0;
 }
 
-int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, FILE *out,
+int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, const KvCacheScheme *scheme, FILE *out,
                  ValidateResult *r, Error *err) {
     memset(r, 0, sizeof *r);
     double t0 = seconds_now();
@@ -137,7 +135,7 @@ int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o,
     if (out)
         fprintf(out, "      %s (%s): dim %d, %d layers, %d heads / %d KV heads, head_dim %d, vocab %d\n",
                 o->model_dir, o->model_note, c->dim, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, c->vocab_size);
-    if (out && o->calib) fprintf(out, "      calibration %s (sha256 %s)\n", o->calib->path, o->calib->file_sha256);
+    if (out && scheme->calib) fprintf(out, "      calibration %s (sha256 %s)\n", scheme->calib->path, scheme->calib->file_sha256);
     step(out, 2, "Building a KV cache from a prompt...");
     KvSnapshot snap;
     if (build_cache(m, tok, &snap, &r->cache_tokens, err)) return -1;
@@ -146,14 +144,14 @@ int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o,
                 snap.n_layers, snap.n_kv_heads, snap.seq_len, snap.head_dim);
     step(out, 3, "Baseline perplexity (fp32 KV cache), side by side with step 6's quantized run...");
     if (out) fprintf(out, "      %s, %d windows of %d tokens, stride %d\n", o->text_file, o->windows, o->ctx, o->stride);
-    if (perplexities(m, tok, o, r, out, err)) { kv_snapshot_free(&snap); return -1; }
+    if (perplexities(m, tok, o, scheme, r, out, err)) { kv_snapshot_free(&snap); return -1; }
     if (out) fprintf(out, "      baseline perplexity %.4f over %ld tokens\n", r->baseline_ppl, r->scored_tokens);
-    int rc = compress_and_reload(m, &snap, o, r, out, err);
+    int rc = compress_and_reload(m, &snap, scheme, r, out, err);
     kv_snapshot_free(&snap);
     if (rc) return -1;
     step(out, 6, "Perplexity with the KV cache quantized as it is written...");
     if (out)
-        fprintf(out, "      keys %s, values %s: perplexity %.4f\n", o->k_scheme->text, o->v_scheme->text, r->compressed_ppl);
+        fprintf(out, "      keys %s, values %s: perplexity %.4f\n", scheme->k.text, scheme->v.text, r->compressed_ppl);
     r->threshold = fmax(o->threshold_ppl, o->threshold_percent / 100.0 * r->baseline_ppl);
     r->passed = r->roundtrip_ok && r->delta < r->threshold;
     r->seconds = seconds_now() - t0;
@@ -178,7 +176,7 @@ static void threshold_rule(const ValidateOptions *o, char *buf, size_t n) {
     else snprintf(buf, n, "%g perplexity points", o->threshold_ppl);
 }
 
-void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateResult *r) {
+void validate_print_results(FILE *out, const ValidateOptions *o, const KvCacheScheme *scheme, const ValidateResult *r) {
     fprintf(out, RULE "\nRESULTS\n" RULE "\n");
     fprintf(out, "Baseline perplexity:     %.4f\n", r->baseline_ppl);
     fprintf(out, "Compressed perplexity:   %.4f\n", r->compressed_ppl);
@@ -190,7 +188,8 @@ void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateR
             r->cosine_similarity, r->key_rmse, r->value_rmse);
     fprintf(out, "KL / top-1 agreement:    %.6f nats/token / %.2f%%\n", r->kl_mean, 100.0 * r->top1_agreement);
     fprintf(out, "Scored tokens:           %ld in %d windows (%.1f s)\n", r->scored_tokens, r->windows, r->seconds);
-    if (o->calib) fprintf(out, "Calibration:             %s (sha256 %.12s...)\n", o->calib->path, o->calib->file_sha256);
+    if (scheme->calib)
+        fprintf(out, "Calibration:             %s (sha256 %.12s...)\n", scheme->calib->path, scheme->calib->file_sha256);
     print_kvquant_bars(out, r);
     char rule[96];
     threshold_rule(o, rule, sizeof rule);
@@ -199,7 +198,7 @@ void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateR
     else fprintf(out, "[X] FAILED: Delta %.4f >= %.4g threshold (%s)\n", r->delta, r->threshold, rule);
 }
 
-void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResult *r) {
+void validate_print_json(FILE *out, const ValidateOptions *o, const KvCacheScheme *scheme, const ValidateResult *r) {
     fprintf(out, "{\n");
     json_out_number(out, "baseline_perplexity", r->baseline_ppl, 0);
     json_out_number(out, "compressed_perplexity", r->compressed_ppl, 0);
@@ -217,10 +216,10 @@ void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResu
     json_out_number(out, "threshold", r->threshold, 0);
     json_out_string(out, "threshold_rule", rule, 0);
     json_out_string(out, "model", o->model_dir, 0);
-    json_out_string(out, "k_scheme", o->k_scheme->text, 0);
-    json_out_string(out, "v_scheme", o->v_scheme->text, 0);
-    json_out_string(out, "calib", o->calib ? o->calib->path : "", 0);   /* "" without one, as ppl's report */
-    json_out_string(out, "calib_sha256", o->calib ? o->calib->file_sha256 : "", 0);
+    json_out_string(out, "k_scheme", scheme->k.text, 0);
+    json_out_string(out, "v_scheme", scheme->v.text, 0);
+    json_out_string(out, "calib", scheme->calib ? scheme->calib->path : "", 0);   /* "" without one, as ppl's report */
+    json_out_string(out, "calib_sha256", scheme->calib ? scheme->calib->file_sha256 : "", 0);
     fprintf(out, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"windows\": %d,\n  \"scored_tokens\": %ld,\n", o->ctx, o->stride,
             r->windows, r->scored_tokens);
     json_out_number(out, "max_error", r->max_error, 0);
@@ -257,19 +256,16 @@ int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed,
                      "  python3 export/export.py TinyLlama/TinyLlama-1.1B-Chat-v1.0 " TINYLLAMA_DIR "\n\n", BUNDLED_MODEL);
     ModelDir L;
     ValidateResult r;
-    Calibration calib;
-    int have_calib = 0, needed = kv_layered_is_fitted(o->k_scheme) || kv_layered_is_fitted(o->v_scheme);
+    KvCacheRecipe recipe;
     if (modeldir_load(&L, o->model_dir, 1, err)) return -1;
     if (!o->ctx) o->ctx = L.model.config.max_seq_len;
     if (!o->stride) o->stride = ppl_default_stride(o->ctx);
-    int rc = calibration_for_run(o->calib_path, o->model_dir, NULL, &L.model, needed, &calib, &have_calib, err);
-    o->calib = have_calib ? &calib : NULL;
-    if (rc == 0) rc = validate_run(&L.model, L.tok, o, out, &r, err);
+    int rc = kv_cache_recipe_resolve(&recipe, &o->kv, 0, o->model_dir, NULL, &L.model, err);
+    if (rc == 0) rc = validate_run(&L.model, L.tok, o, &recipe.scheme, out, &r, err);
     modeldir_free(&L);
-    if (rc == 0 && out) validate_print_results(out, o, &r);
-    if (rc == 0 && json) validate_print_json(json, o, &r);
-    calibration_free(&calib);
-    o->calib = NULL;
+    if (rc == 0 && out) validate_print_results(out, o, &recipe.scheme, &r);
+    if (rc == 0 && json) validate_print_json(json, o, &recipe.scheme, &r);
+    kv_cache_recipe_free(&recipe);
     if (rc) return -1;
     *passed = r.passed;
     return 0;

@@ -9,19 +9,16 @@
 
 #include <stdio.h>
 #include "model/model.h"
-#include "model/formats/calibration.h"
+#include "eval/calibration.h"
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
     const char *model_dir;
     const char *model_note;        /* why this model: "--model", "models/tinyllama", "bundled" */
     const char *text_file;
-    const KvLayered *k_scheme, *v_scheme;
-    /* --calib FILE: the tables of fitted bases (NULL: model_dir/kv-calib.safetensors when a
-     * scheme is fitted and the file exists). validate_default_run loads it into calib, which
-     * validate_run uses for steps 4-6 (NULL: none) and the report names. */
-    const char *calib_path;
-    const Calibration *calib;
+    /* The cache's schemes and --calib: validate_default_run resolves them (eval/calibration.h)
+     * into the scheme validate_run uses for steps 4-6 and the report names. */
+    KvCacheFlags kv;
     /* Pass when delta < the larger of threshold_ppl and threshold_percent % of the baseline
      * (0 turns a bar off). The default, 0.5 and 1%, is the seed's Δppl < 0.5 on TinyLlama
      * (ppl ~7-8, where 1% is only ~0.08) and stays meaningful on models whose ppl is ~300. */
@@ -58,9 +55,9 @@ int validate_parse_threshold(const char *text, ValidateOptions *o);
 int validate_default_run(ValidateOptions *o, FILE *out, FILE *json, int *passed, Error *err);
 
 /* Runs the six steps, printing the report to out (NULL: silent). */
-int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, FILE *out,
+int validate_run(const Model *m, const Tokenizer *tok, const ValidateOptions *o, const KvCacheScheme *scheme, FILE *out,
                  ValidateResult *r, Error *err);
-void validate_print_results(FILE *out, const ValidateOptions *o, const ValidateResult *r);
-void validate_print_json(FILE *out, const ValidateOptions *o, const ValidateResult *r);
+void validate_print_results(FILE *out, const ValidateOptions *o, const KvCacheScheme *scheme, const ValidateResult *r);
+void validate_print_json(FILE *out, const ValidateOptions *o, const KvCacheScheme *scheme, const ValidateResult *r);
 
 #endif

@@ -75,16 +75,18 @@ static int init_rope_table(KvCache *c, const float *rope_inv_freq, Error *err) {
 static int bind_scheme(KvLayered *dst, const KvLayered *src, const Config *cfg, KvSide side, Error *err) {
     char why[256];
     if (src) *dst = *src;
-    else if (kv_layered_parse("fp32", side, dst, why, sizeof why)) return error_set(err, "KV cache: %s", why);
+    else if (kv_layered_parse(KV_CACHE_DEFAULT_SCHEME, side, dst, why, sizeof why)) return error_set(err, "KV cache: %s", why);
     if (kv_layered_bind(dst, cfg->n_layers, cfg->head_dim, side, why, sizeof why))
         return error_set(err, "%s scheme %s", side == KV_SIDE_KEYS ? "key" : "value", why);
     return 0;
 }
 
-int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvLayered *k,
-                  const KvLayered *v, const Calibration *calib, const float *rope_inv_freq, Error *err) {
+int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvCacheScheme *scheme,
+                  const float *rope_inv_freq, Error *err) {
     memset(c, 0, sizeof *c);
-    if (bind_scheme(&c->k_scheme, k, cfg, KV_SIDE_KEYS, err) || bind_scheme(&c->v_scheme, v, cfg, KV_SIDE_VALUES, err))
+    const Calibration *calib = scheme ? scheme->calib : NULL;
+    if (bind_scheme(&c->k_scheme, scheme ? &scheme->k : NULL, cfg, KV_SIDE_KEYS, err) ||
+        bind_scheme(&c->v_scheme, scheme ? &scheme->v : NULL, cfg, KV_SIDE_VALUES, err))
         return -1;
     c->n_layers = cfg->n_layers;
     c->n_kv_heads = cfg->n_kv_heads;

@@ -54,13 +54,24 @@ typedef struct {
     int len;                        /* positions written so far (the caller advances it) */
 } KvCache;
 
-/* A cache for max_seq positions, written in batches of at most max_batch positions. k and v
- * are LAYERED schemes parsed for keys and for values (NULL: fp32), checked against cfg here;
- * calib (NULL: none) gives the tables of fitted bases, which are refused without it or when it
- * lacks their fit; rope_inv_freq (the model's, [head_dim / 2]) is needed when a key layer is
- * +prerope. */
-int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvLayered *k,
-                  const KvLayered *v, const Calibration *calib, const float *rope_inv_freq, Error *err);
+/* The scheme of a side no flag names, and of a cache made without a scheme. */
+#define KV_CACHE_DEFAULT_SCHEME "fp32"
+
+/* How a cache stores what it is given: LAYERED schemes parsed for keys (k) and for values (v),
+ * and the calibration holding the tables of their fitted bases (NULL: none; a fitted base is
+ * then refused, as it is when calib lacks its fit). eval/calibration.h makes one from a run's
+ * flags. */
+typedef struct {
+    KvLayered k, v;
+    const Calibration *calib;
+} KvCacheScheme;
+
+/* A cache for max_seq positions, written in batches of at most max_batch positions, storing as
+ * scheme says (NULL: KV_CACHE_DEFAULT_SCHEME for both sides, no calibration); the schemes are
+ * checked against cfg here. rope_inv_freq (the model's, [head_dim / 2]) is needed when a key
+ * layer is +prerope. */
+int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvCacheScheme *scheme,
+                  const float *rope_inv_freq, Error *err);
 void kv_cache_free(KvCache *c);
 
 /* Stores position pos of one layer: k and v are [n_kv_heads * head_dim]. k is before RoPE

@@ -75,7 +75,7 @@ int kv_snapshot_of_prompt(const Model *m, const int *ids, int n, const char *mod
     KvCache kv;
     int rc = -1;
     if (runstate_init(&s, c, n < SNAPSHOT_BATCH ? n : SNAPSHOT_BATCH, err) == 0) {
-        if (kv_cache_init(&kv, c, n, s.max_batch, NULL, NULL, NULL, NULL, err) == 0) {
+        if (kv_cache_init(&kv, c, n, s.max_batch, NULL, NULL, err) == 0) {
             prefill(m, &s, &kv, ids, n);
             rc = kv_snapshot_from_cache(snap, &kv, n, model_name, err);
             if (rc == 0) tokens_to_text(ids, n, snap->tokens, sizeof snap->tokens);

@@ -139,8 +139,8 @@ static int calibrate(Setup *s) {
     int ok = 1;
     for (int i = 0; i < s->n_fits && ok; i++)
         ok = calib_fit_spec_parse(s->fits[i], c->n_layers, c->head_dim, &s->specs[i], why, sizeof why) == 0;
-    ok = ok && calib_collect(&s->m, s->tokens, CALIB_DEFAULT_TOKENS / CALIB_DEFAULT_CTX, CALIB_DEFAULT_CTX, 512, 0, NULL, NULL,
-                             &s->rows, &err) == 0;
+    CalibWindows cw = {s->tokens, CALIB_DEFAULT_TOKENS / CALIB_DEFAULT_CTX, CALIB_DEFAULT_CTX, 512, 0};
+    ok = ok && calib_collect(&s->m, &cw, NULL, NULL, &s->rows, &err) == 0;
     ok = ok && calibration_init(&s->mine, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, &err) == 0;
     for (int i = 0; i < s->n_fits && ok; i++) ok = calibration_add_fit(&s->mine, s->specs[i].key, &err) != NULL;
     if (ok) calib_store_stats(&s->rows, &s->mine);
@@ -220,7 +220,7 @@ static void check_parsing(const Setup *s) {
     Calibration c = {0};
     const Config *cfg = &s->m.config;
     int ok = calib_fit_spec_parse("vq12-d8", cfg->n_layers, cfg->head_dim, &f, why, sizeof why) == 0 &&
-             calib_collect(&s->m, s->tokens, 1, 256, 256, 0, NULL, NULL, &few, &err) == 0 &&
+             calib_collect(&s->m, &(CalibWindows){s->tokens, 1, 256, 256, 0}, NULL, NULL, &few, &err) == 0 &&
              calibration_init(&c, cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, cfg->head_dim, &err) == 0 &&
              calibration_add_fit(&c, f.key, &err) != NULL;
     int rc = ok ? calib_fit_all(&few, &f, 1, &c, NULL, NULL, &err) : 0;

@@ -131,7 +131,7 @@ int main(void) {
     }
     for (int i = 0; i < N_FITS && ok; i++)
         ok = calib_fit_spec_parse(FITS[i], c->n_layers, c->head_dim, &specs[i], why, sizeof why) == 0;
-    ok = ok && calib_collect(&m, tokens, TOKENS / 1024, 1024, 512, 1, NULL, NULL, &rows, &err) == 0;
+    ok = ok && calib_collect(&m, &(CalibWindows){tokens, TOKENS / 1024, 1024, 512, 1}, NULL, NULL, &rows, &err) == 0;
     ok = ok && calibration_init(&mine, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim, &err) == 0;
     for (int i = 0; i < N_FITS && ok; i++) ok = calibration_add_fit(&mine, specs[i].key, &err) != NULL;
     if (ok) calib_store_stats(&rows, &mine);

@@ -33,8 +33,8 @@ static void fill(Calibration *c, uint64_t seed) {
         CalibFit *fit = &c->fits[f];
         size_t books = (size_t)c->n_layers * fit->sides;
         for (size_t b = 0; b < books; b++) {
-            float *x = fit->codebooks + b * fit->codebook_floats, at = -1;
-            for (size_t e = 0; e < fit->codebook_floats; e++) x[e] = at += 0.125f + 0.0625f * (rnd(&seed) + 1);
+            float *x = fit->codebooks + b * fit->layer_floats, at = -1;
+            for (size_t e = 0; e < fit->layer_floats; e++) x[e] = at += 0.125f + 0.0625f * (rnd(&seed) + 1);
         }
     }
 }
@@ -61,8 +61,8 @@ static int same_calibration(const Calibration *a, const Calibration *b) {
         return 0;
     for (int i = 0; i < a->n_fits; i++) {
         const CalibFit *x = &a->fits[i], *y = &b->fits[i];
-        if (strcmp(x->key, y->key) || x->sides != y->sides || x->codebook_floats != y->codebook_floats ||
-            memcmp(x->codebooks, y->codebooks, (size_t)a->n_layers * x->sides * x->codebook_floats * 4))
+        if (strcmp(x->key, y->key) || x->sides != y->sides || x->layer_floats != y->layer_floats ||
+            memcmp(x->codebooks, y->codebooks, (size_t)a->n_layers * x->sides * x->layer_floats * 4))
             return 0;
     }
     return 1;

@@ -154,6 +154,21 @@ refused "calib: a malformed default calibration is refused, named" "$T/om/kv-cal
     ./run ppl "$T/om" $W --kv-scheme nuq2-g64
 ok "calib: the default calibration is not read when no scheme is fitted" ./run ppl "$T/om" $W --kv-scheme int4-g64
 
+# --- the default file serves the fitted schemes a run holds beside its flags' too: a sweep's
+# configurations and bench's long runs (issue 49's recipe: resolved from "others fitted" as well)
+osha=$(python3 -c "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())" $O/kv-calib.safetensors)
+ok "calib: sweep --config nuq3-g64 reads MODEL_DIR/kv-calib.safetensors" \
+    ./run sweep $O $W --config int4-g64 --config nuq3-g64 --out-dir "$T/sweep-default" --json
+grep -qF "\"calib_sha256\": \"$osha\"" "$T/sweep-default/results.json" &&
+    pass "calib: the sweep's results name the default calibration's sha256" ||
+    fail "calib: the sweep's results name the default calibration's sha256" "$(grep calib "$T/sweep-default/results.json")"
+ok "calib: bench --long-scheme nuq3-g64 reads MODEL_DIR/kv-calib.safetensors" \
+    ./run bench $O -p 8 -n 2 --ctx 64 --long-scheme nuq3-g64 --no-probe --repeat 1 --quiet --json
+grep -q '"long_kv_scheme": "nuq3-g64"' "$T/out" && pass "calib: bench reports the fitted long scheme it ran" ||
+    fail "calib: bench reports the fitted long scheme it ran" "$(head -c 300 "$T/out")"
+refused "calib: bench --long-scheme nuq3-g64 without a calibration names the calibrate command" \
+    "--fit nuq3-g64 --out FILE" ./run bench $B -p 8 -n 2 --ctx 64 --long-scheme nuq3-g64 --no-probe --repeat 1 --quiet
+
 # --- --validate --calib: every step with the calibration's tables, named in the report
 sha=$(python3 -c "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())" $CAL)
 mkdir "$T/vtmp"   # --validate's compressed file goes to TMPDIR and is removed

@@ -179,6 +179,16 @@ expect_exit "kv-info: missing file" 2 ./run kv-info "$T/none.st"
 expect_exit "--quick-test" 0 ./run --quick-test
 grep -q "signal RMS" "$T/out" && grep -q "^PASSED" "$T/out" && pass "--quick-test prints RMS and PASSED" || fail "--quick-test output" "$(cat "$T/out")"
 
+# --- the cache of a command given no scheme: fp32 keys and values (KV_CACHE_DEFAULT_SCHEME), so
+# nothing to compare with an fp32 baseline
+expect_exit "ppl without a scheme" 0 ./run ppl $M --ctx 64 --stride 64 --windows 1 --json --quiet
+python3 - "$T/out" <<'PY' && pass "ppl without a scheme: fp32 keys and values (32 bits), no baseline" || fail "ppl without a scheme: fp32 keys and values (32 bits), no baseline" "$(head -c 400 "$T/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+got = (r["k_scheme"], r["v_scheme"], r["k_stored_bits"], r["v_stored_bits"], r["compared"])
+sys.exit(0 if got == ("fp32", "fp32", 32, 32, False) else 1)
+PY
+
 # --- ppl shards merge to the single run, and ppl's bad input
 expect_exit "ppl single run" 0 ./run ppl $M --ctx 256 --stride 128 --windows 4 --kv-scheme int4-g64 --json --quiet
 cp "$T/out" "$T/whole.json"

@@ -228,7 +228,7 @@ static int extract_cache(const Model *m, const int *ids, int n, KvSnapshot *out,
     RunState s;
     KvCache kv;
     if (runstate_init(&s, &m->config, n, err)) return -1;
-    int rc = kv_cache_init(&kv, &m->config, n, n, NULL, NULL, NULL, NULL, err);
+    int rc = kv_cache_init(&kv, &m->config, n, n, NULL, NULL, err);
     if (rc == 0) {
         forward(m, &s, &kv, ids, n, 0, n);
         rc = kv_snapshot_from_cache(out, &kv, n, "mini-llama-brown", err);

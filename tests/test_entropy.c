@@ -270,7 +270,8 @@ static int cache_figure2(const char *k_spec, const char *v_spec, float rows[][DI
         return -1;
     }
     KvCache c;
-    if (kv_cache_init(&c, &cfg, n, n, &k, &v, NULL, NULL, &err)) {
+    KvCacheScheme scheme = {k, v, NULL};
+    if (kv_cache_init(&c, &cfg, n, n, &scheme, NULL, &err)) {
         check(0, spec, "%s", err.msg);
         return -1;
     }

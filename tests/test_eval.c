@@ -68,7 +68,7 @@ static const KvLayered *scheme_named(const char *text, KvSide side, KvLayered *b
     return kv_layered_parse(text, side, buf, why, sizeof why) == 0 ? buf : NULL;
 }
 
-static PplOptions hf_options(const KvLayered *k, const KvLayered *v, int windows) {
+static PplOptions hf_options(const KvCacheScheme *scheme, int windows) {
     PplOptions o = {0};
     o.protocol = PPL_HF;
     o.ctx = 1024;
@@ -76,8 +76,7 @@ static PplOptions hf_options(const KvLayered *k, const KvLayered *v, int windows
     o.max_windows = windows;
     o.shard_count = 1;
     o.batch = 256;
-    o.k_scheme = k;
-    o.v_scheme = v;
+    o.scheme = scheme;
     return o;
 }
 
@@ -101,16 +100,16 @@ static const Evaluation *evaluate(const Setup *s, const char *k_text, const char
         if (!strcmp(evaluations[i].k, k_text) && !strcmp(evaluations[i].v, v_text)) return &evaluations[i];
     if (n_evaluations == MAX_EVALUATIONS) return NULL;
     Evaluation *e = &evaluations[n_evaluations++];
-    KvLayered k, v;
+    KvCacheScheme scheme = {0};
     Error err = {{0}};
     snprintf(e->k, sizeof e->k, "%s", k_text);
     snprintf(e->v, sizeof e->v, "%s", v_text);
-    if (!scheme_named(k_text, KV_SIDE_KEYS, &k) || !scheme_named(v_text, KV_SIDE_VALUES, &v)) {
+    if (!scheme_named(k_text, KV_SIDE_KEYS, &scheme.k) || !scheme_named(v_text, KV_SIDE_VALUES, &scheme.v)) {
         e->rc = -1;
         snprintf(e->msg, sizeof e->msg, "scheme K %s V %s does not parse", k_text, v_text);
         return e;
     }
-    PplOptions o = hf_options(&k, &v, 4);
+    PplOptions o = hf_options(&scheme, 4);
     o.compare = 1;
     e->rc = ppl_evaluate(&s->model, s->tokens, s->n_tokens, &o, &e->r, &err);
     snprintf(e->msg, sizeof e->msg, "%s", err.msg);
@@ -159,8 +158,10 @@ static int sums_agree(double shards, double whole) { return fabs(shards - whole)
 
 /* Shards 0/3, 1/3, 2/3 add up to the single run's sums. */
 static void check_shards(const Setup *s) {
-    KvLayered k, v;
-    PplOptions o = hf_options(scheme_named("int4-g64", KV_SIDE_KEYS, &k), scheme_named("int4-g64", KV_SIDE_VALUES, &v), 3);
+    KvCacheScheme int4 = {0};
+    scheme_named("int4-g64", KV_SIDE_KEYS, &int4.k);
+    scheme_named("int4-g64", KV_SIDE_VALUES, &int4.v);
+    PplOptions o = hf_options(&int4, 3);
     o.ctx = 256;
     o.stride = 128;
     o.compare = 1;
@@ -197,13 +198,13 @@ static double token_nll(const float *row, int vocab, int target) {
  * and values as v, written straight from the recipe (tests/fixtures/reference/README.md):
  * each window from an empty cache, only targets no earlier window scored. Writes at most cap
  * values; returns how many targets were scored (-1: the buffers could not be set up). */
-static long per_token_nll(const Setup *s, const PplOptions *o, const KvLayered *k, const KvLayered *v, double *nll,
-                          long cap, Error *err) {
+static long per_token_nll(const Setup *s, const PplOptions *o, const KvCacheScheme *scheme, double *nll, long cap,
+                          Error *err) {
     const Config *c = &s->model.config;
     RunState rs;
     KvCache kv;
     if (runstate_init(&rs, c, o->ctx, err)) return -1;
-    if (kv_cache_init(&kv, c, o->ctx, o->ctx, k, v, NULL, s->model.rope_inv_freq, err)) { runstate_free(&rs); return -1; }
+    if (kv_cache_init(&kv, c, o->ctx, o->ctx, scheme, s->model.rope_inv_freq, err)) { runstate_free(&rs); return -1; }
     long n = 0;
     int scored_end = 1;   /* targets before this were scored earlier (token 0 has no context) */
     for (int w = 0; w < o->max_windows; w++) {
@@ -234,13 +235,15 @@ static void paired_mean_stderr(const double *a, const double *b, long n, double 
 /* The paired standard error of the NLL delta (quantized - fp32 cache, token by token), as
  * ppl reports it, against the same figure computed here from per-token NLLs. */
 static void check_paired_stderr(const Setup *s) {
-    KvLayered int4_k, int4_v;
-    const KvLayered *fp32 = NULL;
+    KvCacheScheme int4 = {0};
+    const KvCacheScheme *fp32 = NULL;
     const Evaluation *self = evaluate(s, "fp32", "fp32");
     check(self && self->rc == 0 && self->r.compared && self->r.sums.diff_sum == 0 && self->r.sums.diff_sumsq == 0 &&
           ppl_stderr_mean(self->r.sums.diff_sum, self->r.sums.diff_sumsq, self->r.sums.scored) == 0,
           "paired standard error of fp32 against itself is 0", "differences summed to %g", self ? self->r.sums.diff_sum : NAN);
-    PplOptions o = hf_options(scheme_named("int4-g64", KV_SIDE_KEYS, &int4_k), scheme_named("int4-g64", KV_SIDE_VALUES, &int4_v), 3);
+    scheme_named("int4-g64", KV_SIDE_KEYS, &int4.k);
+    scheme_named("int4-g64", KV_SIDE_VALUES, &int4.v);
+    PplOptions o = hf_options(&int4, 3);
     o.ctx = 256;
     o.stride = 128;
     o.compare = 1;
@@ -252,8 +255,8 @@ static void check_paired_stderr(const Setup *s) {
     double se = ppl_stderr_mean(r.sums.diff_sum, r.sums.diff_sumsq, r.sums.scored), mean_direct, se_direct;
     check(isfinite(se) && se > 0, "int4-g64 NLL delta: paired standard error finite and positive", "%g", se);
     double *quant = calloc((size_t)r.sums.scored + 1, sizeof(double)), *base = calloc((size_t)r.sums.scored + 1, sizeof(double));
-    long n_quant = per_token_nll(s, &o, &int4_k, &int4_v, quant, r.sums.scored, &err);
-    long n_base = n_quant == r.sums.scored ? per_token_nll(s, &o, fp32, fp32, base, r.sums.scored, &err) : -1;
+    long n_quant = per_token_nll(s, &o, &int4, quant, r.sums.scored, &err);
+    long n_base = n_quant == r.sums.scored ? per_token_nll(s, &o, fp32, base, r.sums.scored, &err) : -1;
     const char *name = "int4-g64 NLL delta: mean and paired standard error equal a two-pass computation over per-token NLLs";
     if (check(n_quant == r.sums.scored && n_base == r.sums.scored, "int4-g64 NLL delta: one per-token value per scored token",
               "%ld and %ld per-token values for %ld scored tokens %s", n_quant, n_base, r.sums.scored, err.msg)) {
@@ -289,7 +292,7 @@ static void check_llamacpp(void) {
     o.max_windows = 16;
     o.shard_count = 1;
     o.batch = 128;
-    o.k_scheme = o.v_scheme = NULL;   /* fp32 */
+    o.scheme = NULL;   /* fp32 */
     PplResult r;
     Error err;
     if (check(ppl_evaluate(&s.model, s.tokens, s.n_tokens, &o, &r, &err) == 0, "llama.cpp protocol runs", "%s", err.msg)) {

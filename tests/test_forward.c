@@ -80,7 +80,7 @@ static double nll_of(const float *row, int vocab, int target) {
  * nothing stays allocated and err says why. */
 static int init_run(RunState *s, KvCache *kv, const Config *c, int max_batch, int max_seq, Error *err) {
     if (runstate_init(s, c, max_batch, err)) return -1;
-    if (kv_cache_init(kv, c, max_seq, max_batch, NULL, NULL, NULL, NULL, err) == 0) return 0;
+    if (kv_cache_init(kv, c, max_seq, max_batch, NULL, NULL, err) == 0) return 0;
     runstate_free(s);
     return -1;
 }
@@ -236,8 +236,9 @@ static void check_forward_commits(void) {
     const Config *c = &m.config;
     int bad = !loaded || kv_layered_parse("int4-t32", KV_SIDE_KEYS, &k, why, sizeof why) ||
               kv_layered_parse("int4-t32", KV_SIDE_VALUES, &v, why, sizeof why);
-    if (!bad && (kv_cache_init(&by_forward, c, COMMIT_T, COMMIT_T, &k, &v, NULL, m.rope_inv_freq, &err) ||
-                 kv_cache_init(&by_hand, c, COMMIT_T, COMMIT_T, &k, &v, NULL, m.rope_inv_freq, &err) ||
+    KvCacheScheme scheme = {k, v, NULL};
+    if (!bad && (kv_cache_init(&by_forward, c, COMMIT_T, COMMIT_T, &scheme, m.rope_inv_freq, &err) ||
+                 kv_cache_init(&by_hand, c, COMMIT_T, COMMIT_T, &scheme, m.rope_inv_freq, &err) ||
                  runstate_init(&s, c, COMMIT_T, &err)))
         bad = 1;   /* (a failed init leaks the others: the test ends with a FAIL anyway) */
     if (!check(!bad, "forward commits the batch: stories260K, two int4-t32 caches and a run state", "%s%s", why,

@@ -377,7 +377,7 @@ static float *forward_logits(const Model *m, const int *tokens, int T) {
     KvCache kv;
     Error err;
     if (runstate_init(&s, &m->config, T, &err)) return NULL;
-    if (kv_cache_init(&kv, &m->config, T, T, NULL, NULL, NULL, NULL, &err)) {
+    if (kv_cache_init(&kv, &m->config, T, T, NULL, NULL, &err)) {
         runstate_free(&s);
         return NULL;
     }

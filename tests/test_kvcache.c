@@ -478,7 +478,8 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
         }
     if (!bad)
         bad = kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why);
-    if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &k, &v, &cal, rb->inv_freq, &err)) {
+    KvCacheScheme scheme = {k, v, &cal};
+    if (!bad && kv_cache_init(&c, &rb->cfg, RB_POSITIONS, RB_MAX_BATCH, &scheme, rb->inv_freq, &err)) {
         snprintf(why, sizeof why, "%.190s", err.msg);
         bad = 1;
     }
@@ -624,11 +625,12 @@ static void test_cache_bytes(void) {
                     kv_layered_bind(&k, RB_LAYERS, RB_DIM, KV_SIDE_KEYS, why, sizeof why) ||
                     kv_layered_bind(&v, RB_LAYERS, RB_DIM, KV_SIDE_VALUES, why, sizeof why) || kv_spec_is_fitted(&k.all))
                     continue;   /* a base that does not fit head_dim 64; fitted bases need a calibration (the read-back has one) */
+                KvCacheScheme scheme = {k, v, NULL};
                 for (int si = 0; si < 2; si++)
                     for (int bi = 0; bi < 2; bi++) {
                         KvCache c;
                         Error err;
-                        if (kv_cache_init(&c, &cfg, seqs[si], batches[bi], &k, &v, NULL, inv_freq, &err)) {
+                        if (kv_cache_init(&c, &cfg, seqs[si], batches[bi], &scheme, inv_freq, &err)) {
                             if (!bad++) snprintf(first, sizeof first, "K %.120s, V %.120s: %.120s", k_text, v_text, err.msg);
                             continue;
                         }
@@ -670,11 +672,13 @@ static float *run_batches(const Model *m, const int *tokens, int n, int batch, c
     RunState s;
     KvCache kv;
     Error err;
-    KvLayered k, v;
+    KvCacheScheme scheme = {0};
     char why[160];
-    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why)) return NULL;
+    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &scheme.k, why, sizeof why) ||
+        kv_layered_parse(v_text, KV_SIDE_VALUES, &scheme.v, why, sizeof why))
+        return NULL;
     if (runstate_init(&s, c, batch, &err)) return NULL;
-    if (kv_cache_init(&kv, c, n, batch, &k, &v, NULL, m->rope_inv_freq, &err)) {
+    if (kv_cache_init(&kv, c, n, batch, &scheme, m->rope_inv_freq, &err)) {
         runstate_free(&s);
         return NULL;
     }

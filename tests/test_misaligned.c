@@ -76,7 +76,7 @@ static float *logits_of(const Model *m) {
     Error err;
     if (runstate_init(&s, c, N_TOKENS, &err)) return NULL;
     float *out = NULL;
-    if (kv_cache_init(&kv, c, N_TOKENS + 1, N_TOKENS, NULL, NULL, NULL, NULL, &err) == 0) {   /* fp32 */
+    if (kv_cache_init(&kv, c, N_TOKENS + 1, N_TOKENS, NULL, NULL, &err) == 0) {   /* fp32 */
         size_t V = (size_t)c->vocab_size;
         out = malloc((N_TOKENS + 1) * V * sizeof(float));
         if (out) {

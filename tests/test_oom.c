@@ -48,7 +48,7 @@ typedef struct {
 static int run_ppl(const void *ctx, double *result, Error *err) {
     const PplJob *j = ctx;
     PplOptions o = {.protocol = PPL_LLAMACPP, .ctx = 64, .batch = 64, .shard_count = 1,
-                    .k_scheme = NULL, .v_scheme = NULL, .compare = 1};   /* fp32 */
+                    .scheme = NULL, .compare = 1};   /* fp32 */
     PplResult r;
     if (ppl_evaluate(j->m, j->tokens, N_TOKENS, &o, &r, err)) return -1;
     *result = r.sums.nll_sum + 1e3 * r.sums.kl_sum + (double)r.sums.top1_agree + (double)r.sums.scored;
@@ -64,7 +64,7 @@ static int run_load(const void *ctx, double *result, Error *err) {
     KvCache kv;
     int rc = runstate_init(&s, &m.config, 5, err);
     if (rc == 0) {
-        rc = kv_cache_init(&kv, &m.config, 5, 5, NULL, NULL, NULL, NULL, err);
+        rc = kv_cache_init(&kv, &m.config, 5, 5, NULL, NULL, err);
         if (rc == 0) {
             forward(&m, &s, &kv, tokens, 5, 0, 0);
             double sum = 0;

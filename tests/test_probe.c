@@ -81,19 +81,21 @@ static double own_nll(const float *row, int n, int target) {
 static void check_copy(const ModelDir *L) {
     const Model *m = &L->model;
     int vocab = m->config.vocab_size;
-    KvLayered kb, vb;
-    const KvLayered *k[1] = {scheme("int4-g64", KV_SIDE_KEYS, &kb)}, *v[1] = {scheme("int4-g64", KV_SIDE_VALUES, &vb)};
+    KvCacheScheme int4 = {0};
+    scheme("int4-g64", KV_SIDE_KEYS, &int4.k);
+    scheme("int4-g64", KV_SIDE_VALUES, &int4.v);
+    const KvCacheScheme *schemes[1] = {&int4};
     ProbeOptions o = {.task = PROBE_COPY, .ctx = CTX, .sequences = 2, .seed = 7, .lengths = {8, 32}, .n_lengths = 2,
                       .batch = 16};
     ProbeResult r;
     Error err;
-    if (!check(probe_run(m, L->tok, &o, k, v, 1, NULL, &r, &err) == 0, "probe copy: runs", "%s", err.msg)) return;
+    if (!check(probe_run(m, L->tok, &o, schemes, 1, &r, &err) == 0, "probe copy: runs", "%s", err.msg)) return;
     int *pieces = NULL, n_pieces = probe_word_pieces(L->tok, &pieces, &err);
     RunState s;
     KvCache kv[2] = {{0}};
     runstate_init(&s, &m->config, CTX, &err);
-    kv_cache_init(&kv[0], &m->config, CTX, CTX, NULL, NULL, NULL, m->rope_inv_freq, &err);
-    kv_cache_init(&kv[1], &m->config, CTX, CTX, k[0], v[0], NULL, m->rope_inv_freq, &err);
+    kv_cache_init(&kv[0], &m->config, CTX, CTX, NULL, m->rope_inv_freq, &err);
+    kv_cache_init(&kv[1], &m->config, CTX, CTX, &int4, m->rope_inv_freq, &err);
     float *base = malloc((size_t)CTX * vocab * sizeof *base);
     char why[300] = "";
     for (int li = 0; li < 2 && !why[0]; li++) {
@@ -148,13 +150,15 @@ static void check_passkey(const ModelDir *L) {
     probe_passkey_number(1, 1, b);
     check(strlen(a) == 5 && a[0] != '0' && strspn(a, "0123456789") == 5 && strcmp(a, b),
           "probe passkey: five digits, the first not 0, one a trial", "'%s' '%s'", a, b);
-    KvLayered kb, vb;
-    const KvLayered *k[1] = {scheme("fp32", KV_SIDE_KEYS, &kb)}, *v[1] = {scheme("fp32", KV_SIDE_VALUES, &vb)};
+    KvCacheScheme fp32 = {0};
+    scheme("fp32", KV_SIDE_KEYS, &fp32.k);
+    scheme("fp32", KV_SIDE_VALUES, &fp32.v);
+    const KvCacheScheme *schemes[1] = {&fp32};
     ProbeOptions o = {.task = PROBE_PASSKEY, .ctx = 256, .sequences = 1, .seed = 3, .lengths = {128, 200},
                       .n_lengths = 2, .depths = {0, 100}, .n_depths = 2};
     ProbeResult r;
     Error err;
-    if (!check(probe_run(&L->model, L->tok, &o, k, v, 1, NULL, &r, &err) == 0, "probe passkey: runs", "%s", err.msg))
+    if (!check(probe_run(&L->model, L->tok, &o, schemes, 1, &r, &err) == 0, "probe passkey: runs", "%s", err.msg))
         return;
     int same = r.n_cells == 4;
     for (int c = 0; c < r.n_cells && same; c++) {
@@ -187,15 +191,18 @@ static void check_diverge(const ModelDir *L) {
     int n_text = 0, *text = load_eval_tokens(path, L->tok, 1, &n_text, &err), M = 24;
     if (!check(text && n_text > 10, "probe diverge: the prompt's text", "%s", err.msg)) return;
     int P = n_text - 2;   /* BOS + P = the whole text but its last token: one prompt, at offset 1 */
-    KvLayered kb[3], vb[3];
-    const KvLayered *k[3] = {scheme("fp32", KV_SIDE_KEYS, &kb[0]), scheme("int2-g64", KV_SIDE_KEYS, &kb[1]),
-                             scheme("int4-g64", KV_SIDE_KEYS, &kb[2])};
-    const KvLayered *v[3] = {scheme("fp32", KV_SIDE_VALUES, &vb[0]), scheme("int2-g64", KV_SIDE_VALUES, &vb[1]),
-                             scheme("int4-g64", KV_SIDE_VALUES, &vb[2])};
+    static const char *const texts[3] = {"fp32", "int2-g64", "int4-g64"};
+    KvCacheScheme kv_schemes[3] = {0};
+    const KvCacheScheme *schemes[3];
+    for (int c = 0; c < 3; c++) {
+        scheme(texts[c], KV_SIDE_KEYS, &kv_schemes[c].k);
+        scheme(texts[c], KV_SIDE_VALUES, &kv_schemes[c].v);
+        schemes[c] = &kv_schemes[c];
+    }
     ProbeOptions o = {.task = PROBE_DIVERGE, .ctx = CTX, .sequences = 2, .seed = 5, .prompt_tokens = P,
                       .new_tokens = M, .text_file = path};
     ProbeResult r;
-    if (!check(probe_run(m, L->tok, &o, k, v, 3, NULL, &r, &err) == 0, "probe diverge: runs", "%s", err.msg)) return;
+    if (!check(probe_run(m, L->tok, &o, schemes, 3, &r, &err) == 0, "probe diverge: runs", "%s", err.msg)) return;
     RunState s;
     KvCache kv = {0};
     runstate_init(&s, &m->config, CTX, &err);
@@ -203,7 +210,7 @@ static void check_diverge(const ModelDir *L) {
     prompt[0] = m->config.bos_id;
     memcpy(prompt + 1, text + 1, (size_t)P * sizeof *prompt);
     for (int c = 0; c < 3; c++) {   /* the fp32 cache, then int2-g64 and int4-g64 */
-        kv_cache_init(&kv, &m->config, CTX, CTX, c ? k[c] : NULL, c ? v[c] : NULL, NULL, m->rope_inv_freq, &err);
+        kv_cache_init(&kv, &m->config, CTX, CTX, c ? schemes[c] : NULL, m->rope_inv_freq, &err);
         own_greedy(m, &s, &kv, prompt, 1 + P, M, c ? q : base);
         kv_cache_free(&kv);
         while (c && d[c] < M && q[d[c]] == base[d[c]]) d[c]++;

@@ -82,8 +82,9 @@ static void check_row(const Model *m, const int *tokens, int n_tokens, const cha
     const char *ks = text_of(row, "k_scheme"), *vs = text_of(row, "v_scheme");
     char name[256], why[160];
     snprintf(name, sizeof name, "schemes ref %s: K %s, V %s", model_name, ks, vs);
-    KvLayered k, v;
-    if (kv_layered_parse(ks, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(vs, KV_SIDE_VALUES, &v, why, sizeof why)) {
+    KvCacheScheme scheme = {.calib = calib};
+    if (kv_layered_parse(ks, KV_SIDE_KEYS, &scheme.k, why, sizeof why) ||
+        kv_layered_parse(vs, KV_SIDE_VALUES, &scheme.v, why, sizeof why)) {
         check(0, name, "does not parse: %s", why);
         return;
     }
@@ -94,9 +95,7 @@ static void check_row(const Model *m, const int *tokens, int n_tokens, const cha
     o.max_windows = 4;
     o.shard_count = 1;
     o.batch = 256;
-    o.k_scheme = &k;
-    o.v_scheme = &v;
-    o.calib = calib;
+    o.scheme = &scheme;
     o.compare = 1;
     PplResult r;
     Error err;

@@ -47,7 +47,7 @@ static const KvLayered *scheme_named(const char *text, KvSide side, KvLayered *b
     return kv_layered_parse(text, side, buf, why, sizeof why) == 0 ? buf : NULL;
 }
 
-static PplOptions options(const KvLayered *k, const KvLayered *v) {
+static PplOptions options(const KvCacheScheme *scheme) {
     PplOptions o = {0};
     o.protocol = PPL_HF;
     o.ctx = CTX;
@@ -55,8 +55,7 @@ static PplOptions options(const KvLayered *k, const KvLayered *v) {
     o.max_windows = WINDOWS;
     o.shard_count = 1;
     o.batch = BATCH;
-    o.k_scheme = k;
-    o.v_scheme = v;
+    o.scheme = scheme;
     o.compare = 1;
     o.layer_error = 1;
     return o;
@@ -123,7 +122,7 @@ typedef struct {
 
 /* The evaluation redone here: each window's fp32 and scheme runs, every scored row scored and
  * bucketed by its own position. */
-static int independent(const Setup *s, const KvLayered *k, const KvLayered *v, Independent *out) {
+static int independent(const Setup *s, const KvCacheScheme *scheme, Independent *out) {
     const Config *c = &s->model.config;
     size_t V = (size_t)c->vocab_size, dim = (size_t)c->dim;
     Error err;
@@ -135,8 +134,8 @@ static int independent(const Setup *s, const KvLayered *k, const KvLayered *v, I
     float *q_att = malloc((size_t)c->n_layers * CTX * dim * sizeof(float));
     double *p = malloc(V * sizeof(double));
     if (!base || !q || !base_att || !q_att || !p || runstate_init(&st, c, BATCH, &err) ||
-        kv_cache_init(&base_kv, c, CTX, BATCH, NULL, NULL, NULL, NULL, &err) ||
-        kv_cache_init(&q_kv, c, CTX, BATCH, k, v, NULL, s->model.rope_inv_freq, &err))
+        kv_cache_init(&base_kv, c, CTX, BATCH, NULL, NULL, &err) ||
+        kv_cache_init(&q_kv, c, CTX, BATCH, scheme, s->model.rope_inv_freq, &err))
         return -1;
     ForwardTap tap = {0};
     for (int w = 0; w < WINDOWS; w++) {
@@ -219,11 +218,12 @@ static void check_layer0(const PplResult *r, const Independent *ind) {
 
 /* Every layer's sum of relative errors exactly 0 over every scored row. */
 static void check_lossless(const Setup *s, const char *scheme, const char *name) {
-    KvLayered k, v;
+    KvCacheScheme cs = {0};
     Error err = {{0}};
     PplResult r;
-    int parsed = !strcmp(scheme, "fp32") || (scheme_named(scheme, KV_SIDE_KEYS, &k) && scheme_named(scheme, KV_SIDE_VALUES, &v));
-    PplOptions o = options(strcmp(scheme, "fp32") ? &k : NULL, strcmp(scheme, "fp32") ? &v : NULL);
+    int fp32 = !strcmp(scheme, "fp32");
+    int parsed = fp32 || (scheme_named(scheme, KV_SIDE_KEYS, &cs.k) && scheme_named(scheme, KV_SIDE_VALUES, &cs.v));
+    PplOptions o = options(fp32 ? NULL : &cs);
     int rc = parsed ? ppl_evaluate(&s->model, s->tokens, s->n_tokens, &o, &r, &err) : -1;
     int zero = rc == 0 && r.sums.layer.n_layers == 4 && r.sums.layer.rows == r.sums.scored && r.sums.scored > 0;
     int first_bad = -1;
@@ -267,15 +267,15 @@ int main(void) {
     check_bucket_edges();
     Setup s;
     if (!check(setup(&s) == 0, "mini-llama-brown and wiki.test load", "failed")) return test_exit_code();
-    KvLayered k, v;
-    scheme_named("int4-g64", KV_SIDE_KEYS, &k);
-    scheme_named("int4-g64", KV_SIDE_VALUES, &v);
-    PplOptions o = options(&k, &v);
+    KvCacheScheme int4 = {0};
+    scheme_named("int4-g64", KV_SIDE_KEYS, &int4.k);
+    scheme_named("int4-g64", KV_SIDE_VALUES, &int4.v);
+    PplOptions o = options(&int4);
     PplResult r;
     Error err = {{0}};
     Independent ind;
     int rc = ppl_evaluate(&s.model, s.tokens, s.n_tokens, &o, &r, &err);
-    if (check(rc == 0 && independent(&s, &k, &v, &ind) == 0, "int4-g64 evaluated (HF ctx 128 stride 48, batches of 40)",
+    if (check(rc == 0 && independent(&s, &int4, &ind) == 0, "int4-g64 evaluated (HF ctx 128 stride 48, batches of 40)",
               "%s", err.msg)) {
         check_positions(&s, &r, &ind);
         check_layer0(&r, &ind);
