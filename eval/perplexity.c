@@ -282,7 +282,7 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
 
 /* The entropy-coded bits of the cache at the window's end (SCHEMES.md §9): a window's cache is
  * what a file of it would store, so each window's streams are counted apart and the bits added.
- * The counters live for one window (a vq12-d1 cache's are tens of MB). */
+ * The counters live for one window (a cache of 12-bit codes, one a value, has tens of MB of them). */
 static void add_code_bits(KvCodeCounts *counts, const KvCache *kv, TokenSums *sums) {
     kv_code_counts_add(counts, kv);
     for (int side = 0; side < 2; side++) {

@@ -255,10 +255,7 @@ static int pca_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
         return -1;
     }
     int n = rows->n;
-    PcaHead h;
-    pca_head_view(table, n, &h);
-    pca_fit_head(rows->units, rows->count, n, scratch_roots(b, rows, scratch), row_bits(b, n), (float *)h.mean,
-                 (float *)h.basis, (float *)h.bits, (float *)h.tables, NULL, scratch);
+    pca_fit_head(rows->units, rows->count, n, scratch_roots(b, rows, scratch), row_bits(b, n), table, NULL, scratch);
     return 0;
 }
 

@@ -228,8 +228,9 @@ static void fit_component(const float *y, size_t n, float *tables, double *cost,
     }
 }
 
-double pca_fit_head(const float *rows, size_t n, int d, const float *sqrt_w, int budget, float *mean, float *basis,
-                    float *bits, float *tables, double *distortion, void *scratch) {
+double pca_fit_head(const float *rows, size_t n, int d, const float *sqrt_w, int budget, float *block,
+                    double *distortion, void *scratch) {
+    float *mean = block, *basis = mean + d, *bits = basis + (size_t)d * d, *tables = bits + d;   /* pca_head_view */
     FitScratch s;
     carve(&s, scratch, n, d, budget);
     for (size_t r = 0; r < n; r++)

@@ -59,11 +59,11 @@ size_t pca_allocate_scratch_bytes(int d, int budget);
 size_t pca_fit_scratch_bytes(size_t n, int d, int budget);
 
 /* Fits one KV head from n rows of d values (n >= 1). sqrt_w: NULL, or d weights' square roots
- * (+aw: the rows are scaled by them before anything else). Writes mean[d], basis[d*d], bits[d]
- * (as floats), tables[d*256]; distortion (optional, d * 9 float64) receives D_i(b). Returns the
- * minimum total distortion the allocation reached. */
-double pca_fit_head(const float *rows, size_t n, int d, const float *sqrt_w, int budget, float *mean, float *basis,
-                    float *bits, float *tables, double *distortion, void *scratch);
+ * (+aw: the rows are scaled by them before anything else). Writes the head's block (pca_head_view's
+ * order: mean[d], basis[d*d], bits[d] as floats, tables[d*256]); distortion (optional, d * 9
+ * float64) receives D_i(b). Returns the minimum total distortion the allocation reached. */
+double pca_fit_head(const float *rows, size_t n, int d, const float *sqrt_w, int budget, float *block,
+                    double *distortion, void *scratch);
 
 /* ---- rows ---- */
 

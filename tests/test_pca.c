@@ -164,14 +164,15 @@ static void make_rows(float *rows, uint64_t seed) {
 }
 
 static void test_fit(const char *tag, const float *w) {
-    static float rows[FIT_N * FIT_D], mean[FIT_D], basis[FIT_D * FIT_D], bits[FIT_D], tables[FIT_D * 256];
+    static float rows[FIT_N * FIT_D], block[FIT_D + FIT_D * FIT_D + FIT_D + FIT_D * 256];
+    float *mean = block, *basis = mean + FIT_D, *bits = basis + FIT_D * FIT_D, *tables = bits + FIT_D;
     static double cost[FIT_D * 9];
     make_rows(rows, 3);
     float sqrt_w[FIT_D];
     for (int c = 0; c < FIT_D; c++) sqrt_w[c] = w ? sqrtf(w[c]) : 1;
     int budget = 2 * FIT_D;
     void *scratch = malloc(pca_fit_scratch_bytes(FIT_N, FIT_D, budget));
-    double total = pca_fit_head(rows, FIT_N, FIT_D, w ? sqrt_w : NULL, budget, mean, basis, bits, tables, cost, scratch);
+    double total = pca_fit_head(rows, FIT_N, FIT_D, w ? sqrt_w : NULL, budget, block, cost, scratch);
     free(scratch);
     char name[96];
     PcaHead h = {.d = FIT_D, .mean = mean, .basis = basis, .bits = bits, .tables = tables};
