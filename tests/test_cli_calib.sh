@@ -167,7 +167,7 @@ ok "calib: bench --long-scheme nuq3-g64 reads MODEL_DIR/kv-calib.safetensors" \
 grep -q '"long_kv_scheme": "nuq3-g64"' "$T/out" && pass "calib: bench reports the fitted long scheme it ran" ||
     fail "calib: bench reports the fitted long scheme it ran" "$(head -c 300 "$T/out")"
 refused "calib: bench --long-scheme nuq3-g64 without a calibration names the calibrate command" \
-    "--fit nuq3-g64 --out FILE" ./run bench $B -p 8 -n 2 --ctx 64 --long-scheme nuq3-g64 --no-probe --repeat 1 --quiet
+    "--fit nuq3-g64 --out $B/kv-calib.safetensors makes it" ./run bench $B -p 8 -n 2 --ctx 64 --long-scheme nuq3-g64 --no-probe --repeat 1 --quiet
 
 # --- --validate --calib: every step with the calibration's tables, named in the report
 sha=$(python3 -c "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())" $CAL)
