@@ -65,9 +65,9 @@ static void bench_sections(const char *name) {
     size_t len = 0;
     Error err;
     double t0 = cpu_seconds();
-    int ok = entropy_pack(&spec, &shape, units, &blob, &len, &st, &err) == 0;
+    int ok = entropy_pack(&spec, 0, &shape, units, &blob, &len, &st, &err) == 0;
     double t1 = cpu_seconds();
-    ok = ok && entropy_unpack(&spec, &shape, blob, len, back, "bench", &err) == 0 && !memcmp(units, back, bytes);
+    ok = ok && entropy_unpack(&spec, 0, &shape, blob, len, back, "bench", &err) == 0 && !memcmp(units, back, bytes);
     double t2 = cpu_seconds(), mb = st.coded_values * spec.base.bits / 8 / 1e6;
     printf("sections, %s: %zu unit bytes -> %zu; pack %.0f MB/s of codes, unpack %.0f MB/s%s\n", name, bytes, len,
            mb / (t1 - t0), mb / (t2 - t1), ok ? "" : " ROUND TRIP FAILED");

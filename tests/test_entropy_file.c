@@ -230,7 +230,7 @@ static void expect_unpack(const char *name, const Blob *b, int want_ok, const ch
     kv_spec_parse("int2-g32", KV_SIDE_VALUES, &spec, why, sizeof why);
     EntropyShape shape = {1, 1, kv_spec_unit_bytes(&spec, 32), 32};
     unsigned char units[64];
-    int rc = entropy_unpack(&spec, &shape, b->bytes, b->len, units, "t", &err);
+    int rc = entropy_unpack(&spec, 0, &shape, b->bytes, b->len, units, "t", &err);
     int ok = want_ok ? rc == 0 && units[8] == 0x00 && units[9] == 0x3c && (units[0] & 3) == 0 && (units[0] >> 2 & 3) == 1
                      : rc == -1 && strstr(err.msg, want) != NULL && !strchr(err.msg, '\n');
     check(ok, name, "rc %d, '%s'", rc, err.msg);

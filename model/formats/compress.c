@@ -48,6 +48,8 @@ typedef struct {
 
 /* The spec KV head h is coded with. */
 static const KvSpec *plan_head(const TensorPlan *p, int h) { return p->head_specs ? &p->head_specs[h] : &p->spec; }
+/* Every head's spec (entropy_pack's specs): head_specs of a fitted base, else the one spec. */
+static const KvSpec *plan_specs(const TensorPlan *p) { return p->head_specs ? p->head_specs : &p->spec; }
 static size_t plan_packed_bytes(const TensorPlan *p) { return (size_t)p->heads * p->units * p->unit_bytes; }
 static int plan_full_rows(const TensorPlan *p) { return p->sinks + p->positions - p->quantized_end; }
 
@@ -386,7 +388,7 @@ static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i,
     tq->quality = kv_metrics_finish(&one);
     EntropyShape shape = plan_entropy_shape(&pt->plan);
     Error ignored;   /* only memory can fail */
-    if (entropy_pack(&pt->plan.spec, &shape, pt->packed, &pt->coded, &pt->coded_len, es, &ignored)) return -1;
+    if (entropy_pack(plan_specs(&pt->plan), pt->plan.head_specs != NULL, &shape, pt->packed, &pt->coded, &pt->coded_len, es, &ignored)) return -1;
     if (!o->entropy) free(pt->coded), pt->coded = NULL;   /* measured only: the figure of every compress */
     if (!o->lz4) return 0;
     pt->lz4 = malloc(lz4_compress_bound(packed_bytes));
@@ -582,7 +584,7 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
         char what[4200];
         EntropyShape shape = plan_entropy_shape(p);
         snprintf(what, sizeof what, "%s: tensor '%s'", st->path, name);
-        if (entropy_unpack(&p->spec, &shape, t->data, t->nbytes, packed, what, err)) return -1;
+        if (entropy_unpack(plan_specs(p), p->head_specs != NULL, &shape, t->data, t->nbytes, packed, what, err)) return -1;
     } else if (lz4) {
         size_t got = 0;
         int e = lz4_decompress(t->data, t->nbytes, packed, want, &got);
@@ -663,7 +665,7 @@ static int tensor_bits(const TensorPlan *p, const unsigned char *packed, size_t 
     EntropyShape shape = plan_entropy_shape(p);
     unsigned char *blob = NULL;
     size_t len = 0;
-    if (entropy_pack(&p->spec, &shape, packed, &blob, &len, &es, err)) return -1;
+    if (entropy_pack(plan_specs(p), p->head_specs != NULL, &shape, packed, &blob, &len, &es, err)) return -1;
     free(blob);
     double values = (double)p->heads * p->positions * p->row, full = 16.0 * p->heads * plan_full_rows(p) * p->row;
     b->stored = (8.0 * (double)stored_packed_bytes + full) / values;

@@ -40,6 +40,26 @@ static int layout_init(Layout *l, const KvSpec *spec, const EntropyShape *s) {
     return 0;
 }
 
+/* One layout a KV head (heads: s->heads; a head's spec is specs[h] when per_head, else specs[0]):
+ * the bases whose code widths come from the head's fitted table (pca) differ from head to head,
+ * the others are all the same. NULL when out of memory (what was made is freed). */
+static Layout *layouts_init(const KvSpec *specs, int per_head, const EntropyShape *s) {
+    int n = s->heads > 0 ? s->heads : 1;
+    Layout *l = calloc((size_t)n, sizeof *l);
+    for (int h = 0; l && h < n; h++)
+        if (layout_init(&l[h], per_head ? &specs[h] : specs, s)) {
+            for (int k = 0; k <= h; k++) free(l[k].mask);
+            free(l);
+            l = NULL;
+        }
+    return l;
+}
+
+static void layouts_free(Layout *l, const EntropyShape *s) {
+    for (int h = 0; l && h < (s->heads > 0 ? s->heads : 1); h++) free(l[h].mask);
+    free(l);
+}
+
 /* ---- a growing byte buffer ---- */
 
 typedef struct {
@@ -78,20 +98,30 @@ static void put_crc(Buf *b, size_t from) {
 
 /* ---- packing ---- */
 
-/* The bits of every unit outside the code mask, in order, LSB first. */
-static void pack_rest(const Layout *l, const unsigned char *units, size_t n_units, Buf *out) {
-    size_t from = out->len, bits = n_units * l->rest_bits;
+/* The bits of every unit outside its head's code mask, head by head, in order, LSB first. */
+static size_t rest_bits_of(const Layout *l, const EntropyShape *s) {
+    size_t bits = 0;
+    for (int h = 0; h < s->heads; h++) bits += s->units * l[h].rest_bits;
+    return bits;
+}
+
+static void pack_rest(const Layout *l, const EntropyShape *s, const unsigned char *units, Buf *out) {
+    size_t from = out->len, bits = rest_bits_of(l, s);
     put_u32(out, (uint32_t)((bits + 7) / 8));
     unsigned char *p = buf_room(out, (bits + 7) / 8);
     if (!p) return;
     memset(p, 0, (bits + 7) / 8);
     size_t at = 0;
-    for (size_t u = 0; u < n_units; u++)
-        for (size_t k = 0; k < 8 * l->unit_bytes; k++)
-            if (!(l->mask[k / 8] >> (k % 8) & 1)) {
-                if (units[u * l->unit_bytes + k / 8] >> (k % 8) & 1) p[at / 8] |= (unsigned char)(1u << (at % 8));
-                at++;
-            }
+    for (int h = 0; h < s->heads; h++) {
+        const Layout *lh = &l[h];
+        const unsigned char *head_units = units + (size_t)h * s->units * lh->unit_bytes;
+        for (size_t u = 0; u < s->units; u++)
+            for (size_t k = 0; k < 8 * lh->unit_bytes; k++)
+                if (!(lh->mask[k / 8] >> (k % 8) & 1)) {
+                    if (head_units[u * lh->unit_bytes + k / 8] >> (k % 8) & 1) p[at / 8] |= (unsigned char)(1u << (at % 8));
+                    at++;
+                }
+    }
     put_crc(out, from);
 }
 
@@ -162,33 +192,35 @@ static int pack_head(const Layout *l, const EntropyShape *s, const unsigned char
     return 0;
 }
 
-int entropy_pack(const KvSpec *spec, const EntropyShape *s, const unsigned char *units, unsigned char **blob,
-                 size_t *len, EntropyStats *st, Error *err) {
-    Layout l;
+int entropy_pack(const KvSpec *specs, int per_head, const EntropyShape *s, const unsigned char *units,
+                 unsigned char **blob, size_t *len, EntropyStats *st, Error *err) {
     Buf out = {0};
-    size_t count = s->units * (size_t)spec->base.rows;
-    int rc = layout_init(&l, spec, s);
-    unsigned short *all = rc ? NULL : malloc((s->units * l.codes_per_unit + 1) * sizeof *all);
+    size_t count = s->units * (size_t)specs->base.rows;
+    Layout *l = layouts_init(specs, per_head, s);
+    int rc = l ? 0 : -1;
+    unsigned short *all = rc ? NULL : malloc((s->units * l->codes_per_unit + 1) * sizeof *all);
     unsigned short *stream = rc ? NULL : malloc((count + 1) * sizeof *stream);
     if (rc || !all || !stream) rc = -1;
     if (!rc) {
         unsigned char *magic = buf_room(&out, 4);
         if (magic) memcpy(magic, MAGIC, 4);
-        uint32_t head[HEADER_WORDS] = {VERSION, (uint32_t)s->heads, (uint32_t)s->units, (uint32_t)l.unit_bytes,
-                                       (uint32_t)l.rows, (uint32_t)l.slots, (uint32_t)l.symbols};
+        uint32_t head[HEADER_WORDS] = {VERSION, (uint32_t)s->heads, (uint32_t)s->units, (uint32_t)l->unit_bytes,
+                                       (uint32_t)l->rows, (uint32_t)l->slots, (uint32_t)l->symbols};
         for (int i = 0; i < HEADER_WORDS; i++) put_u32(&out, head[i]);
-        pack_rest(&l, units, (size_t)s->heads * s->units, &out);
+        pack_rest(l, s, units, &out);
         st->table_bytes += 4.0 * (HEADER_WORDS + 1) + 8.0;   /* the header, the rest section's length and CRC */
-        for (int h = 0; h < s->heads && !rc && count > 0 && l.slots > 0; h++)
-            rc = pack_head(&l, s, units + (size_t)h * s->units * l.unit_bytes, all, stream, &out, st);
+        for (int h = 0; h < s->heads && !rc && count > 0 && l->slots > 0; h++)
+            rc = pack_head(&l[h], s, units + (size_t)h * s->units * l->unit_bytes, all, stream, &out, st);
         if (out.failed) rc = -1;
     }
-    st->rest_bits += (double)s->heads * s->units * l.rest_bits;
-    /* a base without code streams counts at its stored bits, as the KV cache's figure does */
-    st->param_bits += (double)s->heads * s->units *
-                      (l.slots ? l.params + 24.0 * spec->base.rows * spec->outliers : 8.0 * (double)l.unit_bytes);
-    st->coded_values += l.slots ? (double)s->heads * count * s->n : 0;
-    free(l.mask);
+    if (l) {
+        st->rest_bits += (double)rest_bits_of(l, s);
+        /* a base without code streams counts at its stored bits, as the KV cache's figure does */
+        st->param_bits += (double)s->heads * s->units *
+                          (l->slots ? l->params + 24.0 * specs->base.rows * specs->outliers : 8.0 * (double)l->unit_bytes);
+        st->coded_values += l->slots ? (double)s->heads * count * s->n : 0;
+    }
+    layouts_free(l, s);
     free(all);
     free(stream);
     if (rc) {
@@ -225,8 +257,8 @@ static int check_crc(Reader *r, size_t from, const char *part) {
     return 0;
 }
 
-static int unpack_rest(Reader *r, const Layout *l, size_t n_units, unsigned char *units) {
-    size_t from = r->at, bytes = (n_units * l->rest_bits + 7) / 8;
+static int unpack_rest(Reader *r, const Layout *l, const EntropyShape *s, unsigned char *units) {
+    size_t from = r->at, bytes = (rest_bits_of(l, s) + 7) / 8;
     if (need(r, 4, "rest section")) return -1;
     if (get_u32(r->p + r->at) != bytes)
         return error_set(r->err, "%s: entropy-coded rest section holds %u bytes, expected %zu", r->what,
@@ -237,12 +269,16 @@ static int unpack_rest(Reader *r, const Layout *l, size_t n_units, unsigned char
     if (check_crc(r, from, "rest section")) return -1;
     const unsigned char *p = r->p + from + 4;
     size_t at = 0;
-    for (size_t u = 0; u < n_units; u++)
-        for (size_t k = 0; k < 8 * l->unit_bytes; k++)
-            if (!(l->mask[k / 8] >> (k % 8) & 1)) {
-                if (p[at / 8] >> (at % 8) & 1) units[u * l->unit_bytes + k / 8] |= (unsigned char)(1u << (k % 8));
-                at++;
-            }
+    for (int h = 0; h < s->heads; h++) {
+        const Layout *lh = &l[h];
+        unsigned char *head_units = units + (size_t)h * s->units * lh->unit_bytes;
+        for (size_t u = 0; u < s->units; u++)
+            for (size_t k = 0; k < 8 * lh->unit_bytes; k++)
+                if (!(lh->mask[k / 8] >> (k % 8) & 1)) {
+                    if (p[at / 8] >> (at % 8) & 1) head_units[u * lh->unit_bytes + k / 8] |= (unsigned char)(1u << (k % 8));
+                    at++;
+                }
+    }
     return 0;
 }
 
@@ -322,27 +358,24 @@ static int check_header(Reader *r, const Layout *l, const EntropyShape *s) {
     return 0;
 }
 
-int entropy_unpack(const KvSpec *spec, const EntropyShape *s, const unsigned char *blob, size_t len,
+int entropy_unpack(const KvSpec *specs, int per_head, const EntropyShape *s, const unsigned char *blob, size_t len,
                    unsigned char *units, const char *what, Error *err) {
-    Layout l;
     Reader r = {blob, len, 0, what, err};
-    size_t count = s->units * (size_t)spec->base.rows;
-    if (layout_init(&l, spec, s)) {
-        free(l.mask);
-        return error_set(err, "%s: out of memory", what);
-    }
-    unsigned short *all = malloc((s->units * l.codes_per_unit + 1) * sizeof *all);
+    size_t count = s->units * (size_t)specs->base.rows;
+    Layout *l = layouts_init(specs, per_head, s);
+    if (!l) return error_set(err, "%s: out of memory", what);
+    unsigned short *all = malloc((s->units * l->codes_per_unit + 1) * sizeof *all);
     unsigned short *stream = malloc((count + 1) * sizeof *stream);
     unsigned short *slot_table = malloc(RANS_TOTAL * sizeof *slot_table);
     int rc = all && stream && slot_table ? 0 : error_set(err, "%s: out of memory", what);
-    memset(units, 0, (size_t)s->heads * s->units * l.unit_bytes);
-    if (!rc) rc = check_header(&r, &l, s);
-    if (!rc) rc = unpack_rest(&r, &l, (size_t)s->heads * s->units, units);
-    for (int h = 0; h < s->heads && !rc && count > 0 && l.slots > 0; h++)
-        rc = unpack_head(&r, &l, s, h, all, stream, slot_table, units + (size_t)h * s->units * l.unit_bytes);
+    memset(units, 0, (size_t)s->heads * s->units * l->unit_bytes);
+    if (!rc) rc = check_header(&r, l, s);
+    if (!rc) rc = unpack_rest(&r, l, s, units);
+    for (int h = 0; h < s->heads && !rc && count > 0 && l->slots > 0; h++)
+        rc = unpack_head(&r, &l[h], s, h, all, stream, slot_table, units + (size_t)h * s->units * l->unit_bytes);
     if (!rc && r.at != len)
         rc = error_set(err, "%s: %zu bytes after the last entropy-coded section", what, len - r.at);
-    free(l.mask);
+    layouts_free(l, s);
     free(all);
     free(stream);
     free(slot_table);

@@ -45,12 +45,13 @@ typedef struct {
     double coded_values;        /* values the streams' units hold */
 } EntropyStats;
 
-/* The blob of one tensor's units (spec's base codes them) into *blob (malloc'd), its length in
- * *len; stats added into. 0, or -1 (out of memory). */
-int entropy_pack(const KvSpec *spec, const EntropyShape *shape, const unsigned char *units, unsigned char **blob,
-                 size_t *len, EntropyStats *stats, Error *err);
+/* The blob of one tensor's units into *blob (malloc'd), its length in *len; stats added into.
+ * KV head h's units are coded by specs[h] when per_head (a fitted base's heads each have their
+ * table: pca's code widths are the head's fitted bits), else by specs[0]. 0, or -1 (out of memory). */
+int entropy_pack(const KvSpec *specs, int per_head, const EntropyShape *shape, const unsigned char *units,
+                 unsigned char **blob, size_t *len, EntropyStats *stats, Error *err);
 /* The units back from a blob, checked; what names the tensor in a refusal. 0, or -1. */
-int entropy_unpack(const KvSpec *spec, const EntropyShape *shape, const unsigned char *blob, size_t len,
+int entropy_unpack(const KvSpec *specs, int per_head, const EntropyShape *shape, const unsigned char *blob, size_t len,
                    unsigned char *units, const char *what, Error *err);
 
 #endif
