@@ -97,9 +97,10 @@ test: run $(TEST_BIN)
 check: run $(TEST_BIN)
 	@KVQ_QUICK=1 KVQ_TEST_JOBS=$${KVQ_TEST_JOBS:-2} sh tests/run_tests.sh $(BUILD)/tests
 
-bench: run
+bench: run $(BUILD)/tests/bench_rans
 	./run bench --random tinyllama --ppl
 	./run bench --random tinyllama --precision exact --ppl --no-probe
+	$(BUILD)/tests/bench_rans   # compress --entropy's coder and section packer: MB/s of codes, one core
 
 # `make sweep-demo`: the README's sweep of data/sweeps/configs.txt on both bundled models,
 # from scratch (an existing journal would be resumed, not recomputed).
