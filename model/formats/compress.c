@@ -3,6 +3,7 @@
 #include "model/formats/compress.h"
 #include "model/formats/calib_bind.h"
 #include "model/formats/crc32c.h"
+#include "model/formats/st_checksum.h"
 #include "model/formats/entropy_pack.h"
 #include "quant/lz4.h"
 #include "quant/half.h"
@@ -19,7 +20,7 @@
 #define FORMAT_ENTROPY "kvq-compressed-4"   /* format 3 with entropy-coded .packed tensors (--entropy) */
 #define ENTROPY_MAX_EXPANSION 4096.0        /* an entropy-coded file holds at least 1/4096 of its units' bytes */
 #define TENSOR_CRC_PREFIX "crc32c."         /* + a tensor's name: the CRC-32C of its bytes */
-#define HEADER_CRC_KEY "header_crc32c"      /* the CRC-32C of the header's content (header_crc) */
+#define HEADER_CRC_KEY ST_HEADER_CRC_KEY    /* the CRC-32C of the header's content (st_header_crc) */
 
 const char *quality_level(double rmse, double snr_db) {
     if (rmse < 0.01 && snr_db > 40) return "EXCELLENT";
@@ -154,51 +155,6 @@ static void unpack_tensor(const TensorPlan *p, const unsigned char *packed, cons
 
 /* ---- checksums (format 3) ---- */
 
-/* One tensor as the header describes it. */
-typedef struct {
-    const char *name;
-    DType dtype;
-    int ndim;
-    const int64_t *shape;
-    uint64_t offset;
-    size_t nbytes;
-} HeaderTensor;
-
-static uint32_t crc_text(uint32_t crc, const char *fmt, ...) {
-    char buf[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return crc32c(crc, buf, n < 0 ? 0 : (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-}
-
-static uint32_t crc_string(uint32_t crc, const char *s) {
-    size_t n = strlen(s);
-    return crc32c(crc_text(crc, "%zu:", n), s, n);   /* length first: no two lists read alike */
-}
-
-/* The CRC-32C of the header's content: every metadata pair but HEADER_CRC_KEY, then every
- * tensor's name, dtype, shape and byte range, in header order. Whitespace and the padding are
- * the only bytes of a header it does not see, and they carry nothing. */
-static uint32_t header_crc(const char *const *keys, const char *const *values, int n_meta, const HeaderTensor *t,
-                           int n_tensors) {
-    uint32_t crc = 0;
-    for (int i = 0; i < n_meta; i++) {
-        if (!strcmp(keys[i], HEADER_CRC_KEY)) continue;
-        crc = crc_string(crc_text(crc, "m "), keys[i]);
-        crc = crc_string(crc_text(crc, " "), values[i]);
-        crc = crc_text(crc, "\n");
-    }
-    for (int i = 0; i < n_tensors; i++) {
-        crc = crc_string(crc_text(crc, "t "), t[i].name);
-        crc = crc_text(crc, " %s %d", dtype_name(t[i].dtype), t[i].ndim);
-        for (int d = 0; d < t[i].ndim; d++) crc = crc_text(crc, " %lld", (long long)t[i].shape[d]);
-        crc = crc_text(crc, " @%llu+%zu\n", (unsigned long long)t[i].offset, t[i].nbytes);
-    }
-    return crc;
-}
-
 /* A format-3 file's header against its header_crc32c. */
 static int check_header_crc(const SafeTensors *st, Error *err) {
     const char *stored = st_meta(st, HEADER_CRC_KEY);
@@ -208,13 +164,13 @@ static int check_header_crc(const SafeTensors *st, Error *err) {
     if (crc32c_from_hex(stored, &want))
         return error_set(err, "%s: metadata '" HEADER_CRC_KEY "' = '%s' is invalid (8 lowercase hex digits)", st->path,
                          error_shown(stored, shown));
-    HeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
+    StHeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
     if (!t) return error_set(err, "%s: out of memory", st->path);
     for (int i = 0; i < st->n_tensors; i++) {
         const Tensor *x = &st->tensors[i];
-        t[i] = (HeaderTensor){x->name, x->dtype, x->ndim, x->shape, x->offset, x->nbytes};
+        t[i] = (StHeaderTensor){x->name, x->dtype, x->ndim, x->shape, x->offset, x->nbytes};
     }
-    uint32_t got = header_crc((const char *const *)st->meta_keys, (const char *const *)st->meta_values, st->n_meta, t,
+    uint32_t got = st_header_crc((const char *const *)st->meta_keys, (const char *const *)st->meta_values, st->n_meta, t,
                               st->n_tensors);
     free(t);
     if (got != want)
@@ -286,7 +242,7 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
                             const KvLayered *v, PackedTensor *pts, Error *err) {
     int n_src = 2 * s->n_layers, n_out = 0;
     StTensorOut *t = calloc((size_t)n_src * 2, sizeof *t);
-    HeaderTensor *ht = calloc((size_t)n_src * 2, sizeof *ht);
+    StHeaderTensor *ht = calloc((size_t)n_src * 2, sizeof *ht);
     const char **keys = calloc((size_t)n_src * 2 + MAX_FIXED_META + 1, sizeof *keys);
     const char **vals = calloc((size_t)n_src * 2 + MAX_FIXED_META + 1, sizeof *vals);
     char (*crc_keys)[48] = calloc((size_t)n_src * 2, sizeof *crc_keys);
@@ -335,13 +291,13 @@ static int write_compressed(const char *path, const KvSnapshot *s, const Compres
     for (int i = 0; i < n_out; i++) {
         size_t nbytes = dtype_size(t[i].dtype);
         for (int d = 0; d < t[i].ndim; d++) nbytes *= (size_t)t[i].shape[d];
-        ht[i] = (HeaderTensor){t[i].name, t[i].dtype, t[i].ndim, t[i].shape, offset, nbytes};
+        ht[i] = (StHeaderTensor){t[i].name, t[i].dtype, t[i].ndim, t[i].shape, offset, nbytes};
         offset += nbytes;
         snprintf(crc_keys[i], sizeof crc_keys[i], TENSOR_CRC_PREFIX "%s", t[i].name);
         crc32c_to_hex(crc32c(0, t[i].data, nbytes), crc_hex[i]);
         keys[n_meta] = crc_keys[i], vals[n_meta++] = crc_hex[i];
     }
-    crc32c_to_hex(header_crc(keys, vals, n_meta, ht, n_out), header_hex);
+    crc32c_to_hex(st_header_crc(keys, vals, n_meta, ht, n_out), header_hex);
     keys[n_meta] = HEADER_CRC_KEY, vals[n_meta++] = header_hex;
     rc = st_write(path, t, n_out, keys, vals, n_meta, err);
 done:

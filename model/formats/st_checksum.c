@@ -9,15 +9,6 @@
 
 #define PREFIX_LEN (sizeof ST_TENSOR_CRC_PREFIX - 1)
 
-/* One tensor as the header describes it. */
-typedef struct {
-    const char *name;
-    DType dtype;
-    int ndim;
-    const int64_t *shape;
-    uint64_t offset;
-    size_t nbytes;
-} HeaderTensor;
 
 static uint32_t crc_text(uint32_t crc, const char *fmt, ...) {
     char buf[128];
@@ -33,8 +24,8 @@ static uint32_t crc_string(uint32_t crc, const char *s) {
     return crc32c(crc_text(crc, "%zu:", n), s, n);   /* length first: no two lists read alike */
 }
 
-static uint32_t header_crc(const char *const *keys, const char *const *values, int n_meta, const HeaderTensor *t,
-                           int n_tensors) {
+uint32_t st_header_crc(const char *const *keys, const char *const *values, int n_meta, const StHeaderTensor *t,
+                       int n_tensors) {
     uint32_t crc = 0;
     for (int i = 0; i < n_meta; i++) {
         if (!strcmp(keys[i], ST_HEADER_CRC_KEY)) continue;
@@ -54,7 +45,7 @@ static uint32_t header_crc(const char *const *keys, const char *const *values, i
 int st_write_checksummed(const char *path, const StTensorOut *tensors, int n_tensors, const char *const *meta_keys,
                          const char *const *meta_values, int n_meta, Error *err) {
     int total = n_meta + n_tensors + 1, rc = -1;
-    HeaderTensor *ht = calloc((size_t)n_tensors + 1, sizeof *ht);
+    StHeaderTensor *ht = calloc((size_t)n_tensors + 1, sizeof *ht);
     const char **keys = calloc((size_t)total, sizeof *keys), **vals = calloc((size_t)total, sizeof *vals);
     char (*crc_keys)[160] = calloc((size_t)n_tensors + 1, sizeof *crc_keys);
     char (*crc_hex)[CRC32C_HEX_CHARS + 1] = calloc((size_t)n_tensors + 1, sizeof *crc_hex);
@@ -73,13 +64,13 @@ int st_write_checksummed(const char *path, const StTensorOut *tensors, int n_ten
             error_set(err, "%s: tensor name '%.40s...' too long for its checksum key", path, t->name);
             goto done;
         }
-        ht[i] = (HeaderTensor){t->name, t->dtype, t->ndim, t->shape, offset, nbytes};
+        ht[i] = (StHeaderTensor){t->name, t->dtype, t->ndim, t->shape, offset, nbytes};
         offset += nbytes;
         snprintf(crc_keys[i], sizeof crc_keys[i], ST_TENSOR_CRC_PREFIX "%s", t->name);
         crc32c_to_hex(crc32c(0, t->data, nbytes), crc_hex[i]);
         keys[n_meta + i] = crc_keys[i], vals[n_meta + i] = crc_hex[i];
     }
-    crc32c_to_hex(header_crc(keys, vals, total - 1, ht, n_tensors), header_hex);
+    crc32c_to_hex(st_header_crc(keys, vals, total - 1, ht, n_tensors), header_hex);
     keys[total - 1] = ST_HEADER_CRC_KEY, vals[total - 1] = header_hex;
     rc = st_write(path, tensors, n_tensors, keys, vals, total, err);
 done:
@@ -112,13 +103,13 @@ static int stored_crc(const SafeTensors *st, const char *key, const char *what, 
 static int check_header(const SafeTensors *st, Error *err) {
     uint32_t want;
     if (stored_crc(st, ST_HEADER_CRC_KEY, "the header", &want, err)) return -1;
-    HeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
+    StHeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
     if (!t) return error_set(err, "%s: out of memory", st->path);
     for (int i = 0; i < st->n_tensors; i++) {
         const Tensor *x = &st->tensors[i];
-        t[i] = (HeaderTensor){x->name, x->dtype, x->ndim, x->shape, x->offset, x->nbytes};
+        t[i] = (StHeaderTensor){x->name, x->dtype, x->ndim, x->shape, x->offset, x->nbytes};
     }
-    uint32_t got = header_crc((const char *const *)st->meta_keys, (const char *const *)st->meta_values, st->n_meta, t,
+    uint32_t got = st_header_crc((const char *const *)st->meta_keys, (const char *const *)st->meta_values, st->n_meta, t,
                               st->n_tensors);
     free(t);
     if (got != want)

@@ -15,6 +15,21 @@
 #define ST_TENSOR_CRC_PREFIX "crc32c."
 #define ST_HEADER_CRC_KEY "header_crc32c"
 
+/* One tensor as the header describes it, for the header's CRC. */
+typedef struct {
+    const char *name;
+    DType dtype;
+    int ndim;
+    const int64_t *shape;
+    uint64_t offset;
+    size_t nbytes;
+} StHeaderTensor;
+
+/* The CRC-32C of a header's content (ST_HEADER_CRC_KEY above): the metadata pairs but that one,
+ * then the tensors, in this order. Compressed KV files (model/formats/compress.c) use it too. */
+uint32_t st_header_crc(const char *const *keys, const char *const *values, int n_meta, const StHeaderTensor *t,
+                       int n_tensors);
+
 /* st_write with the checksums added after meta_keys (a tensor's, then the header's last). */
 int st_write_checksummed(const char *path, const StTensorOut *tensors, int n_tensors, const char *const *meta_keys,
                          const char *const *meta_values, int n_meta, Error *err);
