@@ -67,10 +67,12 @@ static void print_verify(FILE *f, const Alloc *a, const Verify *v) {
     fprintf(f, "Held-out check on `%s` (%d tokens), ", s->text_file, s->n_tokens);
     if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
     else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
-    fprintf(f, ", %d of %d windows, %ld scored tokens per configuration, %s matmuls; baseline (fp32 cache) perplexity "
+    fprintf(f, ", ");
+    sweep_print_windows(f, s, v->t->windows);
+    fprintf(f, ", %ld scored tokens per configuration, %s matmuls; baseline (fp32 cache) perplexity "
                "%.4f. Measured / predicted: the measured KL over the sum of single-layer KLs (its SE from the measured "
                "KL's). Best uniform: of the candidates used alone in every layer's keys and values within the budget, "
-               "the one of least measured KL.%s\n\n", v->t->windows, s->windows_total, first.n, s->precision,
+               "the one of least measured KL.%s\n\n", first.n, s->precision,
             first.base_ppl,
             strcmp(s->text_file, a->d.text_file) ? "" : " The sensitivity's own text: NOT held out.");
     fprintf(f, "| budget | configuration | bits | KL predicted | KL measured | measured / predicted | delta ppl %% | "

@@ -85,8 +85,9 @@ static void print_header(FILE *f, const Report *r) {
             s->text_file, s->n_tokens);
     if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
     else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
-    fprintf(f, ", %d of %d windows, %ld scored tokens per cell, %s matmuls. ", r->t->windows, s->windows_total, n,
-            s->precision);
+    fprintf(f, ", ");
+    sweep_print_windows(f, s, r->t->windows);
+    fprintf(f, ", %ld scored tokens per cell, %s matmuls. ", n, s->precision);
     if (s->calib_sha256[0]) fprintf(f, "Calibration %s%s(sha256 %.12s...). ", s->calib, s->calib[0] ? " " : "", s->calib_sha256);
     if (r->n_cells > 0) fprintf(f, "Baseline (fp32 cache) perplexity %.4f. ", r->y[0].base_ppl);
     fprintf(f, "A cell: only that layer's keys (K) or values (V) use the candidate, everything else stays fp32; "

@@ -60,6 +60,10 @@ typedef struct {
     long run_tokens;             /* ... and their forward-pass tokens */
 } SweepTotals;
 
+/* eval/sweep_config.c. "W of N windows" for a report's header, and, when --windows asked for fewer
+ * than the text holds, how many it holds: "16 of 16 windows (--windows 16; the text has 666)". */
+void sweep_print_windows(FILE *f, const SweepSettings *s, int windows);
+
 /* eval/sweep_config.c. Adds one configuration "K[:V]" (--config): its schemes parsed now and
  * checked against the model by sweep_bind_configs. s->configs holds SWEEP_MAX_CONFIGS. */
 int sweep_add_config(SweepSettings *s, const char *text, Error *err);

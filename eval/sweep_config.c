@@ -120,3 +120,11 @@ int sweep_prepare(SweepSettings *s, const Model *m, const Tokenizer *tok, int ma
     if (s->ppl.max_windows > 0 && s->ppl.max_windows < s->windows_total) s->windows_total = s->ppl.max_windows;
     return 0;
 }
+
+void sweep_print_windows(FILE *f, const SweepSettings *s, int windows) {
+    PplOptions all = s->ppl;
+    all.max_windows = 0;   /* every window the text holds */
+    int in_text = ppl_window_count(&all, s->n_tokens);
+    fprintf(f, "%d of %d windows", windows, s->windows_total);
+    if (in_text > s->windows_total) fprintf(f, " (--windows %d; the text has %d)", s->windows_total, in_text);
+}

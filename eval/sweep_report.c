@@ -39,8 +39,9 @@ static void print_header(FILE *f, const SweepSettings *s, const SweepTotals *t, 
     fprintf(f, "Model `%s`, text `%s` (%d tokens), ", s->model, s->text_file, s->n_tokens);
     if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
     else fprintf(f, "HF sliding window ctx %d stride %d", s->ppl.ctx, s->ppl.stride);
-    fprintf(f, ", %d of %d windows, %ld scored tokens per configuration, %s matmuls. ", t->windows, s->windows_total,
-            first ? first->n : 0L, s->precision);
+    fprintf(f, ", ");
+    sweep_print_windows(f, s, t->windows);
+    fprintf(f, ", %ld scored tokens per configuration, %s matmuls. ", first ? first->n : 0L, s->precision);
     if (s->calib_sha256[0]) fprintf(f, "Calibration %s%s(sha256 %.12s...). ", s->calib, s->calib[0] ? " " : "", s->calib_sha256);
     if (first) fprintf(f, "Baseline (fp32 cache) perplexity %.4f.\n\n", first->base_ppl);
     else fprintf(f, "\n\n");

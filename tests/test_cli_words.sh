@@ -4,7 +4,8 @@
 # why; q4_k's refusal names every llama.cpp type kvq has (iq4_nl too); ppl's report counts the
 # windows of the whole text beside those asked for, and its tok/s says what it counts, the same as
 # the progress line's; --validate --quiet drops the progress, not the report; calibrate's summary
-# and a random model's heatmap title. Small models and windows: seconds.
+# and a random model's heatmap title; a sweep's results.md counts the text's windows too. Small models and
+# windows: seconds.
 . tests/cli_helpers.sh
 S=data/models/stories260K
 M=data/models/mini-llama-brown
@@ -60,3 +61,13 @@ grep -q "^calibration: $T/c.st (64 tokens of .* in 1 window of 64; 1 fit)$" "$T/
 grep -q ">random weights of $M/config.json&apos;s shape: 64 calibration tokens of " "$T/r.st.svg" &&
     pass "calibrate --random: the heatmap's title says random weights of that shape" ||
     fail "calibrate --random: heatmap title" "$(grep -o '<text[^>]*font-weight="bold"[^<]*<' "$T/r.st.svg" | head -2) $(head -c 300 "$T/r.err")"
+
+# --- a sweep's results.md: the windows asked for beside those the text holds (as ppl's report)
+./run sweep $S --ctx 64 --stride 64 --max-tokens 640 --windows 2 --config int8-g8 --out-dir "$T/sw" --quiet >/dev/null 2>"$T/sw.err"
+grep -q ", 2 of 2 windows (--windows 2; the text has 10), " "$T/sw/results.md" &&
+    pass "sweep --windows 2: results.md says 2 of 2 windows and the text's 10" ||
+    fail "sweep --windows 2: the text's windows" "$(head -c 400 "$T/sw/results.md") $(head -c 200 "$T/sw.err")"
+./run sweep $S --ctx 64 --stride 64 --max-tokens 640 --config int8-g8 --out-dir "$T/swall" --quiet >/dev/null 2>&1
+grep -q ", 10 of 10 windows, " "$T/swall/results.md" &&
+    pass "sweep without --windows: results.md says 10 of 10 windows, nothing more" ||
+    fail "sweep without --windows: windows" "$(head -c 400 "$T/swall/results.md")"
