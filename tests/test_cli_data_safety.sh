@@ -163,8 +163,18 @@ done
 grep -q '"crc32c": "[0-9a-f]\{8\}"$' "$T/sens/sensitivity.json" && grep -q '"kvq_sensitivity": 2' "$T/sens/sensitivity.json" &&
     pass "safety: sensitivity.json (version 2) ends in its CRC-32C" || fail "safety: sensitivity.json (version 2) ends in its CRC-32C" "$(tail -3 "$T/sens/sensitivity.json")"
 expect_exit "safety: allocate reads an intact sensitivity.json" 0 ./run allocate "$S" --from "$T/sens" --budget 5
-B=data/sensitivity/mini-llama-brown
-expect_exit "safety: allocate still reads the committed sensitivity (version 1, no checksum)" 0 ./run allocate $M --from $B --budget 3
+# A version-1 file, as written before the checksum: the committed (version 2) one without its CRC line.
+B="$T/v1"
+mkdir -p "$B"
+python3 - data/sensitivity/mini-llama-brown/sensitivity.json "$B/sensitivity.json" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+t = re.sub(r',\n  "crc32c": "[0-9a-f]{8}"\n}\n$', '\n}\n', t).replace('"kvq_sensitivity": 2', '"kvq_sensitivity": 1', 1)
+open(sys.argv[2], "w").write(t)
+PY
+cp data/sensitivity/mini-llama-brown/sweep.json "$B/" 2>/dev/null
+expect_exit "safety: allocate reads the committed sensitivity (version 2)" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3
+expect_exit "safety: allocate still reads a version-1 sensitivity.json (no checksum)" 0 ./run allocate $M --from $B --budget 3
 for what in negative huge digit; do
     edit_sens "$B" "$T/v1-$what" $what
     expect_exit "safety: allocate refuses a version-1 sensitivity.json edited ($what), by its own sums" 2 ./run allocate $M --from "$T/v1-$what" --budget 3
