@@ -51,14 +51,14 @@ static int fit(const CalibRows *r, const char *const *texts, int n, float out[][
     Error err = {{0}};
     for (int i = 0; i < n; i++)
         if (calib_fit_spec_parse(texts[i], LAYERS, DIM, &specs[i], why, why_len)) return -1;
-    if (calibration_init(&c, LAYERS, KV_HEADS, KV_HEADS, DIM, &err)) return snprintf(why, why_len, "%s", err.msg), -1;
+    if (calibration_init(&c, LAYERS, KV_HEADS, KV_HEADS, DIM, &err)) return snprintf(why, why_len, "%.250s", err.msg), -1;
     for (int i = 0; i < n; i++)
         if (!calibration_add_fit(&c, specs[i].key, &err)) {
             calibration_free(&c);
-            return snprintf(why, why_len, "%s", err.msg), -1;
+            return snprintf(why, why_len, "%.250s", err.msg), -1;
         }
     int rc = calib_fit_all(r, specs, n, &c, NULL, NULL, &err);
-    if (rc) snprintf(why, why_len, "%s", err.msg);
+    if (rc) snprintf(why, why_len, "%.250s", err.msg);
     for (int i = 0; i < n && !rc; i++) memcpy(out[i], c.fits[i].codebooks, c.fits[i].layer_floats * sizeof(float));
     calibration_free(&c);
     return rc;
