@@ -155,28 +155,11 @@ static void unpack_tensor(const TensorPlan *p, const unsigned char *packed, cons
 
 /* ---- checksums (format 3) ---- */
 
-/* A format-3 file's header against its header_crc32c. */
+/* A format-3 file's header against its header_crc32c (st_checksum.h), which a format-3 file must have. */
 static int check_header_crc(const SafeTensors *st, Error *err) {
-    const char *stored = st_meta(st, HEADER_CRC_KEY);
-    uint32_t want;
-    char shown[72];
-    if (!stored) return error_set(err, "%s: metadata '" HEADER_CRC_KEY "' missing: a " FORMAT_NAME " file has one", st->path);
-    if (crc32c_from_hex(stored, &want))
-        return error_set(err, "%s: metadata '" HEADER_CRC_KEY "' = '%s' is invalid (8 lowercase hex digits)", st->path,
-                         error_shown(stored, shown));
-    StHeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
-    if (!t) return error_set(err, "%s: out of memory", st->path);
-    for (int i = 0; i < st->n_tensors; i++) {
-        const Tensor *x = &st->tensors[i];
-        t[i] = (StHeaderTensor){x->name, x->dtype, x->ndim, x->shape, x->offset, x->nbytes};
-    }
-    uint32_t got = st_header_crc((const char *const *)st->meta_keys, (const char *const *)st->meta_values, st->n_meta, t,
-                              st->n_tensors);
-    free(t);
-    if (got != want)
-        return error_set(err, "%s: the header fails its CRC-32C (stored %08x, computed %08x): the file is damaged or "
-                         "was edited", st->path, (unsigned)want, (unsigned)got);
-    return 0;
+    if (!st_meta(st, HEADER_CRC_KEY))
+        return error_set(err, "%s: metadata '" HEADER_CRC_KEY "' missing: a " FORMAT_NAME " file has one", st->path);
+    return st_check_header(st, err);
 }
 
 /* A format-2 file has no checksums: one that holds format 3's was a format-3 file whose format
@@ -186,23 +169,6 @@ static int check_no_crc(const SafeTensors *st, Error *err) {
         if (!strcmp(st->meta_keys[i], HEADER_CRC_KEY) || !strncmp(st->meta_keys[i], TENSOR_CRC_PREFIX, 7))
             return error_set(err, "%s: format " FORMAT_V2 " with the checksums of " FORMAT_NAME " (metadata '%s'): its "
                              "format name is damaged or was edited", st->path, st->meta_keys[i]);
-    return 0;
-}
-
-/* A stored tensor's bytes against their crc32c.NAME. */
-static int check_tensor_crc(const SafeTensors *st, const Tensor *t, Error *err) {
-    char key[96], shown[72];
-    snprintf(key, sizeof key, TENSOR_CRC_PREFIX "%s", t->name);
-    const char *stored = st_meta(st, key);
-    uint32_t want;
-    if (!stored) return error_set(err, "%s: tensor '%s' has no checksum (metadata '%s' missing)", st->path, t->name, key);
-    if (crc32c_from_hex(stored, &want))
-        return error_set(err, "%s: metadata '%s' = '%s' is invalid (8 lowercase hex digits)", st->path, key,
-                         error_shown(stored, shown));
-    uint32_t got = crc32c(0, t->data, t->nbytes);
-    if (got != want)
-        return error_set(err, "%s: tensor '%s' fails its CRC-32C (stored %08x, computed %08x): the file is damaged or "
-                         "was edited", st->path, t->name, (unsigned)want, (unsigned)got);
     return 0;
 }
 
@@ -535,7 +501,7 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
     const Tensor *t = st_find(st, name);
     if (!t || t->dtype != DT_U8 || t->ndim != 1)
         return error_set(err, "%s: missing or malformed tensor '%s'", st->path, name);
-    if (checked && check_tensor_crc(st, t, err)) return -1;
+    if (checked && st_check_tensor(st, t, err)) return -1;
     if (entropy) {
         char what[4200];
         EntropyShape shape = plan_entropy_shape(p);
@@ -557,7 +523,7 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
     if (rows == 0) return t ? error_set(err, "%s: tensor '%s' is not expected under this scheme", st->path, name) : 0;
     if (!t || t->dtype != DT_F16 || t->ndim != 3 || t->shape[0] != p->heads || t->shape[1] != rows || t->shape[2] != p->row)
         return error_set(err, "%s: tensor '%s' missing or not F16 [%d, %d, %d]", st->path, name, p->heads, rows, p->row);
-    if (checked && check_tensor_crc(st, t, err)) return -1;
+    if (checked && st_check_tensor(st, t, err)) return -1;
     memcpy(full, t->data, t->nbytes);
     return 0;
 }

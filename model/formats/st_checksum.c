@@ -100,7 +100,7 @@ static int stored_crc(const SafeTensors *st, const char *key, const char *what, 
     return 0;
 }
 
-static int check_header(const SafeTensors *st, Error *err) {
+int st_check_header(const SafeTensors *st, Error *err) {
     uint32_t want;
     if (stored_crc(st, ST_HEADER_CRC_KEY, "the header", &want, err)) return -1;
     StHeaderTensor *t = calloc((size_t)st->n_tensors + 1, sizeof *t);
@@ -118,7 +118,7 @@ static int check_header(const SafeTensors *st, Error *err) {
     return 0;
 }
 
-static int check_tensor(const SafeTensors *st, const Tensor *t, Error *err) {
+int st_check_tensor(const SafeTensors *st, const Tensor *t, Error *err) {
     char key[300], what[300];
     snprintf(key, sizeof key, ST_TENSOR_CRC_PREFIX "%s", t->name);
     snprintf(what, sizeof what, "tensor '%s'", t->name);
@@ -132,9 +132,9 @@ static int check_tensor(const SafeTensors *st, const Tensor *t, Error *err) {
 }
 
 int st_verify_checksums(const SafeTensors *st, Error *err) {
-    if (check_header(st, err)) return -1;   /* first: then every name, shape and offset below is the writer's */
+    if (st_check_header(st, err)) return -1;   /* first: then every name, shape and offset below is the writer's */
     for (int i = 0; i < st->n_tensors; i++)
-        if (check_tensor(st, &st->tensors[i], err)) return -1;
+        if (st_check_tensor(st, &st->tensors[i], err)) return -1;
     for (int i = 0; i < st->n_meta; i++) {
         const char *k = st->meta_keys[i];
         if (!strncmp(k, ST_TENSOR_CRC_PREFIX, PREFIX_LEN) && !st_find(st, k + PREFIX_LEN))

@@ -34,6 +34,11 @@ uint32_t st_header_crc(const char *const *keys, const char *const *values, int n
 int st_write_checksummed(const char *path, const StTensorOut *tensors, int n_tensors, const char *const *meta_keys,
                          const char *const *meta_values, int n_meta, Error *err);
 
+/* The header against header_crc32c, one tensor against its crc32c.NAME: 0, or -1 with a message
+ * naming the file and what failed (missing, malformed, not matching). */
+int st_check_header(const SafeTensors *st, Error *err);
+int st_check_tensor(const SafeTensors *st, const Tensor *t, Error *err);
+
 /* 1 when st carries any checksum key (a file written with them), else 0. */
 int st_has_checksums(const SafeTensors *st);
 
