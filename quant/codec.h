@@ -184,6 +184,11 @@ int kv_base_check(const KvBase *b, int n, char *why, size_t why_len);
 int kv_codec_count(void);
 const KvCodec *kv_codec_at(int i);
 
+/* The fit points of vq and rvq (SCHEMES.md §8, §9): sub-vector j (D values) of z = x * sqrt(n) / r
+ * of each of `count` rows of n values, r = fp16(||x||), rows with r = 0 left out, in row order,
+ * into points; returns how many (quant/codecs.c). */
+size_t kv_subvector_points(const float *rows, size_t count, int n, int D, int j, float *points);
+
 /* Helpers for the codecs' parse functions (quant/codecs.c). */
 /* Reads a decimal number at *p in [lo, hi] and advances *p; -1 if there is none or it is out of range. */
 int kv_parse_number(const char **p, int lo, int hi, int *out);

@@ -167,22 +167,6 @@ static void rvq_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
     layout->tensors[0] = (KvFitTensor){.name = "", .ndim = 4, .dims = {n / sub_dim(b), stages(b), entries(b), sub_dim(b)}};
 }
 
-/* Sub-vector j of the z of every row with r != 0 (vq's points), in calibration order. */
-static size_t rvq_fit_points(const KvBase *b, const KvFitRows *rows, int j, float *points) {
-    int D = sub_dim(b), n = rows->n;
-    float sqrt_d = sqrtf((float)n);
-    size_t made = 0;
-    for (size_t u = 0; u < rows->count; u++) {
-        const float *x = rows->units + u * (size_t)n;
-        uint16_t r16 = f16_norm(x, n);
-        if (r16 == 0) continue;
-        float r = f16_to_f32(r16);
-        for (int i = 0; i < D; i++) points[made * D + i] = x[j * D + i] * sqrt_d / r;
-        made++;
-    }
-    return made;
-}
-
 /* Scratch: one sub-vector's points (then residuals), Lloyd's codes and sums. */
 static size_t rvq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
     return lloyd_scratch_bytes(sub_dim(b), entries(b)) + rows->count * (sub_dim(b) * sizeof(float) + sizeof(uint16_t));
@@ -206,7 +190,7 @@ static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
     float *points = scratch_points(b, scratch);
     uint16_t *codes = (uint16_t *)(points + rows->count * (size_t)D);
     for (int j = 0; j < rows->n / D; j++) {
-        size_t n = rvq_fit_points(b, rows, j, points);
+        size_t n = kv_subvector_points(rows->units, rows->count, rows->n, sub_dim(b), j, points);
         if (n < 4 * (size_t)K) {
             *shortfall = (KvFitShortfall){.points = n, .entries = K};
             return -1;
@@ -236,7 +220,7 @@ static double rvq_fit_objective(const KvBase *b, const KvFitRows *rows, const fl
     float *points = scratch_points(b, scratch);
     double sum = 0;
     for (int j = 0; j < rows->n / D; j++) {
-        size_t n = rvq_fit_points(b, rows, j, points);
+        size_t n = kv_subvector_points(rows->units, rows->count, rows->n, sub_dim(b), j, points);
         const float *w = rows->weights ? rows->weights + (size_t)j * D : NULL;   /* +aw: the encoder's rule, weighed */
         for (int s = 0; s < stages(b); s++) leave_residuals(b, points, n, stage_book(b, table, j, s), w);
         for (size_t i = 0; i < n * (size_t)D; i++) sum += (w ? w[i % (size_t)D] : 1.0) * points[i] * (double)points[i];

@@ -333,23 +333,6 @@ static void vq_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
                             .tensors = {{.name = "", .ndim = 3, .dims = {n / sub_dim(b), 1 << b->bits, sub_dim(b)}}}};
 }
 
-/* Sub-vector `book` of the z of every row (one head's, in calibration order); rows with r = 0
- * (no direction to fit) left out. */
-static size_t vq_fit_points(const KvBase *b, const KvFitRows *rows, int book, float *points) {
-    int D = sub_dim(b), n = rows->n;
-    float sqrt_d = sqrtf((float)n);
-    size_t made = 0;
-    for (size_t u = 0; u < rows->count; u++) {
-        const float *x = rows->units + u * (size_t)n;
-        uint16_t r16 = f16_norm(x, n);
-        if (r16 == 0) continue;
-        float r = f16_to_f32(r16);
-        for (int i = 0; i < D; i++) points[made * D + i] = x[book * D + i] * sqrt_d / r;
-        made++;
-    }
-    return made;
-}
-
 /* Scratch: one book's points, Lloyd's codes and sums. */
 static size_t vq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
     return lloyd_scratch_bytes(sub_dim(b), 1 << b->bits) + rows->count * (sub_dim(b) * sizeof(float) + sizeof(uint16_t));
@@ -365,7 +348,7 @@ static int vq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *sc
     float *points = vq_scratch_points(b, scratch);
     uint16_t *codes = (uint16_t *)(points + rows->count * (size_t)D);
     for (int book = 0; book < rows->n / D; book++) {
-        size_t n = vq_fit_points(b, rows, book, points);
+        size_t n = kv_subvector_points(rows->units, rows->count, rows->n, sub_dim(b), book, points);
         if (n < 4 * (size_t)k) {
             *shortfall = (KvFitShortfall){.points = n, .entries = k};
             return -1;
@@ -387,7 +370,7 @@ static double vq_fit_objective(const KvBase *b, const KvFitRows *rows, const flo
     float *points = vq_scratch_points(b, scratch);
     double sum = 0;
     for (int book = 0; book < rows->n / sub_dim(b); book++) {
-        size_t n = vq_fit_points(b, rows, book, points);
+        size_t n = kv_subvector_points(rows->units, rows->count, rows->n, sub_dim(b), book, points);
         const float *entries = table + (size_t)book * book_floats(b);
         sum += rows->weights ? aw_objective(points, n, sub_dim(b), rows->weights + book * sub_dim(b), entries, 1 << b->bits)
                              : lloyd_objective(points, n, sub_dim(b), entries, 1 << b->bits);

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "quant/codec.h"
+#include "quant/half.h"
+#include <math.h>
 
 extern const KvCodec kv_codec_fp32, kv_codec_fp16, kv_codec_bf16;
 extern const KvCodec kv_codec_int;
@@ -125,4 +127,18 @@ void kv_pack_codes(const unsigned short *codes, int bits, int count, unsigned ch
             if (codes[i] >> k & 1u) stream[bit / 8] |= m;
             else stream[bit / 8] &= (unsigned char)~m;
         }
+}
+
+size_t kv_subvector_points(const float *rows, size_t count, int n, int D, int j, float *points) {
+    float sqrt_d = sqrtf((float)n);
+    size_t made = 0;
+    for (size_t u = 0; u < count; u++) {
+        const float *x = rows + u * (size_t)n;
+        uint16_t r16 = f16_norm(x, n);
+        if (r16 == 0) continue;
+        float r = f16_to_f32(r16);
+        for (int i = 0; i < D; i++) points[made * D + i] = x[j * D + i] * sqrt_d / r;
+        made++;
+    }
+    return made;
 }
