@@ -14,6 +14,9 @@
 #include "model/formats/crc32c.h"
 #include "model/formats/entropy_pack.h"
 #include "quant/rans.h"
+#include "quant/pca.h"
+#include "quant/scheme.h"
+#include <math.h>
 #include <unistd.h>
 
 #define FILE_NAME "entropy.st"
@@ -257,6 +260,59 @@ static void test_below_crc(void) {
     expect_unpack("entropy sections: a header of another shape is refused", &b, 0, "slots 31");
 }
 
+
+/* pca's code widths are each KV head's fitted bits: two heads of pca2 at d = 8 with other bit
+ * allocations (head 0: 2 bits for each component; head 1: 8 + 8 for the first two, 0 for the rest),
+ * identity bases and ascending tables. entropy_pack with each head's spec measures the entropy of
+ * the codes each head's own spec reads (restated here from codes() and counts), and unpacks to the
+ * same units; read with head 0's widths for both heads, the figure would differ. */
+static void test_per_head_widths(void) {
+    enum { D = 8, HEADS = 2, ROWS = 64 };
+    static float blocks[HEADS][D + D * D + D + D * 256];
+    KvSpec specs[HEADS];
+    char why[160];
+    int ok = 1;
+    for (int h = 0; h < HEADS; h++) {
+        ok &= kv_spec_parse("pca2", KV_SIDE_VALUES, &specs[h], why, sizeof why) == 0;
+        float *mean = blocks[h], *basis = mean + D, *bits = basis + D * D, *tables = bits + D;
+        for (int i = 0; i < D; i++) {
+            basis[i * D + i] = 1;
+            bits[i] = h == 0 ? 2 : i < 2 ? 8 : 0;
+            for (int k = 0; k < (1 << (int)bits[i]); k++) tables[i * 256 + k] = (float)k - (float)(1 << (int)bits[i]) / 2;
+        }
+        specs[h].base.table = blocks[h];
+    }
+    size_t ub = specs[0].base.codec->unit_bytes(&specs[0].base, D);
+    static unsigned char units[HEADS * ROWS * 16], back[HEADS * ROWS * 16];
+    uint64_t seed = 5;
+    double want = 0;
+    for (int h = 0; h < HEADS; h++) {
+        static unsigned short codes[ROWS][D];
+        for (int r = 0; r < ROWS; r++) {
+            float x[D];
+            for (int i = 0; i < D; i++) x[i] = 40 * rnd(&seed) * (i < 3 ? 1 : 0.1f);
+            specs[h].base.codec->encode(&specs[h].base, x, D, units + ((size_t)h * ROWS + r) * ub);
+            specs[h].base.codec->codes(&specs[h].base, units + ((size_t)h * ROWS + r) * ub, D, codes[r]);
+        }
+        for (int i = 0; i < D; i++) {
+            unsigned counts[256] = {0};
+            for (int r = 0; r < ROWS; r++) counts[codes[r][i]]++;
+            want += rans_stream_entropy_bits(counts, 256);
+        }
+    }
+    EntropyShape shape = {HEADS, ROWS, ub, D};
+    EntropyStats st = {0};
+    unsigned char *blob = NULL;
+    size_t len = 0;
+    Error err = {{0}};
+    ok &= entropy_pack(specs, 1, &shape, units, &blob, &len, &st, &err) == 0;
+    ok &= ok && entropy_unpack(specs, 1, &shape, blob, len, back, "pca", &err) == 0 && !memcmp(back, units, HEADS * ROWS * ub);
+    free(blob);
+    check(ok && want > 0 && fabs(st.code_entropy_bits - want) <= 1e-9 * want,
+          "entropy sections: pca's streams are read at each KV head's own code widths (two heads, other bits)",
+          "rc %d, entropy %.6f bits, want %.6f: %s%s", ok, st.code_entropy_bits, want, why, err.msg);
+}
+
 int main(void) {
     KvSnapshot cache;
     synthetic_cache(&cache, 2, 2, 40, 32, 7);
@@ -264,5 +320,6 @@ int main(void) {
     kv_snapshot_free(&cache);
     test_byte_flips();
     test_below_crc();
+    test_per_head_widths();
     return test_failures ? 1 : 0;
 }
