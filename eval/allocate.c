@@ -119,7 +119,7 @@ static int select_candidates(Alloc *a, Error *err) {
         for (int k = 0; k < g->n_candidates; k++)
             if (!strcmp(want.candidates[c], g->candidates[k])) a->idx[c] = k;
         if (a->idx[c] < 0)
-            return error_set(err, "--candidates: '%s' is not one of the %d the sensitivity in %s measured (%s, ...)",
+            return error_set(err, "--candidates: '%s' is not one of the %d %s/sensitivity.json measured (%s, ...)",
                              want.candidates[c], g->n_candidates, a->o->from, g->candidates[0]);
         snprintf(a->names[c], SENS_SPEC_LEN, "%s", want.candidates[c]);
     }
@@ -233,12 +233,12 @@ static int check_model(const Alloc *a, Error *err) {
     snprintf(path, sizeof path, "%s/config.json", a->o->model_dir);
     if (config_load(&c, path, err)) return -1;
     if (c.n_layers != a->d.g.n_layers || c.head_dim != a->d.head_dim)
-        return error_set(err, "%s: %d layers of head_dim %d, but the sensitivity in %s measured %d of %d", path,
+        return error_set(err, "%s: %d layers of head_dim %d, but %s/sensitivity.json measured %d of %d", path,
                          c.n_layers, c.head_dim, a->o->from, a->d.g.n_layers, a->d.head_dim);
     if (modeldir_sha256(a->o->model_dir, sha, err)) return -1;
     if (strcmp(sha, a->d.model_sha256))
-        return error_set(err, "%s/model.safetensors (sha256 %.12s...) is not the model the sensitivity in %s measured "
-                              "(%.12s..., %s)", a->o->model_dir, sha, a->o->from, a->d.model_sha256, a->d.model);
+        return error_set(err, "%s/model.safetensors (sha256 %s) is not the model %s/sensitivity.json measured (%s, %s)",
+                         a->o->model_dir, sha, a->o->from, a->d.model_sha256, a->d.model);
     return 0;
 }
 
@@ -305,7 +305,7 @@ static int check_calibration(const Alloc *a, const SweepSettings *s, Error *err)
     if (!path_exists(path)) return 0;   /* the sweep refuses a fitted base without one, naming the fix */
     if (sha256_file_hex(path, sha, err)) return -1;
     if (strcmp(sha, a->d.calib_sha256))
-        return error_set(err, "%s (sha256 %.12s...) is not the calibration the sensitivity in %s used (%.12s...): "
+        return error_set(err, "%s (sha256 %s) is not the calibration %s/sensitivity.json used (%s): "
                               "give that one with --calib", path, sha, a->o->from,
                          a->d.calib_sha256[0] ? a->d.calib_sha256 : "none");
     return 0;

@@ -7,6 +7,7 @@
 #include "model/formats/checked_json.h"
 #include "model/formats/fileio.h"
 #include "model/formats/json.h"
+#include "model/formats/sha256.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,10 @@ static int read_header(const JsonValue *j, SensData *d, const char *path, Error 
         int_member(j, "windows_total", 1, 1 << 30, &windows_total, path, err) ||
         int_member(j, "scored_tokens", 1, 1LL << 40, &scored, path, err))
         return -1;
+    if (!sha256_hex_valid(d->model_sha256))
+        return error_set(err, "%s: \"model_sha256\" is not 64 lowercase hex digits", path);
+    if (d->calib_sha256[0] && !sha256_hex_valid(d->calib_sha256))
+        return error_set(err, "%s: \"calib_sha256\" is neither empty nor 64 lowercase hex digits", path);
     d->ctx = (int)ctx, d->stride = (int)stride, d->head_dim = (int)head_dim, d->g.n_layers = (int)layers;
     d->windows = (int)windows, d->windows_total = (int)windows_total, d->scored = (long)scored;
     d->baseline_ppl = json_number(j, "baseline_ppl");

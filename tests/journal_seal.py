@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tests/journal_seal.py FILE...: seals a sweep's files again, as kvq writes them: each line of a
 journal (model/formats/checked_line.h: the line's `, "crc32c": "..."}` member dropped and the
-CRC-32C of what is left before it written anew), or a sweep.json (a FILE named so: its last
-member `  "crc32c": "..."` over the text before it, eval/sweep.c). For tests that edit a record
+CRC-32C of what is left before it written anew), or a sweep.json or sensitivity.json (a FILE
+named so: its last member `  "crc32c": "..."` over the text before it, model/formats/checked_json.h). For tests that edit a record
 or the settings on purpose and want kvq's checks past the CRC (a count out of range, a missing
 model_id) to answer, not the CRC. CRC-32C restated here from its definition (reflected
 polynomial 0x82f63b78), independent of model/formats/crc32c.c."""
@@ -36,7 +36,7 @@ assert crc32c(b"123456789") == 0xE3069283
 for path in sys.argv[1:]:
     with open(path, "rb") as f:
         text = f.read()
-    if path.endswith("sweep.json"):
+    if path.endswith(("sweep.json", "sensitivity.json")):
         with open(path, "wb") as f:
             f.write(seal_settings(text))
         continue

@@ -189,6 +189,14 @@ expect_exit "allocate --candidates with one the sensitivity did not measure: exi
 expect_exit "allocate --candidates '': exit 2" 2 ./run allocate $M --from "$T/full" --budget 3 --candidates ''
 expect_exit "allocate with another model than the sensitivity's: exit 2" 2 ./run allocate data/models/mini-llama-brown-outliers --from "$T/full" --budget 3 --verify --out-dir "$T/bad2"
 no_file "allocate with another model writes no --out-dir" "$T/bad2"
+grep -q "is not the model $T/full/sensitivity.json measured ([0-9a-f]\{64\}, " "$T/err" \
+    && pass "the refusal names sensitivity.json and its model's whole sha256" || fail "another model message" "$(cat "$T/err")"
+# a hash that is not one (the CRC sealed again, so the reader's own check answers)
+mkdir "$T/badsha" && cp "$T/full/sensitivity.json" "$T/badsha/"
+sed -i 's/"model_sha256": "\(.\{40\}\)./"model_sha256": "\1m/' "$T/badsha/sensitivity.json" && python3 tests/journal_seal.py "$T/badsha/sensitivity.json"
+expect_exit "allocate from a sensitivity whose model_sha256 is not hex: exit 2" 2 ./run allocate $M --from "$T/badsha" --budget 3
+grep -q "$T/badsha/sensitivity.json: \"model_sha256\" is not 64 lowercase hex digits" "$T/err" \
+    && pass "a malformed model_sha256 is refused by name" || fail "malformed model_sha256 message" "$(cat "$T/err")"
 expect_exit "allocate --from a directory without a sensitivity: exit 2" 2 ./run allocate $M --from "$T/nope" --budget 3
 expect_exit "allocate --verify without --out-dir: exit 2" 2 ./run allocate $M --from "$T/full" --budget 3 --verify
 expect_exit "sensitivity --candidates '': exit 2" 2 ./run sensitivity $M $W --candidates '' --out-dir "$T/bad3"
