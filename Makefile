@@ -114,7 +114,9 @@ sweep-demo: run
 # calibration split (wiki.valid, ./run calibrate's default text). `make sweep-calibrated`: the
 # README's calibrated-against-uncalibrated sweep (data/sweeps/calibrated.txt) on both, on wiki.test.
 CALIB_FITS := --fit nuq2-g64 --fit nuq3-g64 --fit nuq4-g64 --fit nuq2-t64 --fit nuq2-g64+had --fit nuq3-g64+had \
-              --fit vq8-d4 --fit vq8-d8 --fit vq8-d4+had --fit vq8-d4+aw --fit rvq8x2-d8+aw --fit pca2+prerope+aw --fit pca2+aw
+              --fit vq8-d4 --fit vq8-d8 --fit vq8-d4+had --fit vq8-d4+aw --fit rvq8x2-d8+aw \
+              --fit pca2+prerope+aw --fit pca2+aw --fit pca0.5+prerope+aw --fit pca0.5+aw --fit pca1+prerope+aw --fit pca1+aw \
+              --fit pca3+prerope+aw --fit pca3+aw --fit pca4+prerope+aw --fit pca4+aw
 calibrations: run
 	./run calibrate data/models/mini-llama-brown $(CALIB_FITS) --quiet --out data/models/mini-llama-brown/kv-calib.safetensors
 	./run calibrate data/models/mini-llama-brown-outliers $(CALIB_FITS) --quiet --out data/models/mini-llama-brown-outliers/kv-calib.safetensors
