@@ -45,7 +45,11 @@ static void print_header(FILE *f, const Alloc *a) {
                "mean KLs. Candidates:", a->o->model_dir, a->o->from, d->text_file, d->windows, d->scored, d->ctx, d->ctx,
             a->G);
     for (int c = 0; c < a->n_cand; c++) fprintf(f, "%s %s (%.4g)", c ? "," : "", a->names[c], uniform_bits(a, c));
-    fprintf(f, ".\n\n");
+    fprintf(f, ".");
+    if (d->calib_sha256[0] && d->calib_held_out != CALIB_HELD_OUT)   /* as sensitivity.json recorded it */
+        fprintf(f, " The sensitivity's calibration (sha256 %.12s...)%s.", d->calib_sha256,
+                calib_held_out_words(d->calib_held_out));
+    fprintf(f, "\n\n");
 }
 
 static void print_choices(FILE *f, const Alloc *a) {
@@ -72,9 +76,13 @@ static void print_verify(FILE *f, const Alloc *a, const Verify *v) {
     fprintf(f, ", %ld scored tokens per configuration, %s matmuls; baseline (fp32 cache) perplexity "
                "%.4f. Measured / predicted: the measured KL over the sum of single-layer KLs (its SE from the measured "
                "KL's). Best uniform: of the candidates used alone in every layer's keys and values within the budget, "
-               "the one of least measured KL.%s\n\n", first.n, s->precision,
+               "the one of least measured KL.%s", first.n, s->precision,
             first.base_ppl,
             strcmp(s->text_file, a->d.text_file) ? "" : " The sensitivity's own text: NOT held out.");
+    if (s->calib_sha256[0] && s->calib_held_out != CALIB_HELD_OUT)
+        fprintf(f, " Calibration %s%s(sha256 %.12s...)%s.", s->calib, s->calib[0] ? " " : "", s->calib_sha256,
+                calib_held_out_words(s->calib_held_out));
+    fprintf(f, "\n\n");
     fprintf(f, "| budget | configuration | bits | KL predicted | KL measured | measured / predicted | delta ppl %% | "
                "top-1 %% |\n|---:|---|---:|---:|---:|---:|---:|---:|\n");
     for (int b = 0; b < a->o->n_budgets; b++) {
@@ -137,6 +145,10 @@ static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
     fprintf(f, "  \"verify\": {\n");
     json_out_string(f, "text_file", s->text_file, 0);
     fprintf(f, "  \"held_out\": %s,\n", strcmp(s->text_file, a->d.text_file) ? "true" : "false");
+    if (s->calib_sha256[0]) {   /* the verification's own calibration against its text */
+        json_out_string(f, "calib_sha256", s->calib_sha256, 0);
+        calib_held_out_json(f, "", s->calib_text_sha256, s->calib_held_out);
+    }
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"windows\": %d,\n  \"scored_tokens\": %ld,\n", s->ppl.ctx,
             s->ppl.stride, v->t->windows, first.n);
     json_out_number(f, "baseline_ppl", first.base_ppl, 0);
@@ -173,6 +185,10 @@ static void write_json(FILE *f, const Alloc *a, const Verify *v) {
     json_out_string(f, "model_sha256", d->model_sha256, 0);
     json_out_string(f, "from", a->o->from, 0);
     json_out_string(f, "sensitivity_text_file", d->text_file, 0);
+    if (d->calib_sha256[0]) {   /* the sensitivity's calibration, held out or not as it recorded */
+        json_out_string(f, "sensitivity_calib_sha256", d->calib_sha256, 0);
+        calib_held_out_json(f, "sensitivity_", d->calib_text_sha256, d->calib_held_out);
+    }
     fprintf(f, "  \"ctx\": %d,\n  \"n_layers\": %d,\n", d->ctx, L);
     json_out_string(f, "bits", "effective bits per value at ctx; keys and values alike", 0);
     json_out_string(f, "predicted_kl", "the sum of the single-layer mean KLs of the choice", 0);

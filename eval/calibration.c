@@ -3,6 +3,7 @@
 #include "eval/calibration.h"
 #include "model/modeldir.h"
 #include "model/formats/fileio.h"
+#include "model/formats/sha256.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +73,10 @@ void kv_cache_recipe_free(KvCacheRecipe *r) {
     free(r->owned);
     r->owned = NULL;
     r->scheme.calib = NULL;
+}
+
+int calibration_fitted_on(const Calibration *c, const char *text_file, Error *err) {
+    char sha[SHA256_HEX_CHARS + 1];
+    if (sha256_file_hex(text_file, sha, err)) return -1;
+    return !strcmp(sha, c->text_sha256);
 }

@@ -44,4 +44,8 @@ int kv_cache_recipe_resolve(KvCacheRecipe *r, const KvCacheFlags *flags, int oth
                             const char *model_sha256, const Model *m, Error *err);
 void kv_cache_recipe_free(KvCacheRecipe *r);
 
+/* 1 when c was fitted on text_file (the file's sha256 is c's text_sha256): numbers measured on it
+ * with c are then not held out; 0 when another text; -1 with err when the file cannot be hashed. */
+int calibration_fitted_on(const Calibration *c, const char *text_file, Error *err);
+
 #endif

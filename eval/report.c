@@ -23,9 +23,8 @@ static void scheme_bits(const KvLayered *scheme, KvSide side, const Config *c, i
 
 /* 1 when c was fitted on text_file (the same sha256), whose numbers are then not held out. */
 static int calib_fitted_on(const Calibration *c, const char *text_file) {
-    char sha[65];
     Error ignored;   /* a text that cannot be hashed now was read a moment ago: no claim is made */
-    return sha256_file_hex(text_file, sha, &ignored) == 0 && !strcmp(sha, c->text_sha256);
+    return calibration_fitted_on(c, text_file, &ignored) == 1;
 }
 
 void ppl_report_describe(PplReport *r, const char *model, const char *model_id, const char *text_file,

@@ -167,7 +167,8 @@ static int read_header(const JsonValue *j, SensData *d, const char *path, Error 
         int_member(j, "n_layers", 1, SWEEP_MAX_CONFIGS / 2, &layers, path, err) ||
         int_member(j, "windows", 1, 1 << 30, &windows, path, err) ||
         int_member(j, "windows_total", 1, 1 << 30, &windows_total, path, err) ||
-        int_member(j, "scored_tokens", 1, 1LL << 40, &scored, path, err))
+        int_member(j, "scored_tokens", 1, 1LL << 40, &scored, path, err) ||
+        calib_held_out_read(j, d->calib_text_sha256, &d->calib_held_out, path, err))
         return -1;
     if (!sha256_hex_valid(d->model_sha256))
         return error_set(err, "%s: \"model_sha256\" is not 64 lowercase hex digits", path);

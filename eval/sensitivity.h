@@ -50,6 +50,8 @@ int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s,
 
 typedef struct {
     char model[1024], model_sha256[65], text_file[1024], calib_sha256[65], precision[8], protocol[16];
+    char calib_text_sha256[65];          /* the calibration's held-out state as the sensitivity recorded it */
+    CalibHeldOut calib_held_out;         /* (unknown in a sensitivity.json of an older kvq) */
     int ctx, stride, head_dim, windows, windows_total;
     long scored;                         /* scored tokens of every cell */
     double baseline_ppl;

@@ -88,7 +88,9 @@ static void print_header(FILE *f, const Report *r) {
     fprintf(f, ", ");
     sweep_print_windows(f, s, r->t->windows);
     fprintf(f, ", %ld scored tokens per cell, %s matmuls. ", n, s->precision);
-    if (s->calib_sha256[0]) fprintf(f, "Calibration %s%s(sha256 %.12s...). ", s->calib, s->calib[0] ? " " : "", s->calib_sha256);
+    if (s->calib_sha256[0])
+        fprintf(f, "Calibration %s%s(sha256 %.12s...)%s. ", s->calib, s->calib[0] ? " " : "", s->calib_sha256,
+                calib_held_out_words(s->calib_held_out));
     if (r->n_cells > 0) fprintf(f, "Baseline (fp32 cache) perplexity %.4f. ", r->y[0].base_ppl);
     fprintf(f, "A cell: only that layer's keys (K) or values (V) use the candidate, everything else stays fp32; "
                "bits are effective bits per value at ctx %d.\n\n", s->ppl.ctx);
@@ -192,6 +194,7 @@ static void write_json(FILE *f, const Report *r) {
     json_out_string(f, "model_sha256", r->model_sha256, 0);
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "calib_sha256", s->calib_sha256, 0);
+    if (s->calib_sha256[0]) calib_held_out_json(f, "", s->calib_text_sha256, s->calib_held_out);   /* allocate says it */
     json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     json_out_string(f, "precision", s->precision, 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", s->ppl.ctx, s->ppl.stride, s->n_tokens);
@@ -230,8 +233,9 @@ static void write_json_sealed(FILE *f, const Report *r) {
 
 static void write_svg(FILE *f, const Report *r) {
     char title[2400];
-    snprintf(title, sizeof title, "%s, %s, ctx %d, %ld scored tokens", r->s->model, r->s->text_file, r->s->ppl.ctx,
-             r->n_cells > 0 ? r->y[0].n : 0L);
+    snprintf(title, sizeof title, "%s, %s, ctx %d, %ld scored tokens%s", r->s->model, r->s->text_file, r->s->ppl.ctx,
+             r->n_cells > 0 ? r->y[0].n : 0L,
+             r->s->calib_sha256[0] && r->s->calib_held_out == CALIB_NOT_HELD_OUT ? ", calibration NOT held out" : "");
     sens_write_heatmap_svg(f, title, r->g, r->kl, r->bits);
 }
 

@@ -53,6 +53,10 @@ static char *settings_text(const SweepSettings *s, size_t *len) {
     json_out_string(f, "text_file", s->text_file, 0);
     json_out_string(f, "precision", s->precision, 0);
     json_out_string(f, "calib_sha256", s->calib_sha256, 0);   /* the calibration by content, not by path */
+    if (s->calib_sha256[0] && s->calib_held_out != CALIB_HELD_OUT_UNKNOWN) {   /* absent: no calibration */
+        json_out_string(f, "calib_text_sha256", s->calib_text_sha256, 0);
+        fprintf(f, "  \"calib_held_out\": %s,\n", s->calib_held_out == CALIB_HELD_OUT ? "true" : "false");
+    }
     json_out_string(f, "protocol", o->protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"max_windows\": %d,\n  \"batch\": %d,\n", o->ctx, o->stride,
             o->max_windows, o->batch);
@@ -96,17 +100,23 @@ static CheckedLine settings_crc(const char *text, size_t len) {
     return crc32c(0, text, body) == stored ? CHECKED_LINE_OK : CHECKED_LINE_MISMATCH;
 }
 
+#define HELD_OUT_LINE "  \"calib_held_out\": "
+#define CALIB_TEXT_LINE "  \"calib_text_sha256\": "
+
 /* The settings' text without the lines of the paths ("model", "text_file") and of the CRC that
  * covers them: a resume compares the model and the text by content (model_id, tokens_hash), so
- * the same ones under another path are the same sweep. settings_text writes one key a line,
- * each line's key at its start. */
-static char *without_paths(const char *text) {
+ * the same ones under another path are the same sweep. With held_out 0, without the lines of the
+ * calibration's held-out state too: a sweep.json written before they were has none. settings_text
+ * writes one key a line, each line's key at its start. */
+static char *without_paths(const char *text, int held_out) {
     char *out = malloc(strlen(text) + 1), *o = out;
     if (!out) return NULL;
     for (const char *line = text; *line;) {
         size_t n = strcspn(line, "\n") + (line[strcspn(line, "\n")] == '\n');
+        int held_out_line = !strncmp(line, HELD_OUT_LINE, sizeof HELD_OUT_LINE - 1) ||
+                            !strncmp(line, CALIB_TEXT_LINE, sizeof CALIB_TEXT_LINE - 1);
         if (strncmp(line, "  \"model\": ", 11) && strncmp(line, "  \"text_file\": ", 15) &&
-            strncmp(line, SETTINGS_CRC_OPEN, sizeof SETTINGS_CRC_OPEN - 1)) {
+            strncmp(line, SETTINGS_CRC_OPEN, sizeof SETTINGS_CRC_OPEN - 1) && (held_out || !held_out_line)) {
             memcpy(o, line, n);
             o += n;
         }
@@ -140,6 +150,8 @@ static const char *const SETTING_WORDS[][3] = {
     {"windows_total", "--text-file, --ctx or --stride", "%s windows in the text"},
     {"shard_index", "--shard", "shard index %s"}, {"shard_count", "--shard", "%s shards"},
     {"layer_error", "--no-layer-error", "layer_error %s"},
+    {"calib_held_out", "--text-file or --calib", "calib_held_out %s"},
+    {"calib_text_sha256", "--calib", "a calibration fitted on the text of sha256 %.12s..."},
 };
 
 /* Setting i's value in words: "all windows" for max_windows 0, "no calibration" for none. */
@@ -149,6 +161,8 @@ static void setting_words(int i, const char *value, char *out, size_t n) {
     else if (!strcmp(key, "max_windows") && !strcmp(value, "1")) snprintf(out, n, "1 window");
     else if (!strcmp(key, "calib_sha256") && !*value) snprintf(out, n, "no calibration");
     else if (!strcmp(key, "layer_error")) snprintf(out, n, strcmp(value, "1") ? "no per-layer error" : "the per-layer error");
+    else if (!strcmp(key, "calib_held_out"))
+        snprintf(out, n, strcmp(value, "false") ? "a text the calibration was not fitted on" : "the calibration's own text");
     else snprintf(out, n, SETTING_WORDS[i][2], value);
 }
 
@@ -255,6 +269,9 @@ static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
         int cut = have && have_len < len && !memcmp(have, want, have_len);
         JsonValue *j = have && !cut ? settings_parse(path, have, have_len, err) : NULL;
         const char *there = j ? json_string(j, "model_id") : NULL;
+        /* a sweep.json of before the held-out record resumes: this run's, from the same calibration
+         * (calib_sha256) and the same tokens, is said in the reports */
+        int recorded = j && json_get(j, "calib_held_out");
         if (cut) {
             rc = error_set(err, "%s: truncated (%zu of its %zu bytes): not resumed; use another --out-dir", path,
                            have_len, len);
@@ -263,7 +280,7 @@ static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
         } else if (strcmp(there, s->model_id)) {
             rc = error_set(err, "%s: a sweep of another model (model_id %.12s...; %s now has %.12s...: its weights or "
                            "config.json changed): not resumed; use another --out-dir", path, there, s->model, s->model_id);
-        } else if (!(a = without_paths(have)) || !(b = without_paths(want))) {
+        } else if (!(a = without_paths(have, recorded)) || !(b = without_paths(want, recorded))) {
             rc = error_set(err, "out of memory");
         } else if (strcmp(a, b)) {
             char diff[480];
@@ -283,6 +300,20 @@ static int settings_claim(const char *dir, const SweepSettings *s, Error *err) {
     }
     free(want);
     return rc;
+}
+
+int calib_held_out_read(const JsonValue *j, char sha[65], CalibHeldOut *h, const char *path, Error *err) {
+    const JsonValue *held = json_get(j, "calib_held_out");
+    const char *text = json_string(j, "calib_text_sha256");
+    sha[0] = '\0';
+    *h = CALIB_HELD_OUT_UNKNOWN;
+    if (!held && !json_get(j, "calib_text_sha256")) return 0;
+    if (!held || held->type != JSON_BOOL || !text || !sha256_hex_valid(text))
+        return error_set(err, "%s: \"calib_held_out\" and \"calib_text_sha256\" are not true or false and a sha256 "
+                         "(64 lowercase hex digits): damaged or edited", path);
+    snprintf(sha, 65, "%s", text);
+    *h = held->boolean ? CALIB_HELD_OUT : CALIB_NOT_HELD_OUT;
+    return 0;
 }
 
 static int int_field(const JsonValue *o, const char *key, int lo, int hi, int *out, const char *path, Error *err) {
@@ -326,6 +357,14 @@ static int settings_read(const char *dir, SweepSettings *s, Error *err) {
     snprintf(s->text_file, sizeof s->text_file, "%s", json_string(j, "text_file"));
     snprintf(s->precision, sizeof s->precision, "%s", json_string(j, "precision"));
     snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", json_string(j, "calib_sha256") ? json_string(j, "calib_sha256") : "");
+    if (calib_held_out_read(j, s->calib_text_sha256, &s->calib_held_out, path, err)) {
+        rc = -1;
+        goto done;
+    }
+    if (s->calib_held_out != CALIB_HELD_OUT_UNKNOWN && !s->calib_sha256[0]) {
+        rc = error_set(err, "%s: \"calib_held_out\" without a calibration (calib_sha256 empty)", path);
+        goto done;
+    }
     s->ppl.protocol = strcmp(json_string(j, "protocol"), "llamacpp") ? PPL_HF : PPL_LLAMACPP;
     s->tokens_hash = strtoull(json_string(j, "tokens_hash"), NULL, 16);
     if (int_field(j, "ctx", 2, 1 << 24, &s->ppl.ctx, path, err) ||
@@ -754,6 +793,17 @@ static int same_sweep(const SweepSettings *a, const SweepSettings *b) {
     return 1;
 }
 
+/* What the shards recorded of their calibration's held-out state, into all[0]: they used one
+ * calibration (calib_sha256) on one text (tokens_hash), so what one shard recorded holds for all;
+ * a shard of an older kvq recorded nothing, and if one says NOT held out, that is said. */
+static void merged_held_out(SweepSettings *all, int n) {
+    for (int i = 0; i < n; i++) {
+        if (all[i].calib_held_out == CALIB_HELD_OUT_UNKNOWN) continue;
+        if (all[0].calib_held_out != CALIB_NOT_HELD_OUT) all[0].calib_held_out = all[i].calib_held_out;
+        snprintf(all[0].calib_text_sha256, sizeof all[0].calib_text_sha256, "%s", all[i].calib_text_sha256);
+    }
+}
+
 int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals, Error *err) {
     memset(totals, 0, sizeof *totals);
     if (n < 1) return error_set(err, "no shard directories given");   /* all[0] is the reference */
@@ -776,6 +826,7 @@ int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals,
         if (!rc) rc = journal_complete(dirs[i], &all[i], &j[i], "finish that shard first", err);
     }
     if (!rc) rc = totals_from(j, n, &all[0], totals, err);
+    if (!rc) merged_held_out(all, n);
     for (int i = 0; i < n && j; i++) journal_free(&j[i]);
     for (int i = 1; i < n && all; i++) free(all[i].configs);
     if (!rc) {

@@ -11,12 +11,15 @@
  * changed at the same path), a sweep.json without a model_id, a journal without its sweep.json,
  * and a record whose CRC does not match. Totals are always added up from the
  * journal in (window, configuration) order, so an interrupted and resumed sweep, an
- * uninterrupted one and shards put together by sweep-merge give the same numbers to the bit. */
+ * uninterrupted one and shards put together by sweep-merge give the same numbers to the bit.
+ * sweep.json also records whether the calibration was fitted on the text measured (CalibHeldOut):
+ * the reports, sweep-merge's too, say what was recorded, never what a calibration now says. */
 #ifndef KVQ_SWEEP_H
 #define KVQ_SWEEP_H
 
 #include "eval/perplexity.h"
 #include "eval/progress.h"
+#include "model/formats/json.h"
 #include "model/formats/run_lock.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,6 +35,12 @@ typedef struct {
     double codebook_bytes;           /* the fitted tables both sides read, per model (SCHEMES.md 8: apart from bits) */
 } SweepConfig;
 
+/* Whether a sweep's numbers are held out from its calibration: was the calibration fitted on
+ * another text than the one measured (its text_sha256 against the text file's sha256, taken when
+ * the sweep starts and recorded in sweep.json)? Unknown in the files of a kvq that did not record
+ * it. Only said of a sweep with a calibration. */
+typedef enum { CALIB_HELD_OUT_UNKNOWN = 0, CALIB_HELD_OUT, CALIB_NOT_HELD_OUT } CalibHeldOut;
+
 /* What identifies a sweep: equal settings, equal numbers. The model and the text are compared by
  * content (model_id, tokens_hash), never by their paths. */
 typedef struct {
@@ -42,6 +51,8 @@ typedef struct {
     char calib_path[1024];       /* --calib as given ("": the model directory's kv-calib.safetensors, if any) */
     char calib[1024];            /* the calibration the sweep used ("" without one) and its file's sha256: */
     char calib_sha256[65];       /* a resumed sweep must use the same */
+    char calib_text_sha256[65];  /* the text that calibration was fitted on (its text_sha256; "": unknown) */
+    CalibHeldOut calib_held_out; /* ... against this sweep's text, as recorded when the sweep started */
     PplOptions ppl;              /* protocol, ctx, stride, max_windows, batch, shard; schemes unused */
     int n_tokens;
     unsigned long long tokens_hash;   /* FNV-1a of the token ids: the same text, tokenized the same */
@@ -132,6 +143,16 @@ int sweep_merge(char *const *dirs, int n, SweepSettings *s, SweepTotals *totals,
  * directory (it holds a sweep.json: its results.* would be replaced, its journal left), else
  * made and locked (SWEEP_LOCK_FILE) until run_lock_release. */
 int sweep_merge_claim_out_dir(const char *out_dir, RunLock *lock, Error *err);
+
+/* A sweep.json's or a report's calib_text_sha256 and calib_held_out (eval/sweep.c), into sha and
+ * *h: both absent (a file of an older kvq, or no calibration) is unknown; refused, naming path, when
+ * they are not a 64-digit hex sha256 and true or false. */
+int calib_held_out_read(const JsonValue *j, char sha[65], CalibHeldOut *h, const char *path, Error *err);
+/* eval/sweep_report.c. What the reports say of it: words that follow "Calibration FILE (sha256
+ * ...)" — nothing when held out, else that it is NOT held out or that it is not recorded — and
+ * the JSON members PREFIXcalib_text_sha256 and PREFIXcalib_held_out (true, false, or null: unknown). */
+const char *calib_held_out_words(CalibHeldOut h);
+void calib_held_out_json(FILE *f, const char *prefix, const char *text_sha256, CalibHeldOut h);
 
 /* results.md, results.csv, results.json and chart.svg in out_dir (each written atomically). */
 int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const SweepTotals *totals, Error *err);

@@ -35,6 +35,20 @@ static void summaries(const SweepSettings *s, const SweepTotals *t, PplSummary *
     chart_pareto_front(points, s->n_configs, front);
 }
 
+const char *calib_held_out_words(CalibHeldOut h) {
+    if (h == CALIB_NOT_HELD_OUT) return ", fitted on this very text: NOT held out";
+    if (h == CALIB_HELD_OUT_UNKNOWN) return ", whether fitted on this very text not recorded (files of an older kvq)";
+    return "";
+}
+
+void calib_held_out_json(FILE *f, const char *prefix, const char *text_sha256, CalibHeldOut h) {
+    char key[64];
+    snprintf(key, sizeof key, "%scalib_text_sha256", prefix);
+    json_out_string(f, key, text_sha256, 0);
+    fprintf(f, "  \"%scalib_held_out\": %s,\n", prefix,
+            h == CALIB_HELD_OUT ? "true" : h == CALIB_NOT_HELD_OUT ? "false" : "null");
+}
+
 static void print_header(FILE *f, const SweepSettings *s, const SweepTotals *t, const PplSummary *first) {
     fprintf(f, "Model `%s`, text `%s` (%d tokens), ", s->model, s->text_file, s->n_tokens);
     if (s->ppl.protocol == PPL_LLAMACPP) fprintf(f, "llama.cpp chunks of %d", s->ppl.ctx);
@@ -42,7 +56,9 @@ static void print_header(FILE *f, const SweepSettings *s, const SweepTotals *t, 
     fprintf(f, ", ");
     sweep_print_windows(f, s, t->windows);
     fprintf(f, ", %ld scored tokens per configuration, %s matmuls. ", first ? first->n : 0L, s->precision);
-    if (s->calib_sha256[0]) fprintf(f, "Calibration %s%s(sha256 %.12s...). ", s->calib, s->calib[0] ? " " : "", s->calib_sha256);
+    if (s->calib_sha256[0])
+        fprintf(f, "Calibration %s%s(sha256 %.12s...)%s. ", s->calib, s->calib[0] ? " " : "", s->calib_sha256,
+                calib_held_out_words(s->calib_held_out));
     if (first) fprintf(f, "Baseline (fp32 cache) perplexity %.4f.\n\n", first->base_ppl);
     else fprintf(f, "\n\n");
 }
@@ -104,6 +120,7 @@ static void write_csv(FILE *f, const SweepSettings *s, const SweepTotals *t, con
                "kl_p999,kl_max,top1,top1_stderr,dp_mean,dp_rms,pareto,codebook_bytes,k_entropy_bits,v_entropy_bits,"
                "entropy_bits");
     sweep_views_csv_header(f, s, t);
+    if (s->calib_sha256[0]) fprintf(f, ",calib_held_out");   /* true, false, or empty: not recorded */
     fputc('\n', f);
     for (int i = 0; i < s->n_configs; i++) {
         const SweepConfig *c = &s->configs[i];
@@ -125,6 +142,8 @@ static void write_csv(FILE *f, const SweepSettings *s, const SweepTotals *t, con
         const int sides[] = {0, 1, -1};   /* keys, values, both */
         for (int k = 0; k < 3; k++) fprintf(f, ",%.9g", token_sums_entropy_bits(&t->sums[i], sides[k]));
         sweep_views_csv_row(f, s, t, i);
+        if (s->calib_sha256[0])
+            fprintf(f, ",%s", s->calib_held_out == CALIB_HELD_OUT ? "true" : s->calib_held_out == CALIB_NOT_HELD_OUT ? "false" : "");
         fputc('\n', f);
     }
 }
@@ -138,6 +157,7 @@ static void write_json(FILE *f, const SweepSettings *s, const SweepTotals *t, co
     json_out_string(f, "protocol", s->ppl.protocol == PPL_LLAMACPP ? "llamacpp" : "hf", 0);
     json_out_string(f, "precision", s->precision, 0);
     json_out_string(f, "calib_sha256", s->calib_sha256, 0);
+    if (s->calib_sha256[0]) calib_held_out_json(f, "", s->calib_text_sha256, s->calib_held_out);
     fprintf(f, "  \"ctx\": %d,\n  \"stride\": %d,\n  \"n_tokens\": %d,\n", s->ppl.ctx, s->ppl.stride, s->n_tokens);
     fprintf(f, "  \"windows\": %d,\n  \"windows_total\": %d,\n", t->windows, s->windows_total);
     json_out_number(f, "tokens_processed", (double)t->tokens_processed, 0);
@@ -192,8 +212,9 @@ static int write_output(const char *dir, const char *name, int kind, const Sweep
     else if (kind == 2) write_json(af.f, s, t, y, front);
     else {
         char title[1200];
-        snprintf(title, sizeof title, "KV-cache schemes on %s (ctx %d, %ld tokens)", s->model, s->ppl.ctx,
-                 s->n_configs > 0 ? y[0].n : 0L);
+        snprintf(title, sizeof title, "KV-cache schemes on %s (ctx %d, %ld tokens%s)", s->model, s->ppl.ctx,
+                 s->n_configs > 0 ? y[0].n : 0L,
+                 s->calib_sha256[0] && s->calib_held_out == CALIB_NOT_HELD_OUT ? "; calibration NOT held out" : "");
         chart_write_svg(af.f, title, fig->points, s->n_configs);
     }
     return atomic_commit(&af, err);
@@ -261,6 +282,18 @@ static int lock_out_dir(const Model *m, const int *tokens, const SweepSettings *
     return 0;
 }
 
+/* The calibration the sweep uses into s: its path and sha256, and whether it was fitted on the
+ * text measured, which sweep.json records now (a resume compares it; the reports say it). */
+static int note_calibration(SweepSettings *s, const Calibration *calib, Error *err) {
+    snprintf(s->calib, sizeof s->calib, "%s", calib->path);
+    snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", calib->file_sha256);
+    snprintf(s->calib_text_sha256, sizeof s->calib_text_sha256, "%s", calib->text_sha256);
+    int fitted = calibration_fitted_on(calib, s->text_file, err);
+    if (fitted < 0) return -1;   /* the text was read a moment ago: gone or unreadable now */
+    s->calib_held_out = fitted ? CALIB_NOT_HELD_OUT : CALIB_HELD_OUT;
+    return 0;
+}
+
 int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const SweepRun *run, Error *err) {
     const char *out_dir = run->out_dir;
     int quiet = run->quiet;
@@ -281,10 +314,7 @@ int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const SweepR
         rc = kv_cache_recipe_resolve(&recipe, &flags, sweep_needs_calibration(s), s->model, identity.weights_sha256,
                                      &L.model, err);
     const Calibration *calib = recipe.scheme.calib;
-    if (rc == 0 && calib) {
-        snprintf(s->calib, sizeof s->calib, "%s", calib->path);
-        snprintf(s->calib_sha256, sizeof s->calib_sha256, "%s", calib->file_sha256);
-    }
+    if (rc == 0 && calib && !calib->absent) rc = note_calibration(s, calib, err);
     if (rc == 0) rc = sweep_use_calibration(s, &L.model.config, calib, err);   /* before any file */
     if (rc == 0 && d->plan && !quiet) fprintf(log, "%s\n", d->plan);
     RunLock lock = {.fd = -1};

@@ -6,8 +6,9 @@
 # sweep-merge give the uninterrupted run's report byte for byte; the heatmap is XML, passes
 # svg_check (and renders where rsvg-convert is installed); allocate's choice is the brute-force
 # optimum over every combination (python3, exact fractions for the bits), its LAYERED strings say
-# that choice, and --verify's measured KL is ppl's for those strings; bad budgets, candidates,
-# models and flags exit 2 with one line and write nothing.
+# that choice, and --verify's measured KL is ppl's for those strings; a calibration fitted on the
+# text measured is said to be NOT held out by the sensitivity, its merge, allocate (as recorded) and
+# --verify; bad budgets, candidates, models and flags exit 2 with one line and write nothing.
 . tests/cli_helpers.sh
 M=data/models/mini-llama-brown
 W="--ctx 256 --stride 128 --windows 2"
@@ -210,3 +211,67 @@ expect_exit "sensitivity with a fitted candidate (nuq2-g64) and no calibration: 
 grep -q "needs a calibration" "$T/err" && pass "the refusal says the fitted candidate needs a calibration" || fail "no calibration message" "$(cat "$T/err")"
 no_file "a sensitivity refused for want of a calibration writes no --out-dir" "$T/bad4"
 expect_exit "sensitivity with other candidates on an existing out dir: exit 2" 2 ./run sensitivity $M $W --candidates tq3 --out-dir "$T/full" --quiet
+
+# --- held out or not: a sensitivity with a calibration fitted on the very text it measures says NOT
+# held out (sensitivity.md's header, sensitivity.json false, the heatmap's title), sweep-merge of its
+# shards too; on another text held out (true; the Markdown as before). allocate says what the
+# sensitivity.json recorded (a committed one of before the record: not recorded, null), and --verify
+# its own sweep's, on wiki.test (true) and on the calibration's text (false, and a sentence).
+head -c 20000 data/wikitext-2-raw/wiki.valid.raw >"$T/own.txt"
+OWN_SHA=$(sha256sum "$T/own.txt" | cut -c1-64)
+CAL="$T/own-calib.safetensors"
+HW="--ctx 64 --stride 32 --windows 2 --candidates nuq2-g64,int4-g64 --quiet --calib $CAL"
+expect_exit "held out: calibrate on a 20 kB text for the sensitivity (256 tokens, ctx 64)" 0 ./run calibrate $M --text-file "$T/own.txt" \
+    --tokens 256 --ctx 64 --fit nuq2-g64 --out "$CAL" --quiet
+# sens_held NAME DIR WANT: DIR's sensitivity.md, sensitivity.json and sensitivity.svg say WANT (false or true)
+sens_held() {
+    python3 - "$2" "$3" "$OWN_SHA" <<'PY' && pass "$1" || fail "$1" "see above"
+import json, sys
+d, want, sha = sys.argv[1], sys.argv[2] == "true", sys.argv[3]
+j = json.load(open(d + "/sensitivity.json"))
+head = open(d + "/sensitivity.md").read().split("\n\n")[0]
+bad = []
+if j.get("calib_held_out", "absent") is not want or j.get("calib_text_sha256") != sha: bad.append("sensitivity.json %r" % j.get("calib_held_out", "absent"))
+if ("fitted on this very text: NOT held out" in head) == want or (want and "held out" in head): bad.append("sensitivity.md: " + head[-300:])
+if ("calibration NOT held out" in open(d + "/sensitivity.svg").read()) == want: bad.append("sensitivity.svg title")
+if bad: print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+expect_exit "held out: a sensitivity on the calibration's own text" 0 ./run sensitivity $M $HW --text-file "$T/own.txt" --out-dir "$T/hown"
+sens_held "held out: the sensitivity on the calibration's own text says NOT held out (sensitivity.md, .json false, .svg)" "$T/hown" false
+expect_exit "held out: the sensitivity on wiki.test" 0 ./run sensitivity $M $HW --text-file data/wikitext-2-raw/wiki.test.raw --out-dir "$T/hheld"
+sens_held "held out: the sensitivity on wiki.test says held out (sensitivity.json true; sensitivity.md says nothing of it)" "$T/hheld" true
+expect_exit "held out: sensitivity shard 0/2 on the calibration's own text" 0 ./run sensitivity $M $HW --text-file "$T/own.txt" --out-dir "$T/hown0" --shard 0/2
+expect_exit "held out: sensitivity shard 1/2" 0 ./run sensitivity $M $HW --text-file "$T/own.txt" --out-dir "$T/hown1" --shard 1/2
+expect_exit "held out: sweep-merge of the sensitivity's shards" 0 ./run sweep-merge "$T/hown0" "$T/hown1" --out-dir "$T/hownm"
+sens_held "held out: the merged sensitivity says NOT held out, as its shards recorded" "$T/hownm" false
+# allocate: what the sensitivity recorded, and --verify's own
+expect_exit "held out: allocate from the sensitivity on the calibration's own text" 0 ./run allocate $M --from "$T/hown" --budget 3
+grep -q "The sensitivity's calibration (sha256 [0-9a-f]\{12\}...), fitted on this very text: NOT held out." "$T/out" &&
+    pass "held out: allocate says the sensitivity's calibration was NOT held out" || fail "held out: allocate says the sensitivity's calibration was NOT held out" "$(head -c 600 "$T/out")"
+expect_exit "held out: allocate --verify on wiki.test" 0 ./run allocate $M --from "$T/hown" --budget 3 --verify --out-dir "$T/hv" --windows 1 --quiet --calib "$CAL"
+expect_exit "held out: allocate --verify on the calibration's own text" 0 ./run allocate $M --from "$T/hown" --budget 3 --verify --out-dir "$T/hvown" \
+    --windows 1 --quiet --calib "$CAL" --text-file "$T/own.txt"
+expect_exit "held out: allocate from the committed sensitivity (before the record)" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3 --json
+cp "$T/out" "$T/committed.json"
+python3 - "$T/hv" "$T/hvown" "$T/committed.json" "$OWN_SHA" <<'PY' && pass "held out: allocation.json/md: the sensitivity's calibration NOT held out (false), --verify on wiki.test held out (true, no sentence), on the calibration's text NOT (false, a sentence); a committed sensitivity.json of before the record: null" || fail "held out: allocation.json/md" "see above"
+import json, sys
+hv, hvown, committed, sha = sys.argv[1:]
+bad = []
+for d, want in [(hv, True), (hvown, False)]:
+    j = json.load(open(d + "/allocation.json"))
+    md = open(d + "/allocation.md").read()
+    verify_par = md.split("Held-out check")[1].split("\n\n")[0]
+    if j.get("sensitivity_calib_held_out", "absent") is not False or j.get("sensitivity_calib_text_sha256") != sha: bad.append(d + ": sensitivity_calib_held_out")
+    if j["verify"].get("calib_held_out", "absent") is not want or j["verify"].get("calib_text_sha256") != sha: bad.append(d + ": verify calib_held_out")
+    if ("fitted on this very text: NOT held out" in verify_par) == want: bad.append(d + ": allocation.md's verify paragraph " + verify_par[-200:])
+    if "fitted on this very text: NOT held out" not in md.split("\n\n")[0]: bad.append(d + ": allocation.md's header")
+c = json.load(open(committed))
+if c.get("sensitivity_calib_held_out", "absent") is not None or c.get("sensitivity_calib_text_sha256") != "": bad.append("committed: %r" % c.get("sensitivity_calib_held_out", "absent"))
+if bad: print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+expect_exit "held out: allocate from the committed sensitivity, as text" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3
+grep -q "The sensitivity's calibration (sha256 a20ecfdd059e...), whether fitted on this very text not recorded" "$T/out" &&
+    pass "held out: ... says whether it was held out is not recorded" || fail "held out: ... says whether it was held out is not recorded" "$(head -c 600 "$T/out")"

@@ -3,7 +3,8 @@
 # for the same configuration and agree with the reference file; a killed sweep resumes to the
 # same numbers, and so does a journal cut after any of its lines or torn inside any; shards
 # merge to the single run's numbers; the chart passes tests/svg_check.h (and renders to a PNG
-# where rsvg-convert is installed); bad input gets exit 2 and one line.
+# where rsvg-convert is installed); a calibration fitted on the text measured is said to be NOT held
+# out, by the run and by sweep-merge from what sweep.json recorded; bad input gets exit 2 and one line.
 . tests/cli_helpers.sh
 M=data/models/mini-llama-brown
 REF=tests/fixtures/reference
@@ -213,3 +214,73 @@ for k in ["kl_median", "kl_p99", "kl_p999", "kl_max"]:
     if a[k] != b[k]:
         print(k, a[k], b[k]); sys.exit(1)
 PY
+
+# --- held out or not: a sweep with a calibration fitted on the very text it measures says NOT held
+# out (results.md's header, results.json and sweep.json false, results.csv's column, chart.svg's
+# title); on another text held out (true, and the Markdown as before); sweep-merge says what the
+# shards recorded when they started, even with another calibration at that path since; a sweep.json
+# of before the record resumes (this run's calibration, the same by sha256, says it) and merges
+# ("not recorded": null).
+head -c 20000 data/wikitext-2-raw/wiki.valid.raw >"$T/own.txt"
+OWN_SHA=$(sha256sum "$T/own.txt" | cut -c1-64)
+CAL="$T/own-calib.safetensors"
+HW="--ctx 64 --stride 32 --windows 2 --config nuq2-g64 --config int4-g64 --quiet --calib $CAL"
+expect_exit "held out: calibrate on a 20 kB text (256 tokens, ctx 64)" 0 ./run calibrate $M --text-file "$T/own.txt" --tokens 256 --ctx 64 \
+    --fit nuq2-g64 --out "$CAL" --quiet
+# held_check NAME DIR WANT [sweep.json]: DIR's results say WANT (false, true or null: not recorded)
+held_check() {
+    python3 - "$2" "$3" "$OWN_SHA" "$4" <<'PY' && pass "$1" || fail "$1" "see above"
+import csv, json, sys
+d, want, sha, settings = sys.argv[1], {"false": False, "true": True, "null": None}[sys.argv[2]], sys.argv[3], sys.argv[4]
+j = json.load(open(d + "/results.json"))
+head = open(d + "/results.md").read().split("\n\n")[0]
+rows = list(csv.DictReader(open(d + "/results.csv")))
+chart = open(d + "/chart.svg").read()
+bad = []
+if j.get("calib_held_out", "absent") != want: bad.append("results.json calib_held_out %r" % j.get("calib_held_out", "absent"))
+if j.get("calib_text_sha256") != (sha if want is not None else ""): bad.append("results.json calib_text_sha256 %r" % j.get("calib_text_sha256"))
+said = {False: "fitted on this very text: NOT held out", None: "not recorded"}
+for w, words in said.items():
+    if (words in head) != (w is want): bad.append("results.md: %r %s" % (words, "missing" if w is want else "said"))
+if want is True and "held out" in head: bad.append("results.md of a held-out sweep says 'held out'")
+cells = {r["calib_held_out"] for r in rows}
+if cells != {{False: "false", True: "true", None: ""}[want]}: bad.append("results.csv calib_held_out %r" % cells)
+if ("calibration NOT held out" in chart) != (want is False): bad.append("chart.svg title")
+if settings:
+    s = json.load(open(d + "/sweep.json"))
+    if s.get("calib_held_out", "absent") != want or s.get("calib_text_sha256") != sha: bad.append("sweep.json %r" % s.get("calib_held_out", "absent"))
+if bad: print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+expect_exit "held out: a sweep on the calibration's own text" 0 ./run sweep $M $HW --text-file "$T/own.txt" --out-dir "$T/own"
+held_check "held out: a sweep on the calibration's own text says NOT held out (results.md, results.json and sweep.json false, csv, chart)" "$T/own" false settings
+expect_exit "held out: the sweep on wiki.test" 0 ./run sweep $M $HW --text-file data/wikitext-2-raw/wiki.test.raw --out-dir "$T/held"
+held_check "held out: the sweep on wiki.test says held out (json, csv true; results.md says nothing of it)" "$T/held" true settings
+# a sweep.json of before the record (the two lines gone, sealed again), resumed
+cp -r "$T/own" "$T/old" && sed -i '/"calib_held_out"\|"calib_text_sha256"/d' "$T/old/sweep.json" && python3 tests/journal_seal.py "$T/old/sweep.json"
+cp "$T/old/sweep.json" "$T/old-sweep.json"
+expect_exit "held out: a sweep.json without the record resumes" 0 ./run sweep $M $HW --text-file "$T/own.txt" --out-dir "$T/old"
+held_check "held out: ... and says NOT held out from this run's calibration" "$T/old" false
+cmp -s "$T/old/sweep.json" "$T/old-sweep.json" && pass "held out: ... leaving its sweep.json as it was" || fail "held out: ... leaving its sweep.json as it was" "rewritten"
+# a sweep.json that recorded held out, resumed on the calibration's own text (edited, sealed again)
+cp -r "$T/own" "$T/flip" && sed -i 's/"calib_held_out": false/"calib_held_out": true/' "$T/flip/sweep.json" && python3 tests/journal_seal.py "$T/flip/sweep.json"
+expect_exit "held out: a sweep.json that recorded held out, resumed on the calibration's own text: exit 2" 2 ./run sweep $M $HW --text-file "$T/own.txt" --out-dir "$T/flip"
+grep -q -- "(--text-file or --calib: the directory holds a sweep of a text the calibration was not fitted on; this run asks for the calibration's own text)" "$T/err" &&
+    pass "held out: ... the refusal says both in words" || fail "held out: ... the refusal says both in words" "$(cat "$T/err")"
+# shards; then another calibration at the same path before they are merged
+expect_exit "held out: shard 0/2 on the calibration's own text" 0 ./run sweep $M $HW --text-file "$T/own.txt" --out-dir "$T/own0" --shard 0/2
+expect_exit "held out: shard 1/2" 0 ./run sweep $M $HW --text-file "$T/own.txt" --out-dir "$T/own1" --shard 1/2
+./run calibrate $M --text-file data/wikitext-2-raw/wiki.test.raw --tokens 256 --ctx 64 --fit nuq2-g64 --out "$CAL" --quiet >/dev/null 2>&1
+expect_exit "held out: sweep-merge of the shards (another calibration at that path now)" 0 ./run sweep-merge "$T/own1" "$T/own0" --out-dir "$T/ownm"
+held_check "held out: the merged results say NOT held out, as the shards recorded" "$T/ownm" false
+for i in 0 1; do
+    cp -r "$T/own$i" "$T/old$i" && sed -i '/"calib_held_out"\|"calib_text_sha256"/d' "$T/old$i/sweep.json" && python3 tests/journal_seal.py "$T/old$i/sweep.json"
+done
+expect_exit "held out: sweep-merge of shards without the record" 0 ./run sweep-merge "$T/old0" "$T/old1" --out-dir "$T/oldm"
+held_check "held out: ... says it is not recorded (null, an empty csv cell)" "$T/oldm" null
+expect_exit "held out: sweep-merge of one shard with the record and one without" 0 ./run sweep-merge "$T/old0" "$T/own1" --out-dir "$T/mixm"
+held_check "held out: ... says what the one recorded (NOT held out)" "$T/mixm" false
+cp -r "$T/own1" "$T/bad1" && sed -i 's/"calib_held_out": false/"calib_held_out": 0/' "$T/bad1/sweep.json" && python3 tests/journal_seal.py "$T/bad1/sweep.json"
+expect_exit "held out: sweep-merge of a sweep.json whose calib_held_out is 0: exit 2" 2 ./run sweep-merge "$T/own0" "$T/bad1" --out-dir "$T/badm"
+grep -q "bad1/sweep.json: \"calib_held_out\"" "$T/err" && pass "held out: ... naming the file and the member" || fail "held out: ... naming the file and the member" "$(cat "$T/err")"
