@@ -68,8 +68,15 @@ static size_t first_non_finite(const float *x, size_t n) {
     return n;
 }
 
-/* Copies one tensor's packed units (inflating LZ4) and full rows out of the file, checked. */
-static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, int lz4, int checked, int entropy,
+/* How a file stores its tensors: .packed as LZ4 blocks, as entropy-coded sections (format 4) or
+ * as the units themselves; with CRC-32Cs to check (formats 3 and 4) or without (format 2). */
+typedef struct {
+    int lz4, entropy, checksummed;
+} StoredForm;
+
+/* Copies one tensor's packed units (inflating LZ4, decoding entropy-coded sections) and full rows
+ * out of the file, checked. */
+static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan *p, const StoredForm *form,
                        unsigned char *packed, uint16_t *full, Error *err) {
     char name[64];
     size_t want = plan_packed_bytes(p);
@@ -77,13 +84,13 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
     const Tensor *t = st_find(st, name);
     if (!t || t->dtype != DT_U8 || t->ndim != 1)
         return error_set(err, "%s: missing or malformed tensor '%s'", st->path, name);
-    if (checked && st_check_tensor(st, t, err)) return -1;
-    if (entropy) {
+    if (form->checksummed && st_check_tensor(st, t, err)) return -1;
+    if (form->entropy) {
         char what[4200];
         EntropyShape shape = plan_entropy_shape(p);
         snprintf(what, sizeof what, "%s: tensor '%s'", st->path, name);
         if (entropy_unpack(plan_specs(p), p->head_specs != NULL, &shape, t->data, t->nbytes, packed, what, err)) return -1;
-    } else if (lz4) {
+    } else if (form->lz4) {
         size_t got = 0;
         int e = lz4_decompress(t->data, t->nbytes, packed, want, &got);
         if (e != LZ4_OK) return error_set(err, "%s: tensor '%s': LZ4 block is corrupt (%s)", st->path, name, lz4_error_name(e));
@@ -99,7 +106,7 @@ static int read_tensor(const SafeTensors *st, const char *base, const TensorPlan
     if (rows == 0) return t ? error_set(err, "%s: tensor '%s' is not expected under this scheme", st->path, name) : 0;
     if (!t || t->dtype != DT_F16 || t->ndim != 3 || t->shape[0] != p->heads || t->shape[1] != rows || t->shape[2] != p->row)
         return error_set(err, "%s: tensor '%s' missing or not F16 [%d, %d, %d]", st->path, name, p->heads, rows, p->row);
-    if (checked && st_check_tensor(st, t, err)) return -1;
+    if (form->checksummed && st_check_tensor(st, t, err)) return -1;
     memcpy(full, t->data, t->nbytes);
     return 0;
 }
@@ -239,10 +246,11 @@ static int decompress(const SafeTensors *st, const Calibration *calib, KvSnapsho
     int rc = 0;
     if (bits && !(*bits = calloc((size_t)n_src, sizeof **bits))) rc = error_set(err, "%s: out of memory", st->path);
     if (!out->k || !out->v || !packed || !full) rc = error_set(err, "%s: out of memory", st->path);
+    const StoredForm form = {.lz4 = (int)lz4, .entropy = v4, .checksummed = v3};
     for (int i = 0; rc == 0 && i < n_src; i++) {
         char base[32];
         snprintf(base, sizeof base, "layer_%d_%s", i / 2, i % 2 ? "value" : "key");
-        rc = read_tensor(st, base, &plans[i], (int)lz4, v3, v4, packed, full, err);
+        rc = read_tensor(st, base, &plans[i], &form, packed, full, err);
         if (rc) break;
         char name[48];
         snprintf(name, sizeof name, "%s.packed", base);
