@@ -109,18 +109,27 @@ static int parse_header(Tokenizer *t, const unsigned char *buf, size_t len, cons
     return 0;
 }
 
-/* Reads one piece record at *pos; returns 0 or -1 with err set. */
-static int parse_record(Tokenizer *t, int id, const unsigned char *buf, size_t len, size_t *pos,
-                        char **arena_pos, const char *name, char *err, size_t errlen) {
-    if (len - *pos < RECORD_HEADER_BYTES) {
+/* Where reading the piece records has got to: the next record at buf[pos], the next piece's
+ * text (NUL-terminated) to go at arena_pos in the text arena. */
+typedef struct {
+    const unsigned char *buf;
+    size_t len, pos;
+    char *arena_pos;
+} RecordCursor;
+
+/* Reads piece id's record at the cursor and moves it past; returns 0 or -1 with err set. */
+static int parse_record(Tokenizer *t, int id, RecordCursor *in, const char *name, char *err, size_t errlen) {
+    const unsigned char *buf = in->buf;
+    size_t len = in->len;
+    if (len - in->pos < RECORD_HEADER_BYTES) {
         set_error(err, errlen, name, "truncated at piece %d", id);
         return -1;
     }
     Piece *p = &t->pieces[id];
-    p->score = read_f32(buf + *pos);
-    p->type = read_i32(buf + *pos + 4);
-    int32_t n = read_i32(buf + *pos + 8);
-    *pos += RECORD_HEADER_BYTES;
+    p->score = read_f32(buf + in->pos);
+    p->type = read_i32(buf + in->pos + 4);
+    int32_t n = read_i32(buf + in->pos + 8);
+    in->pos += RECORD_HEADER_BYTES;
     if (!isfinite(p->score)) {
         set_error(err, errlen, name, "piece %d has a non-finite score", id);
         return -1;
@@ -134,20 +143,20 @@ static int parse_record(Tokenizer *t, int id, const unsigned char *buf, size_t l
                   TOKENIZER_MAX_PIECE_BYTES);
         return -1;
     }
-    if (len - *pos < (size_t)n) {
+    if (len - in->pos < (size_t)n) {
         set_error(err, errlen, name, "truncated in the text of piece %d", id);
         return -1;
     }
-    if (!valid_utf8(buf + *pos, (size_t)n)) {
+    if (!valid_utf8(buf + in->pos, (size_t)n)) {
         set_error(err, errlen, name, "piece %d is not valid UTF-8", id);
         return -1;
     }
-    memcpy(*arena_pos, buf + *pos, (size_t)n);
-    (*arena_pos)[n] = '\0';
-    p->text = *arena_pos;
+    memcpy(in->arena_pos, buf + in->pos, (size_t)n);
+    in->arena_pos[n] = '\0';
+    p->text = in->arena_pos;
     p->len = n;
-    *arena_pos += n + 1;
-    *pos += (size_t)n;
+    in->arena_pos += n + 1;
+    in->pos += (size_t)n;
     return 0;
 }
 
@@ -218,12 +227,11 @@ Tokenizer *tokenizer_load_memory(const void *data, size_t len, const char *name,
         set_error(err, errlen, name, "out of memory for %d pieces", t->n_pieces);
         goto fail;
     }
-    size_t pos = HEADER_BYTES;
-    char *arena_pos = t->text_arena;
+    RecordCursor in = {.buf = buf, .len = len, .pos = HEADER_BYTES, .arena_pos = t->text_arena};
     for (int id = 0; id < t->n_pieces; id++)
-        if (parse_record(t, id, buf, len, &pos, &arena_pos, name, err, errlen) != 0) goto fail;
-    if (pos != len) {
-        set_error(err, errlen, name, "%zu unexpected bytes after the last piece", len - pos);
+        if (parse_record(t, id, &in, name, err, errlen) != 0) goto fail;
+    if (in.pos != len) {
+        set_error(err, errlen, name, "%zu unexpected bytes after the last piece", len - in.pos);
         goto fail;
     }
     if (check_pieces(t, name, err, errlen) != 0) goto fail;

@@ -1,6 +1,6 @@
 /* model/formats/calib_bind.h: a fitted base's tables from a calibration, bound per KV head
  * (shared by a layer's KV heads or one per head, as the codec's KvFit declares). What the
- * KV cache (model/kvcache.c) and compressed KV files (compress.c) both use, so that a file
+ * KV cache (model/kvcache.c) and compressed KV files (compress_plan.c) both use, so that a file
  * packs with the very tables a cache of the same model would.
  *
  * The calibration must already have the geometry of the rows it is bound to (its loader

@@ -33,6 +33,7 @@
 #define KVQ_CALIBRATION_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "model/formats/safetensors.h"
 #include "quant/scheme.h"
 
@@ -109,5 +110,44 @@ const float *calibration_codebook(const Calibration *c, const char *key, char si
 const float *calibration_aw(const Calibration *c, char side, int prerope, int layer);
 /* The table KV head `head` codes with: its own (per-head fit) or the layer's shared one. */
 const float *calibration_table(const Calibration *c, const char *key, char side, int layer, int head);
+
+/* ---- What the writer (calibration.c) and the reader (calibration_read.c) share: the size
+ * limits, the tensor names, a fit's declaration, its tensors' shapes and place in memory, the
+ * metadata checks. Not for other callers. ---- */
+
+/* Sizes beyond any real model, so that products of them stay far from overflow. */
+#define CALIB_MAX_LAYERS 4096
+#define CALIB_MAX_HEADS 4096
+#define CALIB_MAX_HEAD_DIM 65536
+
+/* stats.NAME.L in the file's order within a layer (q, kpre, k, v), the sides of fit.KEY.S.L
+ * ('k', 'v') and +aw's aw.NAME.L (k, kpre, v). */
+extern const char *const CALIB_STAT_NAMES[4];
+extern const char CALIB_SIDE_NAMES[2];
+extern const char *const CALIB_AW_NAMES[3];
+
+/* f = the fit of key (kv_fit_key_parse within CALIB_KEY_MAX characters) for rows of head_dim:
+ * its codec's declaration of the tables and their sizes; no tables. -1 with why when refused. */
+int calib_file_fit_declare(CalibFit *f, const char *key, int n_kv_heads, int head_dim, char *why, size_t why_size);
+
+int calib_file_geometry_ok(int n_layers, int n_heads, int n_kv_heads, int head_dim);
+/* 64 lowercase hex digits. */
+int calib_file_hash_ok(const char *s);
+
+/* Tensor names: stats.NAME.L, aw.NAME.L, fit.KEY.S.L[.NAME] (declared tensor `tensor` of f). */
+void calib_file_stat_name(char *buf, size_t cap, int which, int layer);
+void calib_file_aw_name(char *buf, size_t cap, int which, int layer);
+void calib_file_fit_name(char *buf, size_t cap, const CalibFit *f, int side, int layer, int tensor);
+
+/* Declared tensor `tensor` of f as the file holds it: [n_kv_heads, dims...] per head, else
+ * [dims...]; returns ndim. */
+int calib_file_tensor_shape(const CalibFit *f, int n_kv_heads, int tensor, int64_t shape[ST_MAX_DIMS]);
+/* The file's bytes of declared tensor `tensor` (in: need not be aligned for float) into the
+ * tables of one (layer, side), each head's part in its own table. */
+void calib_file_tensor_scatter(const Calibration *c, const CalibFit *f, float *tables, int tensor, const unsigned char *in);
+
+/* The arrays of CALIB_STAT_NAMES[which] and CALIB_AW_NAMES[which]. */
+float *calib_file_stats_array(const Calibration *c, int which);
+float *calib_file_aw_array(const Calibration *c, int which);
 
 #endif

@@ -21,7 +21,7 @@
  * decompress must then be that model's. Checksums (format 3): crc32c.NAME.packed / .full, the
  * CRC-32C of each stored tensor's bytes (8 lowercase hex digits), and header_crc32c last, the
  * CRC-32C of the header's content (every other metadata pair, then each tensor's name, dtype,
- * shape and byte range, in header order; see header_crc in compress.c): a mismatch is refused
+ * shape and byte range, in header order; see st_header_crc in st_checksum.h): a mismatch is refused
  * naming the tensor or the header, before anything is decoded. A plain integer base whose groups are longer than a row (int4-g128 at
  * head_dim 64) packs each tensor as one flat run of rows of G values, as the seed's tool did.
  * +prerope needs positions and RoPE, which a stored tensor does not have: refused.
