@@ -97,6 +97,24 @@ int ppl_check(const Model *m, const int *tokens, int n_tokens, const PplOptions 
     return 0;
 }
 
+/* The baseline's residual stream held for the schemes fp32 below some layer (layer_resume.h);
+ * none to hold (every scheme differs from layer 0): no LayerResume, every pass as forward runs it. */
+static int init_resume(PplSession *ps, const Config *c, Error *err) {
+    LayerResume *r = malloc(sizeof *r);
+    if (!r) return error_set(err, "out of memory");
+    if (layer_resume_init(r, c, ps->o.ctx, ps->schemes, ps->n_schemes, ps->o.layer_resume_max_bytes, err)) {
+        free(r);
+        return -1;
+    }
+    if (r->bytes == 0) {
+        layer_resume_free(r);
+        free(r);
+        return 0;
+    }
+    ps->resume = r;
+    return 0;
+}
+
 int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const KvCacheScheme *const *schemes,
                      int n_schemes, int compare, Error *err) {
     memset(ps, 0, sizeof *ps);
@@ -129,6 +147,7 @@ int ppl_session_init(PplSession *ps, const Model *m, const PplOptions *o, const 
         }
     }
     if (kv_cache_init(&ps->base_kv, c, o->ctx, o->batch, NULL, NULL, err)) return -1;
+    if (!o->layer_resume_off && init_resume(ps, c, err)) return -1;
     size_t rows = (size_t)o->ctx, held = rows * (size_t)c->vocab_size;   /* at most ctx - 1 targets per window */
     /* hundreds of MiB written once a window: on 2 MiB pages a run takes 1/7 of the page faults */
     ps->base_logits = huge_alloc(held * sizeof(float));
@@ -157,6 +176,8 @@ void ppl_session_free(PplSession *ps) {
     free(ps->bos_chunk);
     if (ps->replay) layer_replay_free(ps->replay);
     free(ps->replay);
+    if (ps->resume) layer_resume_free(ps->resume);
+    free(ps->resume);
     memset(ps, 0, sizeof *ps);
 }
 
@@ -248,11 +269,22 @@ static void score_rows(PplSession *ps, const PplWindow *win, int pos, int from, 
     }
 }
 
+/* One forward call of the window: the baseline's (scheme -1), holding its residual stream where
+ * a scheme will start, or scheme i's, from its start layer (layer_resume.h). */
+static void window_forward(PplSession *ps, int scheme, KvCache *kv, const int *toks, int T, int pos, int from) {
+    int layers = ps->m->config.n_layers;
+    if (!ps->resume) forward(ps->m, &ps->s, kv, toks, T, pos, from);
+    else if (scheme < 0) layer_resume_forward_baseline(ps->resume, ps->m, &ps->s, kv, toks, T, pos, from);
+    else layers = layer_resume_forward_scheme(ps->resume, scheme, ps->m, &ps->s, kv, toks, T, pos, from);
+    ps->layer_tokens += (long)layers * T;
+}
+
 /* Runs the window through the model with cache kv, batch by batch. Scoring run (sums set):
  * each scored target is scored against the held baseline (when compare). Baseline run (sums
- * NULL): the scored targets' logits are kept in base_logits, and with the per-layer error each
- * layer's rows tapped. Returns the tokens it ran. */
-static long run_window(PplSession *ps, KvCache *kv, const PplWindow *win, const int *bos_first, TokenSums *sums) {
+ * NULL, scheme -1): the scored targets' logits are kept in base_logits, and with the per-layer
+ * error each layer's rows tapped. Returns the tokens it ran. */
+static long run_window(PplSession *ps, int scheme, KvCache *kv, const PplWindow *win, const int *bos_first,
+                       TokenSums *sums) {
     const PplOptions *o = &ps->o;
     long ran = 0;
     kv->len = 0;
@@ -262,7 +294,7 @@ static long run_window(PplSession *ps, KvCache *kv, const PplWindow *win, const 
         /* Rows that predict no scored target skip the lm_head: the context half of a window. */
         int from = first_scored_row(win, pos, T);
         if (!sums && ps->replay) layer_replay_tap(ps->replay, &ps->s, pos);
-        forward(ps->m, &ps->s, kv, toks, T, pos, from);
+        window_forward(ps, scheme, kv, toks, T, pos, from);
         ran += T;
         score_rows(ps, win, pos, from, T, sums);
     }
@@ -277,7 +309,7 @@ long ppl_session_begin_window(PplSession *ps, const int *tokens, int n_tokens, i
         memcpy(ps->bos_chunk, ps->win.tokens, (size_t)first * sizeof(int));
         ps->bos_chunk[0] = ps->m->config.bos_id;
     }
-    return ps->compare ? run_window(ps, &ps->base_kv, &ps->win, ps->bos_chunk, NULL) : 0;
+    return ps->compare ? run_window(ps, -1, &ps->base_kv, &ps->win, ps->bos_chunk, NULL) : 0;
 }
 
 /* The entropy-coded bits of the cache at the window's end (SCHEMES.md §9): a window's cache is
@@ -299,7 +331,7 @@ static long run_scheme_window(PplSession *ps, int i, TokenSums *sums) {
     KvCodeCounts counts;
     Error ignored;   /* out of memory: refused before anything is added, as a cache that cannot be made */
     if (kv_code_counts_init(&counts, &ps->kv[i], &ignored)) return -1;
-    long ran = run_window(ps, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
+    long ran = run_window(ps, i, &ps->kv[i], &ps->win, ps->bos_chunk, sums);
     add_code_bits(&counts, &ps->kv[i], sums);   /* before the replay writes the baseline's rows */
     kv_code_counts_free(&counts);
     const PplWindow *w = &ps->win;

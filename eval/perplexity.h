@@ -7,6 +7,7 @@
 #include "model/modeldir.h"
 #include "eval/stats.h"
 #include "eval/layer_replay.h"
+#include "eval/layer_resume.h"
 
 typedef enum {
     PPL_HF,        /* HF sliding window: windows of ctx advancing by stride, new tokens scored */
@@ -23,6 +24,10 @@ typedef struct {
     const KvCacheScheme *scheme;   /* how the cache stores keys and values (NULL: fp32, no calibration) */
     int compare;               /* also run an fp32-cache baseline: KL divergence and top-1 agreement */
     int layer_error;           /* with compare: each layer's attention error (eval/layer_replay.h) */
+    /* With compare, a scheme that is fp32 below layer L starts its pass at layer L from the
+     * baseline's residual stream there (eval/layer_resume.h): the same numbers, fewer layers run. */
+    int layer_resume_off;             /* every pass runs every layer (tests compare the two ways) */
+    size_t layer_resume_max_bytes;    /* of the baseline's layers held (0: LAYER_RESUME_DEFAULT_MAX_BYTES) */
     /* Called after each window (may be NULL). */
     void (*progress)(void *user, int windows_done, int windows_total, long tokens_done, double seconds);
     void *progress_user;
@@ -97,6 +102,8 @@ typedef struct {
     int one_at_a_time;
     const KvCacheScheme **schemes;   /* [n_schemes], for making them */
     LayerReplay *replay;        /* the baseline's tapped rows of the window (o.layer_error), or NULL */
+    LayerResume *resume;        /* the baseline's residual stream held for schemes that start later, or NULL */
+    long layer_tokens;          /* layers x positions run by this session's forward passes, baselines included */
 } PplSession;
 
 /* schemes[i]: scheme i's cache (NULL: fp32); o's own scheme is not used. compare: run the

@@ -705,7 +705,7 @@ static int journal_complete(const char *dir, const SweepSettings *s, const Journ
 /* What one run of a sweep cost: its wall time and forward-pass tokens, baselines included. */
 typedef struct {
     double seconds;
-    long tokens;
+    long tokens, layer_tokens;
 } RunCost;
 
 /* Runs the windows of s's shard that the journal does not finish. */
@@ -745,6 +745,7 @@ static int run_missing(const Model *m, const int *tokens, const SweepSettings *s
     }
     cost->seconds = seconds_now() - t0;
     cost->tokens = ran;
+    cost->layer_tokens = ps.layer_tokens;
     ppl_session_free(&ps);
     free(schemes);
     free(done);
@@ -772,6 +773,7 @@ int sweep_run(const Model *m, const int *tokens, const SweepSettings *s, const c
     if (!rc) rc = totals_from(&j, 1, s, totals, err);
     totals->run_seconds = cost.seconds;
     totals->run_tokens = cost.tokens;
+    totals->run_layer_tokens = cost.layer_tokens;
     journal_free(&j);
     return rc;
 }

@@ -69,6 +69,7 @@ typedef struct {
     double seconds;              /* compute time of all records (not counting the baselines) */
     double run_seconds;          /* this process: wall time of the windows it ran, baselines included */
     long run_tokens;             /* ... and their forward-pass tokens */
+    long run_layer_tokens;       /* ... and layers x tokens their passes ran (eval/layer_resume.h skips some) */
 } SweepTotals;
 
 /* eval/sweep_config.c. "W of N windows" for a report's header, and, when --windows asked for fewer

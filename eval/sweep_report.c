@@ -326,6 +326,11 @@ int sweep_run_and_report_as(const SweepDriver *d, SweepSettings *s, const SweepR
     if (rc == 0 && !quiet)
         fprintf(log, "%s: this run: %.1f s, %ld forward-pass tokens (%.0f tok/s), baselines included\n", d->label,
                 t.run_seconds, t.run_tokens, t.run_seconds > 0 ? t.run_tokens / t.run_seconds : 0);
+    long all_layers = t.run_tokens * L.model.config.n_layers;
+    if (rc == 0 && !quiet && t.run_layer_tokens < all_layers)   /* eval/layer_resume.h */
+        fprintf(log, "%s: layers x tokens run: %ld of %ld (%.1f%%): configurations fp32 below a layer started there "
+                "from the fp32 baseline's pass\n", d->label, t.run_layer_tokens, all_layers,
+                100.0 * (double)t.run_layer_tokens / (double)all_layers);
     if (rc == 0 && s->ppl.shard_count == 1) rc = d->finish(out, out_dir, s, &t, run->json, d->user, err);
     else if (rc == 0)
         fprintf(out, "shard %d/%d: %d windows done in %s; put the shards together with ./run sweep-merge DIR...\n",

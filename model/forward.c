@@ -126,15 +126,21 @@ static void layer_forward(const Model *m, RunState *s, KvCache *cache, int l, in
     mlp_swiglu_add(x, &(SwigluWeights){&w->w_gate, &w->w_up, &w->w_down}, s->xb, n, m->precision, &mlp);
 }
 
-void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from) {
+void forward_begin(const Model *m, RunState *s, const int *tokens, int T, int pos) {
     const Config *c = &m->config;
-    for (int t = 0; t < T; t++)
+    for (int t = 0; tokens && t < T; t++)
         matrix_row_f32(&m->weights.embed, tokens[t], s->x + (size_t)t * c->dim);
-    int skip = logits_from < 0 ? 0 : logits_from > T ? T : logits_from;
     for (int t = 0; t < T; t++)   /* the rotation of each position, once for all layers */
         rope_angles(pos + t, c->head_dim, m->rope_inv_freq, s->rope_cs + (size_t)t * c->head_dim);
-    for (int l = 0; l < c->n_layers; l++)
-        layer_forward(m, s, cache, l, T, pos, l == c->n_layers - 1 ? skip : 0);
+}
+
+void forward_layer(const Model *m, RunState *s, KvCache *cache, int l, int T, int pos, int logits_from) {
+    int skip = logits_from < 0 ? 0 : logits_from > T ? T : logits_from;
+    layer_forward(m, s, cache, l, T, pos, l == m->config.n_layers - 1 ? skip : 0);
+}
+
+void forward_end(const Model *m, RunState *s, KvCache *cache, int T, int pos, int logits_from) {
+    const Config *c = &m->config;
     if (pos + T > cache->len) cache->len = pos + T;
 
     /* Only the rows whose logits are wanted go through the final norm and lm_head. */
@@ -143,4 +149,10 @@ void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int
     rmsnorm(s->xb, s->x + (size_t)logits_from * c->dim, &m->weights.final_norm, n, c->dim, c->norm_eps,
             s->norm_w);
     matmul(s->logits, s->xb, &m->weights.lm_head, n, m->precision, s->mm_scratch);
+}
+
+void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from) {
+    forward_begin(m, s, tokens, T, pos);
+    for (int l = 0; l < m->config.n_layers; l++) forward_layer(m, s, cache, l, T, pos, logits_from);
+    forward_end(m, s, cache, T, pos, logits_from);
 }

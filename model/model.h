@@ -92,6 +92,15 @@ void runstate_free(RunState *s);
  * by it). m->precision picks exact f32 or bf16-activation matmuls (model/kernels/kernels.h). */
 void forward(const Model *m, RunState *s, KvCache *cache, const int *tokens, int T, int pos, int logits_from);
 
+/* forward in its three steps, for a caller that holds or replaces the residual stream s->x between
+ * layers (eval/layer_resume.h): forward_begin (each token's embedding into s->x, skipped when tokens
+ * is NULL because the caller fills s->x; each position's RoPE angles), forward_layer for layers
+ * l = first..n_layers-1 in order, forward_end (the cache's length, the logits). forward is these
+ * with first = 0: the same arithmetic in the same order. */
+void forward_begin(const Model *m, RunState *s, const int *tokens, int T, int pos);
+void forward_layer(const Model *m, RunState *s, KvCache *cache, int l, int T, int pos, int logits_from);
+void forward_end(const Model *m, RunState *s, KvCache *cache, int T, int pos, int logits_from);
+
 /* One layer's attention replayed on given inputs, as layer_forward runs it between the cache
  * write and o_proj (the per-layer error: eval/layer_replay.c): the keys before RoPE k_pre and
  * values v ([T][kv_dim]) of positions pos..pos+T-1 written into layer `layer` of the cache and

@@ -48,6 +48,11 @@ def i51_m(name, path, old, new, test, what):
     return Mutation(name, path, old, new, test, what, "issue 51")
 
 
+def i50_m(name, path, old, new, test, what):
+    """A mutation of issue 50's layer resume (item 7: a sensitivity's cells start at their layer)."""
+    return Mutation(name, path, old, new, test, what, "issue 50")
+
+
 def new_m(name, path, old, new, test, what):
     """A mutation added with the table (item 7's 15 more)."""
     return Mutation(name, path, old, new, test, what, "added")
@@ -327,6 +332,29 @@ MUTATIONS = [
     i51_m("knapsack-capacity-exclusive", "eval/knapsack.c",
           "    size_t W = (size_t)room + 1;", "    size_t W = (size_t)room;",
           "test_allocate", "the knapsack's capacity exclusive (was found only by a crash)"),
+    # ---- issue 50's layer resume (eval/layer_resume.c) ----
+    i50_m("resume-from-next-layer", "eval/layer_resume.c",
+          "        if (r->x[l]) memcpy(held_rows(r, l, pos), s->x, rows);\n        forward_layer(m, s, kv, l, T, pos, logits_from);",
+          "        forward_layer(m, s, kv, l, T, pos, logits_from);\n        if (r->x[l]) memcpy(held_rows(r, l, pos), s->x, rows);",
+          "test_layer_resume", "a scheme of layer L starts from layer L + 1's input (held after the layer, not before)"),
+    i50_m("resume-from-previous-layer", "eval/layer_resume.c",
+          "        if (r->x[l]) memcpy(held_rows(r, l, pos), s->x, rows);",
+          "        if (r->x[l + 1]) memcpy(held_rows(r, l + 1, pos), s->x, rows);",
+          "test_layer_resume", "a scheme of layer L starts from layer L - 1's input"),
+    i50_m("resume-other-window", "eval/perplexity.c",
+          "    if (!ps->resume) forward(ps->m, &ps->s, kv, toks, T, pos, from);",
+          "    if (!ps->resume || (scheme < 0 && ps->win.first_target != 1)) forward(ps->m, &ps->s, kv, toks, T, pos, from);",
+          "test_layer_resume", "the residual stream held in the first window only: later windows start from its states"),
+    i50_m("resume-keys-only", "eval/layer_resume.c",
+          "if (!kv_spec_is_fp32(kv_layered_at(&scheme->k, l)) || !kv_spec_is_fp32(kv_layered_at(&scheme->v, l)))",
+          "if (!kv_spec_is_fp32(kv_layered_at(&scheme->k, l)))",
+          "test_layer_resume", "a scheme's first non-fp32 layer looked for in its keys only"),
+    i50_m("resume-choose-weights-shifted", "eval/layer_resume.c",
+          "                below += w[nx - 1];", "                below += w[nx];",
+          "test_layer_resume", "the held-layer choice under a budget adds the next candidate's schemes"),
+    i50_m("resume-batch-offset", "eval/layer_resume.c",
+          "return r->x[l] + (size_t)pos * r->dim; }", "return r->x[l] + (size_t)(pos > 0 ? pos - 1 : 0) * r->dim; }",
+          "test_layer_resume", "held rows of a batch one position early"),
 ]
 
 # ---- running ----

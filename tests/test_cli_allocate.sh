@@ -28,6 +28,11 @@ done
 grep -q "17 forward passes a window" "$T/full.err" && grep -q "this run: .* 8704 forward-pass tokens" "$T/full.err" \
     && pass "sensitivity costs (2 x 4 layers x 2 candidates + 1) x 256 tokens x 2 windows = 8704 forward-pass tokens, no more" \
     || fail "sensitivity cost" "$(cat "$T/full.err")"
+# each cell's pass starts at its layer from the baseline's residual stream (eval/layer_resume.h):
+# (4 baseline layers + 2 sides x 2 candidates x (4 + 3 + 2 + 1) layers) x 256 tokens x 2 windows
+grep -q "layers x tokens run: 22528 of 34816 " "$T/full.err" \
+    && pass "sensitivity runs (4 + 2 x 2 x (4 + 3 + 2 + 1)) x 256 x 2 = 22528 layer-tokens of the whole passes' 34816" \
+    || fail "sensitivity layer-tokens" "$(cat "$T/full.err")"
 grep -q "^| K | 3 |" "$T/full.out" && grep -q "^| V | 0 |" "$T/full.out" && pass "sensitivity prints the KL table by side and layer" \
     || fail "sensitivity table" "$(head -c 400 "$T/full.out")"
 
