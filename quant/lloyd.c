@@ -495,12 +495,15 @@ static double objective_ascending(const float *points, size_t n, const float *c,
             total += INFINITY;
             continue;
         }
-        int lo = 0, hi = k;   /* the first index with c >= x, in [lo, hi] */
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            if (c[mid] < x) lo = mid + 1;
-            else hi = mid;
+        /* lo = the first index with c >= x (k when none): a bisection whose steps are selects,
+         * not branches (the points come in no order, so a branch would be a coin toss) */
+        int base = 0, len = k;
+        while (len > 1) {
+            int half = len / 2;
+            base = c[base + half - 1] < x ? base + half : base;
+            len -= half;
         }
+        int lo = base + (c[base] < x);
         double best = INFINITY;
         for (int j = lo - 1; j <= lo; j++)
             if (j >= 0 && j < k) {
