@@ -5,6 +5,7 @@
 #include "eval/progress.h"
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int calib_fit_spec_parse(const char *text, int n_layers, int head_dim, CalibFitSpec *f, char *why, size_t why_len) {
     KvLayered keys, values;
@@ -158,9 +159,24 @@ static float *task_table(Calibration *c, const FitTask *t) {
     return layer_side + (t->head < 0 ? 0 : (size_t)t->head * fit->table_floats);
 }
 
+/* CPU seconds of the calling thread: a task's own time, whatever else the machine runs. */
+static double thread_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Calibration *c,
                   void (*progress)(void *user, int done, int total, long tokens, double seconds), void *progress_user,
                   Error *err) {
+    return calib_fit_all_timed(r, specs, n_specs, c, progress, progress_user, NULL, err);
+}
+
+int calib_fit_all_timed(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Calibration *c,
+                        void (*progress)(void *user, int done, int total, long tokens, double seconds),
+                        void *progress_user, double *cpu_seconds, Error *err) {
+    if (cpu_seconds)
+        for (int f = 0; f < n_specs; f++) cpu_seconds[f] = 0;
     FitTask *tasks = NULL;
     int n = task_list(r, specs, n_specs, &tasks);
     if (n < 0) return error_set(err, "out of memory for the list of fits");
@@ -176,6 +192,7 @@ int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Ca
         if (skip) continue;
         char mine[256];
         const FitTask *t = &tasks[i];
+        double started = thread_seconds();
         if (fit_task(r, spec_of(&specs[t->fit], t->side), t, c, task_table(c, t), mine, sizeof mine)) {
             #pragma omp critical(calib_fit_failure)
             if (!failed) {
@@ -187,6 +204,7 @@ int calib_fit_all(const CalibRows *r, const CalibFitSpec *specs, int n_specs, Ca
         #pragma omp critical(calib_fit_progress)
         {
             done++;
+            if (cpu_seconds) cpu_seconds[t->fit] += thread_seconds() - started;
             if (progress) progress(progress_user, done, n, 0, seconds_now() - t0);
         }
     }

@@ -210,6 +210,16 @@ static int check_out_dir(const char *out, Error *err) {
     return 0;
 }
 
+/* Where the time went (stderr, with the progress lines): the forward passes over the windows,
+ * then the fits, with each fit's CPU seconds (its tables run in parallel). */
+static void print_times(const CalibrateRun *r, double rows_seconds, double fits_seconds, const double *cpu) {
+    fprintf(stderr, "calibrate: time: rows %.1f s (%d windows), fits %.1f s", rows_seconds, r->rows.windows,
+            fits_seconds);
+    for (int i = 0; i < r->n_specs; i++)
+        fprintf(stderr, "%s%s %.1f", i ? ", " : " (CPU seconds: ", r->specs[i].key, cpu[i]);
+    fprintf(stderr, "%s\n", r->n_specs ? ")" : "");
+}
+
 static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, RunLock *lock, Error *err) {
     char model_sha256[65], text_sha256[65], lock_path[4200];
     int windows;
@@ -228,17 +238,23 @@ static int steps(CalibrateRun *r, const CalibrateOptions *o, FILE *out, RunLock 
     int keep_kpre = 0;
     for (int i = 0; i < r->n_specs; i++) keep_kpre |= r->specs[i].keys.prerope;
     Progress progress;
+    double started = seconds_now();
     progress_init(&progress, "calibrate: rows", o->quiet);
     int batch = o->batch > 0 ? o->batch : o->ctx < 512 ? o->ctx : 512;
     CalibWindows cw = {r->tokens, windows, o->ctx, batch, keep_kpre};
     if (calib_collect(&r->m, &cw, progress_update, &progress, &r->rows, err))
         return -1;
     progress_finish(&progress);
+    double rows_seconds = seconds_now() - started, cpu[CALIB_MAX_FITS];
     if (make_calibration(r, model_sha256, text_sha256, err)) return -1;
     progress_init(&progress, "calibrate: fits", o->quiet);
     progress.unit = "tables";
-    if (r->n_specs && calib_fit_all(&r->rows, r->specs, r->n_specs, &r->c, progress_update, &progress, err)) return -1;
+    started = seconds_now();
+    if (r->n_specs &&
+        calib_fit_all_timed(&r->rows, r->specs, r->n_specs, &r->c, progress_update, &progress, cpu, err))
+        return -1;
     progress_finish(&progress);
+    if (!o->quiet) print_times(r, rows_seconds, seconds_now() - started, cpu);
     if (write_outputs(r, o, err)) return -1;
     fprintf(out, "calibration: %s (%ld token%s of %s in %d window%s of %d; %d fit%s)\nheatmap:     %s.svg\n\n", o->out,
             r->rows.rows, r->rows.rows == 1 ? "" : "s", o->text_file, windows, windows == 1 ? "" : "s", o->ctx,

@@ -81,6 +81,12 @@ int calib_fit_all(const CalibRows *rows, const CalibFitSpec *specs, int n_specs,
                   void (*progress)(void *user, int done, int total, long tokens, double seconds), void *progress_user,
                   Error *err);
 
+/* calib_fit_all, also adding up each fit's CPU seconds (its tables' thread time) into
+ * cpu_seconds[n_specs] when not NULL: what the fits cost, apart from the machine's other load. */
+int calib_fit_all_timed(const CalibRows *rows, const CalibFitSpec *specs, int n_specs, Calibration *c,
+                        void (*progress)(void *user, int done, int total, long tokens, double seconds),
+                        void *progress_user, double *cpu_seconds, Error *err);
+
 /* ./run calibrate's options. */
 typedef struct {
     const char *model_dir;      /* the model (NULL with random) */

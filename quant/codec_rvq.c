@@ -176,12 +176,16 @@ static float *scratch_points(const KvBase *b, void *scratch) {
     return (float *)((char *)scratch + lloyd_scratch_bytes(sub_dim(b), entries(b)));
 }
 
-/* What stage `book` leaves of each point: the point minus its nearest entry (w: as nearest_entry). */
-static void leave_residuals(const KvBase *b, float *points, size_t n, const float *book, const float *w) {
+/* What stage `book` leaves of each point: the point minus its nearest entry (w: as nearest_entry;
+ * without weights the entries are found by lloyd_assign, lloyd_nearest's codes vectorized, into
+ * codes: n entries). */
+static void leave_residuals(const KvBase *b, float *points, size_t n, const float *book, const float *w,
+                            uint16_t *codes) {
     int D = sub_dim(b);
+    if (!w) lloyd_assign(points, n, D, book, entries(b), codes);
     for (size_t p = 0; p < n; p++) {
         float *e = points + p * (size_t)D;
-        subtract(e, book + (size_t)nearest_entry(b, e, book, w) * D, D);
+        subtract(e, book + (size_t)(w ? nearest_entry(b, e, book, w) : codes[p]) * D, D);
     }
 }
 
@@ -204,7 +208,7 @@ static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
         }
         for (int s = 0; s < stages(b); s++) {
             float *book = (float *)stage_book(b, table, j, s);
-            if (s > 0) leave_residuals(b, points, n, stage_book(b, table, j, s - 1), NULL);
+            if (s > 0) leave_residuals(b, points, n, stage_book(b, table, j, s - 1), NULL, codes);
             lloyd_init_spread(points, n, D, K, book);
             lloyd_fit(points, n, D, book, K, LLOYD_MAX_ITERATIONS, codes, scratch);
         }
@@ -218,11 +222,12 @@ static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
 static double rvq_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
     int D = sub_dim(b);
     float *points = scratch_points(b, scratch);
+    uint16_t *codes = (uint16_t *)(points + rows->count * (size_t)D);
     double sum = 0;
     for (int j = 0; j < rows->n / D; j++) {
         size_t n = kv_subvector_points(rows->units, rows->count, rows->n, sub_dim(b), j, points);
         const float *w = rows->weights ? rows->weights + (size_t)j * D : NULL;   /* +aw: the encoder's rule, weighed */
-        for (int s = 0; s < stages(b); s++) leave_residuals(b, points, n, stage_book(b, table, j, s), w);
+        for (int s = 0; s < stages(b); s++) leave_residuals(b, points, n, stage_book(b, table, j, s), w, codes);
         for (size_t i = 0; i < n * (size_t)D; i++) sum += (w ? w[i % (size_t)D] : 1.0) * points[i] * (double)points[i];
     }
     return sum;

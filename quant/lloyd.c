@@ -4,6 +4,7 @@
  * up to 100 passes each. It is written in explicit vectors (see assign_blocks). */
 #include "quant/lloyd.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,21 +208,240 @@ static void move_all(const float *points, size_t n, int dim, float *centroids, i
     }
 }
 
-LloydResult lloyd_fit(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
-                      uint16_t *codes, void *scratch) {
-    LloydResult r = {0, 0};
-    for (int pass = 0; pass < max_iterations; pass++) {
+/* ---- 1-D points in ascending order ----
+ * With the centroids ascending (c_0 <= c_1 <= ...: what 1-D Lloyd from the rank initialisation
+ * keeps), the nearest centroid to x under lloyd.h's float32 rule is found without the scan. Let p
+ * be the first index with c_p >= x. For j < p, t_j = fl(x - c_j) > 0 does not grow with j (the
+ * rounding is monotone), so neither does d_j = fl(t_j^2); for j >= p, |t_j| = fl(c_j - x) does
+ * not shrink, so neither does d_j. The least distance is therefore d_{p-1} or d_p, and the lowest
+ * index holding it is p when d_p < d_{p-1}, else the first of the run of distances equal to
+ * d_{p-1} that ends at p - 1 (the left side does not grow, so equal ones are contiguous). */
+
+static int ascending(const float *centroids, int k) {
+    for (int c = 1; c < k; c++)
+        if (!(centroids[c - 1] <= centroids[c])) return 0;   /* also 0 on a NaN */
+    return 1;
+}
+
+static inline float distance_1d(float x, float c) {
+    float t = x - c;
+    return t * t;
+}
+
+/* The nearest of the ascending centroids to x (not NaN), p being the first index with c_p >= x. */
+static int nearest_ascending(float x, const float *c, int k, int p) {
+    if (p == 0) return 0;
+    float left = distance_1d(x, c[p - 1]), right = p < k ? distance_1d(x, c[p]) : INFINITY;
+    int j = p - 1;
+    if (j > 0 && distance_1d(x, c[j - 1]) == left) /* rare: walk the run of equal distances */
+        while (j > 0 && distance_1d(x, c[j - 1]) == left) j--;
+    return right < left ? p : j;   /* a select, not a branch: the two sides are a coin toss */
+}
+
+/* One pass over the points in ascending order (values: their values in that order): each one's
+ * code as assign_all gives it, written in that order into sorted_codes, and the number that
+ * differ from what sorted_codes held. The first centroid >= x only moves forward; equal points
+ * (and -0, +0: the same distances) share a code. *monotone: the codes never go down along the
+ * order (they can, when float32 rounding makes distinct entries equally near: nearest_ascending's
+ * run of equal distances). */
+static size_t walk_pass(const float *values, size_t n, const float *centroids, int k, uint16_t *sorted_codes,
+                        int *monotone) {
+    size_t changed = 0;
+    int p = 0, code = 0, previous = 0, down = 0;
+    float last = NAN;
+    for (size_t s = 0; s < n; s++) {
+        float x = values[s];
+        if (!(x == last)) {
+            while (p < k && centroids[p] < x) p++;
+            code = nearest_ascending(x, centroids, k, p);
+            last = x;
+        }
+        down |= code < previous;
+        previous = code;
+        changed += sorted_codes[s] != (uint16_t)code;
+        sorted_codes[s] = (uint16_t)code;
+    }
+    *monotone = !down;
+    return changed;
+}
+
+static void scatter_codes(const uint32_t *order, const uint16_t *sorted_codes, size_t n, uint16_t *codes) {
+    for (size_t s = 0; s < n; s++) codes[order[s]] = sorted_codes[s];
+}
+
+/* The float64 sum of a cell's values v[0..count) (ascending) when every order of adding them
+ * gives the same: all of one sign, each a multiple of u >= min|v| 2^-24 (u: the float32 ulp of
+ * the smallest), and count max|v| < 2^29 min|v| <= 2^53 u, so that every partial sum is a multiple
+ * of u below 2^53 u, exact in float64. Then four running sums give the point-order sum. Returns 0
+ * (and leaves *sum) when the bound does not hold. */
+static int exact_sum(const float *v, size_t count, double *sum) {
+    float first = v[0], last = v[count - 1];
+    if (!(first > 0 || last < 0)) return 0;
+    double low = fmin(fabs(first), fabs(last)), high = fmax(fabs(first), fabs(last));
+    if (!((double)count * high < 536870912.0 * low)) return 0;
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        a0 += v[i];
+        a1 += v[i + 1];
+        a2 += v[i + 2];
+        a3 += v[i + 3];
+    }
+    for (; i < count; i++) a0 += v[i];
+    *sum = (a0 + a1) + (a2 + a3);
+    return 1;
+}
+
+static int lowest_bit(uint64_t w) {
+#if defined(__GNUC__)
+    return __builtin_ctzll(w);
+#else
+    int b = 0;
+    while (!(w >> b & 1u)) b++;
+    return b;
+#endif
+}
+
+/* The float64 sum, in point order, of the points at positions lo..hi-1 of the order: their
+ * indices marked in bits (all zero before and after), then read back ascending. */
+static double sum_in_point_order(const float *points, const uint32_t *order, size_t lo, size_t hi, uint64_t *bits) {
+    size_t first = SIZE_MAX, last = 0;
+    for (size_t s = lo; s < hi; s++) {
+        size_t w = order[s] / 64;
+        bits[w] |= (uint64_t)1 << (order[s] % 64);
+        first = w < first ? w : first;
+        last = w > last ? w : last;
+    }
+    double sum = 0;
+    for (size_t w = first; w <= last; w++) {
+        uint64_t word = bits[w];
+        bits[w] = 0;
+        for (; word; word &= word - 1) sum += points[w * 64 + (size_t)lowest_bit(word)];
+    }
+    return sum;
+}
+
+/* move_centroids for codes that never go down along the order: centroid c's points are the run
+ * of positions holding c; it moves to their float64 sum in point order (exact_sum's, or summed in
+ * point order) over their count, rounded once. A centroid with no points stays. */
+static void move_ordered(const float *points, size_t n, const uint32_t *order, const float *values,
+                         const uint16_t *sorted_codes, float *centroids, int k, uint64_t *bits) {
+    size_t lo = 0;
+    for (int c = 0; c < k && lo < n; c++) {
+        size_t hi = lo;
+        while (hi < n && sorted_codes[hi] == c) hi++;
+        if (hi == lo) continue;
+        double sum;
+        if (!exact_sum(values + lo, hi - lo, &sum)) sum = sum_in_point_order(points, order, lo, hi, bits);
+        centroids[c] = (float)(sum / (double)(hi - lo));
+        lo = hi;
+    }
+}
+
+static uint32_t order_key(float x);
+
+size_t lloyd_order_scratch_bytes(size_t n) { return 3 * n * sizeof(uint32_t); }
+
+/* A stable LSD radix sort of the points' order keys, a byte a pass: 4 passes between two pairs of
+ * arrays (keys and indices), so the result ends in the first pair, in order. */
+void lloyd_sort_order(const float *points, size_t n, uint32_t *order, void *scratch) {
+    uint32_t *key = scratch, *other_key = key + n, *other_order = other_key + n;
+    uint32_t *from_key = key, *from_order = order, *to_key = other_key, *to_order = other_order;
+    for (size_t i = 0; i < n; i++) {
+        key[i] = order_key(points[i]);
+        order[i] = (uint32_t)i;
+    }
+    for (int shift = 0; shift < 32; shift += 8) {
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++) count[(from_key[i] >> shift & 0xffu) + 1]++;
+        for (int b = 0; b < 256; b++) count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++) {
+            size_t at = count[from_key[i] >> shift & 0xffu]++;
+            to_key[at] = from_key[i];
+            to_order[at] = from_order[i];
+        }
+        uint32_t *t = from_key;
+        from_key = to_key;
+        to_key = t;
+        t = from_order;
+        from_order = to_order;
+        to_order = t;
+    }
+}
+
+/* Below this many centroids the vectorized scan is as fast as the walk in order (16,384 points). */
+#define ORDERED_MIN_K 32
+
+/* Lloyd's passes first..max_iterations-1 by the scan (codes: the assignment of pass first - 1
+ * when first > 0), into r. */
+static void scan_passes(const float *points, size_t n, int dim, float *centroids, int k, int first,
+                        int max_iterations, uint16_t *codes, void *scratch, LloydResult *r) {
+    for (int pass = first; pass < max_iterations; pass++) {
         /* The first pass has no earlier assignment to compare with: it always counts as a change. */
         size_t changed = assign_all(points, n, dim, centroids, k, codes, pass > 0);
-        r.iterations = pass + 1;
+        r->iterations = pass + 1;
         if (pass > 0 && changed == 0) {
             /* The same points as last pass: moving would give the same means. */
-            r.converged = 1;
+            r->converged = 1;
             break;
         }
         move_all(points, n, dim, centroids, k, codes, scratch);
     }
+}
+
+size_t lloyd_ordered_scratch_bytes(size_t n, int k) {
+    return lloyd_scratch_bytes(1, k) + (n + 63) / 64 * sizeof(uint64_t) + n * (sizeof(float) + sizeof(uint16_t));
+}
+
+/* Lloyd in the order's terms while the centroids stay ascending (walk_pass, then move_ordered, or
+ * move_all when the codes go down somewhere); the scan from the first pass they are not. */
+static LloydResult fit_ordered(const float *points, size_t n, const uint32_t *order, float *centroids, int k,
+                               int max_iterations, uint16_t *codes, void *scratch) {
+    char *base = scratch;
+    size_t words = (n + 63) / 64;
+    uint64_t *bits = (uint64_t *)(base + lloyd_scratch_bytes(1, k));
+    float *values = (float *)(bits + words);
+    uint16_t *sorted_codes = (uint16_t *)(values + n);
+    memset(bits, 0, words * sizeof *bits);
+    memset(sorted_codes, 0, n * sizeof *sorted_codes);
+    for (size_t s = 0; s < n; s++) values[s] = points[order[s]];
+    LloydResult r = {0, 0};
+    int pass = 0;
+    for (; pass < max_iterations && ascending(centroids, k); pass++) {
+        int monotone;
+        size_t changed = walk_pass(values, n, centroids, k, sorted_codes, &monotone);
+        r.iterations = pass + 1;
+        if (pass > 0 && changed == 0) {
+            r.converged = 1;
+            break;
+        }
+        if (monotone) {
+            move_ordered(points, n, order, values, sorted_codes, centroids, k, bits);
+        } else {
+            scatter_codes(order, sorted_codes, n, codes);
+            move_all(points, n, 1, centroids, k, codes, scratch);
+        }
+    }
+    scatter_codes(order, sorted_codes, n, codes);
+    if (!r.converged && pass < max_iterations)
+        scan_passes(points, n, 1, centroids, k, pass, max_iterations, codes, scratch, &r);
     return r;
+}
+
+LloydResult lloyd_fit(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
+                      uint16_t *codes, void *scratch) {
+    LloydResult r = {0, 0};
+    scan_passes(points, n, dim, centroids, k, 0, max_iterations, codes, scratch, &r);
+    return r;
+}
+
+LloydResult lloyd_fit_ordered(const float *points, size_t n, const uint32_t *order, float *centroids, int k,
+                              int max_iterations, uint16_t *codes, void *scratch) {
+    int nan = 0;   /* a NaN point has no place in the order's walk: the scan then */
+    for (size_t i = 0; i < n; i++) nan |= isnan(points[i]);
+    if (nan || k < ORDERED_MIN_K || !ascending(centroids, k))
+        return lloyd_fit(points, n, 1, centroids, k, max_iterations, codes, scratch);
+    return fit_ordered(points, n, order, centroids, k, max_iterations, codes, scratch);
 }
 
 /* ---- initialisations ---- */
@@ -249,6 +469,13 @@ void lloyd_init_ranks(const float *points, size_t n, int k, float *centroids, fl
     }
 }
 
+void lloyd_init_ranks_ordered(const float *points, size_t n, const uint32_t *order, int k, float *centroids) {
+    for (int j = 0; j < k; j++) {
+        size_t rank = (size_t)(((uint64_t)(2 * j + 1) * (uint64_t)n) / (2 * (uint64_t)k));
+        centroids[j] = points[order[rank]];
+    }
+}
+
 void lloyd_init_spread(const float *points, size_t n, int dim, int k, float *centroids) {
     for (int c = 0; c < k; c++) {
         size_t index = (size_t)(((uint64_t)c * (uint64_t)n) / (uint64_t)k);
@@ -256,7 +483,40 @@ void lloyd_init_spread(const float *points, size_t n, int dim, int k, float *cen
     }
 }
 
+/* lloyd_objective for 1-D points and ascending centroids: the float64 distance, like the float32
+ * one, does not grow left of the first centroid >= x and does not shrink from it on, so the least
+ * is at one of those two (found by bisection); the same value the scan finds, summed in the same
+ * order. */
+static double objective_ascending(const float *points, size_t n, const float *c, int k) {
+    double total = 0;
+    for (size_t i = 0; i < n; i++) {
+        float x = points[i];
+        if (isnan(x)) {   /* every distance NaN: the scan's best stays +inf */
+            total += INFINITY;
+            continue;
+        }
+        /* lo = the first index with c >= x (k when none): a bisection whose steps are selects,
+         * not branches (the points come in no order, so a branch would be a coin toss) */
+        int base = 0, len = k;
+        while (len > 1) {
+            int half = len / 2;
+            base = c[base + half - 1] < x ? base + half : base;
+            len -= half;
+        }
+        int lo = base + (c[base] < x);
+        double best = INFINITY;
+        for (int j = lo - 1; j <= lo; j++)
+            if (j >= 0 && j < k) {
+                double u = (double)x - (double)c[j];
+                if (u * u < best) best = u * u;
+            }
+        total += best;
+    }
+    return total;
+}
+
 double lloyd_objective(const float *points, size_t n, int dim, const float *centroids, int k) {
+    if (dim == 1 && ascending(centroids, k)) return objective_ascending(points, n, centroids, k);
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         const float *p = points + i * (size_t)dim;

@@ -51,6 +51,25 @@ size_t lloyd_scratch_bytes(int dim, int k);
 LloydResult lloyd_fit(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
                       uint16_t *codes, void *scratch);
 
+/* 1-D points fitted many times (pcaB fits 8 tables to each component): their ascending order,
+ * computed once, makes each pass O(n) instead of O(n k).
+ * lloyd_sort_order: order[0..n) = the points' indices by ascending value (-0 before +0, equal
+ * values by index; a stable radix sort), scratch lloyd_order_scratch_bytes(n) bytes.
+ * lloyd_fit_ordered: exactly lloyd_fit(points, n, 1, ...) (codes, passes, centroids bit for bit),
+ * given that order; scratch lloyd_ordered_scratch_bytes(n, k) bytes. While the centroids are
+ * ascending a pass finds each point's nearest by walking the points in order (the first centroid
+ * >= x moves only forward; the least distance is at it or the one before, see lloyd.c) and moves
+ * each centroid to the mean of its run of points: summed in any order when the sum is provably
+ * exact in float64 (then every order gives it), else in point order. Otherwise, and for points
+ * holding a NaN or fewer than 32 centroids, the scan.
+ * lloyd_init_ranks_ordered: lloyd_init_ranks' centroids from the order (no sort). */
+size_t lloyd_order_scratch_bytes(size_t n);
+size_t lloyd_ordered_scratch_bytes(size_t n, int k);
+void lloyd_sort_order(const float *points, size_t n, uint32_t *order, void *scratch);
+LloydResult lloyd_fit_ordered(const float *points, size_t n, const uint32_t *order, float *centroids, int k,
+                              int max_iterations, uint16_t *codes, void *scratch);
+void lloyd_init_ranks_ordered(const float *points, size_t n, const uint32_t *order, int k, float *centroids);
+
 /* codes[i] = the nearest of the k centroids to point i (the distance and tie rule above).
  * Returns how many codes differ from what codes held before (so callers can see a change). */
 size_t lloyd_assign(const float *points, size_t n, int dim, const float *centroids, int k, uint16_t *codes);
@@ -68,7 +87,8 @@ void lloyd_init_ranks(const float *points, size_t n, int k, float *centroids, fl
 void lloyd_init_spread(const float *points, size_t n, int dim, int k, float *centroids);
 
 /* Sum over the points of the squared distance to the nearest centroid, all in float64: the
- * objective Lloyd lowers, for comparing two codebooks of the same points. */
+ * objective Lloyd lowers, for comparing two codebooks of the same points. For 1-D points and
+ * ascending centroids the nearest is found by bisection (the same sum, bit for bit). */
 double lloyd_objective(const float *points, size_t n, int dim, const float *centroids, int k);
 
 #endif

@@ -155,7 +155,8 @@ double pca_allocate(const double *cost, int d, int budget, int *bits, void *scra
 /* The scratch of pca_fit_head, carved from one block (doubles first for alignment). */
 typedef struct {
     double *cov, *vectors, *values, *eigen_scratch, *cost, *dp;
-    float *x, *y, *sorted, *all_tables;
+    float *x, *y, *all_tables;
+    uint32_t *order, *order_scratch;
     uint16_t *codes;
     void *lloyd;
     int *bits;
@@ -179,10 +180,11 @@ static size_t carve(FitScratch *s, void *base, size_t n, int d, int budget) {
     s->eigen_scratch = take(p, &at, (size_t)d * (sizeof(double) + sizeof(int)));
     s->cost = take(p, &at, (size_t)d * (PCA_MAX_BITS + 1) * sizeof(double));
     s->dp = take(p, &at, pca_allocate_scratch_bytes(d, budget));
-    s->lloyd = take(p, &at, lloyd_scratch_bytes(1, PCA_TABLE_STRIDE));
+    s->lloyd = take(p, &at, lloyd_ordered_scratch_bytes(n, PCA_TABLE_STRIDE));
     s->x = take(p, &at, n * d * sizeof(float));
     s->y = take(p, &at, n * d * sizeof(float));
-    s->sorted = take(p, &at, n * sizeof(float));
+    s->order = take(p, &at, n * sizeof(uint32_t));
+    s->order_scratch = take(p, &at, lloyd_order_scratch_bytes(n));
     s->all_tables = take(p, &at, (size_t)d * PCA_MAX_BITS * PCA_TABLE_STRIDE * sizeof(float));
     s->codes = take(p, &at, n * sizeof(uint16_t));
     s->bits = take(p, &at, (size_t)d * sizeof(int));
@@ -214,16 +216,19 @@ static void moments(const float *x, size_t n, int d, double *mean64, float *mean
         for (int j = i; j < d; j++) cov[(size_t)j * d + i] = cov[(size_t)i * d + j] /= (double)n;
 }
 
-/* Component i's Lloyd tables for b = 1..8 into tables[(b - 1) * 256 ..] and D_i(0..8) into cost. */
+/* Component i's Lloyd tables for b = 1..8 into tables[(b - 1) * 256 ..] and D_i(0..8) into cost.
+ * The component's values are put in order once for the 8 fits (lloyd_fit_ordered: lloyd_fit's
+ * result, each pass O(n)). */
 static void fit_component(const float *y, size_t n, float *tables, double *cost, FitScratch *s) {
     double energy = 0;
     for (size_t r = 0; r < n; r++) energy += (double)y[r] * y[r];
     cost[0] = energy;
+    lloyd_sort_order(y, n, s->order, s->order_scratch);
     for (int b = 1; b <= PCA_MAX_BITS; b++) {
         int k = 1 << b;
         float *t = tables + (size_t)(b - 1) * PCA_TABLE_STRIDE;
-        lloyd_init_ranks(y, n, k, t, s->sorted);
-        lloyd_fit(y, n, 1, t, k, LLOYD_MAX_ITERATIONS, s->codes, s->lloyd);
+        lloyd_init_ranks_ordered(y, n, s->order, k, t);
+        lloyd_fit_ordered(y, n, s->order, t, k, LLOYD_MAX_ITERATIONS, s->codes, s->lloyd);
         cost[b] = lloyd_objective(y, n, 1, t, k);
     }
 }

@@ -288,3 +288,6 @@ grep -q '^calibrate: fits: 8/8 tables, ETA' "$T/progress.err" && ! grep '^calibr
     grep -q '^calibrate: rows: 4/4 windows, [0-9]* tok/s' "$T/progress.err" &&
     pass "calib: calibrate's progress counts the rows' windows with tok/s and the fits' tables without" ||
     fail "calib: calibrate's progress counts the rows' windows with tok/s and the fits' tables without" "$(cat "$T/progress.err")"
+grep -q '^calibrate: time: rows [0-9]*\.[0-9] s (4 windows), fits [0-9]*\.[0-9] s (CPU seconds: nuq2-g64 [0-9]*\.[0-9])$' "$T/progress.err" &&
+    pass "calib: calibrate's progress ends with the time of the rows and of the fits, with each fit's CPU seconds" ||
+    fail "calib: calibrate's progress ends with the time of the rows and of the fits, with each fit's CPU seconds" "$(cat "$T/progress.err")"

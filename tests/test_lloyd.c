@@ -7,7 +7,9 @@
  * - A restatement in float64 throughout gives the same codes and centroids within float rounding.
  * - Hand-made cases computed on paper: exact ties, an empty cluster, convergence after a known
  *   number of passes, the iteration cap, the two initialisations, NaN and overflowing points.
- * - 1-D fits from §8's initialisation come out ascending. */
+ * - 1-D fits from §8's initialisation come out ascending.
+ * - The ordered 1-D path (pcaB's fits) is lloyd_fit bit for bit; its sort ascends; the objective's
+ *   bisection is the scan's sum. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +471,140 @@ static void test_large_1d(void) {
     free(ref_codes);
 }
 
+
+/* ---- the ordered 1-D path (lloyd_sort_order, lloyd_fit_ordered) ---- */
+
+/* 1-D points of one of several kinds: smooth, on a coarse grid (ties, -0 and +0), with a few
+ * points whose squared distances overflow float32, or clustered in a tiny range around 1 so
+ * that distinct centroids give equal float32 distances (the run-of-equal-distances case). */
+static float ordered_point(int kind, uint64_t *seed) {
+    float x = rnd(seed);
+    switch (kind) {
+    case 0: return x * fabsf(rnd(seed)) * 3.0f;
+    case 1: return x < -0.9f ? -0.0f : roundf(x * 8) / 8;
+    case 2: return fabsf(x) > 0.98f ? x * 3e20f : x;
+    default: return x > 0.5f ? 1.0f + x * 1e-6f : x * 1e-7f;
+    }
+}
+
+/* lloyd_fit_ordered must be lloyd_fit: codes, passes, convergence, centroids bit for bit. */
+static int same_as_lloyd_fit(const float *p, size_t n, const uint32_t *order, const float *init, int k, int max_it) {
+    Fit want = run_fit(p, n, 1, init, k, max_it);
+    float *got = malloc((size_t)k * sizeof *got);
+    uint16_t *codes = malloc(n * sizeof *codes);
+    void *scratch = malloc(lloyd_ordered_scratch_bytes(n, k));
+    memcpy(got, init, (size_t)k * sizeof *got);
+    LloydResult r = lloyd_fit_ordered(p, n, order, got, k, max_it, codes, scratch);
+    int same = r.iterations == want.result.iterations && r.converged == want.result.converged &&
+               !memcmp(got, want.centroids, (size_t)k * sizeof *got) && !memcmp(codes, want.codes, n * sizeof *codes);
+    free_fit(&want);
+    free(got);
+    free(codes);
+    free(scratch);
+    return same;
+}
+
+static void test_sort_order(void) {
+    uint64_t seed = 77;
+    int bad = 0;
+    for (int kind = 0; kind < 4; kind++) {
+        size_t n = 3000;
+        float *p = malloc(n * sizeof *p), *sorted = malloc(n * sizeof *sorted), a[256], b[256];
+        uint32_t *order = malloc(n * sizeof *order);
+        void *scratch = malloc(lloyd_order_scratch_bytes(n));
+        for (size_t i = 0; i < n; i++) p[i] = ordered_point(kind, &seed);
+        lloyd_sort_order(p, n, order, scratch);
+        for (size_t s = 1; s < n; s++) {
+            float x = p[order[s - 1]], y = p[order[s]];
+            int tie = !memcmp(&x, &y, sizeof x);
+            bad += !(x < y || (x == y && (!signbit(y) || signbit(x)))) || (tie && order[s - 1] > order[s]);
+        }
+        for (int k = 1; k <= 256; k *= 4) {
+            lloyd_init_ranks(p, n, k, a, sorted);
+            lloyd_init_ranks_ordered(p, n, order, k, b);
+            bad += memcmp(a, b, (size_t)k * sizeof *a) != 0;
+        }
+        free(p);
+        free(sorted);
+        free(order);
+        free(scratch);
+    }
+    check(bad == 0, "lloyd_sort_order ascends (-0 before +0, ties by index) and its rank init = lloyd_init_ranks",
+          "%d faults", bad);
+}
+
+static void test_fit_ordered(void) {
+    uint64_t seed = 99;
+    static const int ks[] = {2, 16, 64, 100, 256};
+    int bad = 0, cases = 0;
+    char where[128] = "";
+    for (int kind = 0; kind < 4; kind++)
+        for (size_t a = 0; a < sizeof ks / sizeof ks[0]; a++)
+            for (int start = 0; start < 3; start++) {
+                int k = ks[a];
+                size_t n = 4 * (size_t)k + 37 * (size_t)(kind + 1) + (size_t)start;
+                float *p = malloc(n * sizeof *p), *sorted = malloc(n * sizeof *sorted), init[256];
+                uint32_t *order = malloc(n * sizeof *order);
+                void *scratch = malloc(lloyd_order_scratch_bytes(n));
+                for (size_t i = 0; i < n; i++) p[i] = ordered_point(kind, &seed);
+                lloyd_sort_order(p, n, order, scratch);
+                if (start == 0) lloyd_init_ranks(p, n, k, init, sorted);   /* pcaB's start: ascending */
+                for (int j = 0; start == 1 && j < k; j++) init[j] = rnd(&seed);   /* not ascending: the scan */
+                for (int j = 0; start == 2 && j < k; j++)   /* ascending, runs of near-equal entries */
+                    init[j] = j < k / 2 ? (float)(j / 4) * 1e-9f : 1.0f + (float)j * 1e-7f;
+                cases++;
+                if (!same_as_lloyd_fit(p, n, order, init, k, LLOYD_MAX_ITERATIONS) ||
+                    !same_as_lloyd_fit(p, n, order, init, k, 1)) {
+                    bad++;
+                    snprintf(where, sizeof where, "kind %d k %d start %d n %zu", kind, k, start, n);
+                }
+                free(p);
+                free(sorted);
+                free(order);
+                free(scratch);
+            }
+    check(bad == 0, "lloyd_fit_ordered = lloyd_fit bit for bit (ties, -0, overflow, runs of equal distances)",
+          "%d of %d differ, last %s", bad, cases, where);
+
+    /* A point holding a NaN: the walk cannot place it, the scan gives it code 0. */
+    float p[130], init[64];
+    uint32_t order[130];
+    char scratch[3 * 130 * 4];
+    for (int i = 0; i < 130; i++) p[i] = (float)((i * 37) % 130) / 13.0f;
+    p[5] = NAN;
+    lloyd_sort_order(p, 130, order, scratch);
+    for (int j = 0; j < 64; j++) init[j] = (float)j / 6.5f;
+    check(same_as_lloyd_fit(p, 130, order, init, 64, LLOYD_MAX_ITERATIONS),
+          "lloyd_fit_ordered with a NaN point = lloyd_fit", "differs");
+}
+
+/* lloyd_objective's bisection (1-D, ascending centroids) against the plain float64 scan. */
+static void test_objective_ascending(void) {
+    uint64_t seed = 123;
+    int bad = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (int k = 1; k <= 256; k *= 2) {
+            size_t n = 700;
+            float *p = malloc(n * sizeof *p), *sorted = malloc(n * sizeof *sorted), cen[256];
+            for (size_t i = 0; i < n; i++) p[i] = ordered_point(kind, &seed);
+            if (kind == 3) p[3] = -INFINITY, p[4] = INFINITY;
+            lloyd_init_ranks(p + 10, n - 10, k, cen, sorted);
+            double want = 0;
+            for (size_t i = 0; i < n; i++) {
+                double best = INFINITY;
+                for (int c = 0; c < k; c++) best = fmin(best, ref_distance_double(p + i, cen + c, 1));
+                want += best;
+            }
+            double got = lloyd_objective(p, n, 1, cen, k);
+            bad += memcmp(&got, &want, sizeof got) != 0;
+            free(p);
+            free(sorted);
+        }
+    float q[3] = {0.5f, NAN, 2.0f}, c2[2] = {0.0f, 1.0f};
+    bad += !isinf(lloyd_objective(q, 3, 1, c2, 2));   /* the scan's best stays +inf for a NaN point */
+    check(bad == 0, "lloyd_objective with ascending 1-D centroids = the float64 scan bit for bit", "%d differ", bad);
+}
+
 int main(void) {
     test_against_reference();
     test_assign_matches_nearest();
@@ -480,5 +616,8 @@ int main(void) {
     test_special_points();
     test_objective();
     test_large_1d();
+    test_sort_order();
+    test_fit_ordered();
+    test_objective_ascending();
     return test_exit_code();
 }
