@@ -48,6 +48,11 @@ def i51_m(name, path, old, new, test, what):
     return Mutation(name, path, old, new, test, what, "issue 51")
 
 
+def i50_m(name, path, old, new, test, what):
+    """A mutation of issue 50's keys' and values' own candidate lists."""
+    return Mutation(name, path, old, new, test, what, "issue 50")
+
+
 def new_m(name, path, old, new, test, what):
     """A mutation added with the table (item 7's 15 more)."""
     return Mutation(name, path, old, new, test, what, "added")
@@ -327,6 +332,18 @@ MUTATIONS = [
     i51_m("knapsack-capacity-exclusive", "eval/knapsack.c",
           "    size_t W = (size_t)room + 1;", "    size_t W = (size_t)room;",
           "test_allocate", "the knapsack's capacity exclusive (was found only by a crash)"),
+    # ---- issue 50: keys and values with their own candidate lists ----
+    i50_m("sens-index-sides-swapped", "eval/sensitivity_grid.h",
+          "side == SENS_VALUES ? g->n_layers * g->n_candidates[SENS_KEYS] : 0;",
+          "side == SENS_VALUES ? g->n_layers * g->n_candidates[SENS_VALUES] : 0;",
+          "test_allocate", "the value cells placed after layers x the values' count, not the keys'"),
+    i50_m("knapsack-group-choices-ignored", "eval/knapsack.c",
+          "        int n = choices_of(k, g);\n        for (size_t w = 0; w < W; w++) {",
+          "        int n = C;\n        for (size_t w = 0; w < W; w++) {",
+          "test_allocate", "the knapsack chooses from a whole row, past a group's own count of choices"),
+    i50_m("alloc-side-takes-other-list", "eval/allocate.c",
+          "        a->group_choices[g] = a->n_cand[side];", "        a->group_choices[g] = C;",
+          "tests/test_cli_allocate.sh", "a side with fewer candidates may choose past its own list"),
 ]
 
 # ---- running ----
