@@ -138,11 +138,16 @@ probes-demo: run
 	./run probe data/models/mini-llama-brown-outliers --task passkey --ctx 1024 --sequences 2 >data/sweeps/passkey-mini-llama-brown-outliers.md
 
 # `make allocate-demo`: the README's per-layer sensitivity (wiki.valid, the calibration split) and the
-# allocations at 2.5, 3 and 3.5 bits checked on held-out windows (wiki.test), and on the sensitivity's own
-# windows (wiki.valid: how additive the damage is), on both bundled models, into data/sensitivity/.
-ALLOC_CANDIDATES := int2-g64+had,tq2,nuq2-g64,tq3,nuq3-g64,int4-g64+had,nuq4-g64,q8_0
-ALLOC_SENSITIVITY_ARGS := --candidates $(ALLOC_CANDIDATES) --ctx 1024 --stride 512 --windows 4 --quiet
-ALLOC_ARGS := --budget 2.5,3,3.5 --verify --quiet
+# allocations at 0.5, 1, 2, 3 and 4.5 bits (the frontier's budgets) checked on held-out windows
+# (wiki.test), and on the sensitivity's own windows (wiki.valid: how additive the damage is), on both
+# bundled models, into data/sensitivity/. Keys and values have their own candidates (pre-RoPE keys), in
+# parallel lists: the i-th of each is one uniform configuration. Every fitted base at each bit level:
+# pcaB at 0.5 to 4 bits, vq8-d4 and rvq8x2-d8 at 2.25, and q8_0 for a layer that needs nearly all.
+ALLOC_K_CANDIDATES := pca0.5+prerope+aw,pca1+prerope+aw,pca2+prerope+aw,pca3+prerope+aw,pca4+prerope+aw,vq8-d4+aw,rvq8x2-d8+aw,q8_0
+ALLOC_V_CANDIDATES := pca0.5+aw,pca1+aw,pca2+aw,pca3+aw,pca4+aw,vq8-d4+aw,rvq8x2-d8+aw,q8_0
+ALLOC_SENSITIVITY_ARGS := --k-candidates $(ALLOC_K_CANDIDATES) --v-candidates $(ALLOC_V_CANDIDATES) \
+    --ctx 1024 --stride 512 --windows 4 --quiet
+ALLOC_ARGS := --budget 0.5,1,2,3,4.5 --verify --quiet
 allocate-demo: run
 	rm -rf data/sensitivity/mini-llama-brown data/sensitivity/mini-llama-brown-outliers
 	for m in mini-llama-brown mini-llama-brown-outliers; do \

@@ -252,19 +252,25 @@ static int cmd_probe(Args *a) {
 /* --- sensitivity, allocate (eval/sensitivity.h, eval/allocate.h) ------------------------------ */
 
 static int cmd_sensitivity(Args *a) {
-    const char *out_dir = NULL, *candidates = NULL;
+    const char *out_dir = NULL, *candidates = NULL, *side_lists[2] = {NULL, NULL};
     SensGrid g = {0};
     SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
     if (!s.configs) return bad_input(a, "out of memory");
     Error err;
     a->e.text_file = SENS_DEFAULT_TEXT;   /* the calibration split: a choice made from it is judged on test */
     while (next_arg(a)) {
-        if (flag(a, "candidates", 1)) take_error(a, sens_parse_candidates(candidates = a->value, &g, &err), &err);
+        if (flag(a, "candidates", 1)) candidates = a->value;
+        else if (flag(a, "k-candidates", 1)) side_lists[SENS_KEYS] = a->value;
+        else if (flag(a, "v-candidates", 1)) side_lists[SENS_VALUES] = a->value;
         else if (flag(a, "out-dir", 1)) out_dir = a->value;
         else unknown_arg(a);
     }
     require(a, a->dir != NULL, "missing MODEL_DIR");
-    require(a, candidates != NULL, "missing --candidates SPEC,SPEC,... (the schemes to try in each layer)");
+    if (candidates && !a->bad[0]) take_error(a, sens_parse_candidates(candidates, &g, &err), &err);   /* then a side's own */
+    for (int side = 0; side < 2; side++)
+        if (side_lists[side] && !a->bad[0]) take_error(a, sens_parse_side_candidates(side_lists[side], (SensSide)side, &g, &err), &err);
+    require(a, candidates || (side_lists[0] && side_lists[1]),
+            "missing --candidates SPEC,SPEC,... (the schemes to try in each layer), or --k-candidates and --v-candidates");
     require(a, out_dir != NULL, "missing --out-dir DIR (the journal and the report go there)");
     int rc = check_args(a, NULL, NULL, NULL) ? usage_error(a) : EXIT_OK;
     if (rc == EXIT_OK) {
@@ -292,6 +298,8 @@ static int cmd_allocate(Args *a) {
                 snprintf(a->bad, sizeof a->bad, "--budget: %s", why);
         }
         else if (flag(a, "candidates", 1)) o.candidates = a->value;
+        else if (flag(a, "k-candidates", 1)) o.side_candidates[SENS_KEYS] = a->value;
+        else if (flag(a, "v-candidates", 1)) o.side_candidates[SENS_VALUES] = a->value;
         else if (flag(a, "from", 1)) o.from = a->value;
         else if (flag(a, "verify", 0)) o.verify = 1;
         else if (flag(a, "out-dir", 1)) o.out_dir = a->value;

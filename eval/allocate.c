@@ -107,38 +107,60 @@ int alloc_layered_text(const int *choice, int n_layers, const char (*names)[SENS
 
 /* ---- the knapsack of a sensitivity ---- */
 
-/* The candidates to choose from: o->candidates (each one of the sensitivity's), or all of them. */
-static int select_candidates(Alloc *a, Error *err) {
+static const char SIDE_WORDS[2][6] = {"key", "value"};
+
+/* The flag that gave side's candidates: its own, --candidates, or none (NULL: all of them). */
+static const char *side_list(const AllocateOptions *o, int side, const char **flag) {
+    static const char *const flags[2] = {"--k-candidates", "--v-candidates"};
+    *flag = o->side_candidates[side] ? flags[side] : "--candidates";
+    return o->side_candidates[side] ? o->side_candidates[side] : o->candidates;
+}
+
+/* 1 when side's list is --candidates' (valid for both sides, as the sensitivity's --candidates). */
+static int o_both(const Alloc *a, int side) { return !a->o->side_candidates[side] && a->o->candidates; }
+
+/* Side's candidates to choose from: its list (each one of the sensitivity's of that side), or all of them. */
+static int select_side(Alloc *a, int side, Error *err) {
     const SensGrid *g = &a->d.g;
-    SensGrid want = {0};
-    if (!a->o->candidates) want = *g;
-    else if (sens_parse_candidates(a->o->candidates, &want, err)) return -1;
-    a->n_cand = want.n_candidates;
-    for (int c = 0; c < want.n_candidates; c++) {
-        a->idx[c] = -1;
-        for (int k = 0; k < g->n_candidates; k++)
-            if (!strcmp(want.candidates[c], g->candidates[k])) a->idx[c] = k;
-        if (a->idx[c] < 0)
-            return error_set(err, "--candidates: '%s' is not one of the %d %s/sensitivity.json measured (%s, ...)",
-                             want.candidates[c], g->n_candidates, a->o->from, g->candidates[0]);
-        snprintf(a->names[c], SENS_SPEC_LEN, "%s", want.candidates[c]);
+    const char *flag, *list = side_list(a->o, side, &flag);
+    SensGrid want = *g;
+    if (list && (o_both(a, side) ? sens_parse_candidates(list, &want, err)
+                                 : sens_parse_side_candidates(list, (SensSide)side, &want, err)))
+        return -1;
+    a->n_cand[side] = want.n_candidates[side];
+    for (int c = 0; c < want.n_candidates[side]; c++) {
+        const char *name = want.candidates[side][c];
+        a->idx[side][c] = -1;
+        for (int k = 0; k < g->n_candidates[side]; k++)
+            if (!strcmp(name, g->candidates[side][k])) a->idx[side][c] = k;
+        if (a->idx[side][c] < 0 && sens_same_candidates(g))
+            return error_set(err, "%s: '%s' is not one of the %d %s/sensitivity.json measured (%s, ...)", flag, name,
+                             g->n_candidates[side], a->o->from, g->candidates[side][0]);
+        if (a->idx[side][c] < 0)
+            return error_set(err, "%s: '%s' is not one of the %d %s candidates %s/sensitivity.json measured (%s, ...)",
+                             flag, name, g->n_candidates[side], SIDE_WORDS[side], a->o->from, g->candidates[side][0]);
+        snprintf(a->names[side][c], SENS_SPEC_LEN, "%s", name);
     }
     return 0;
 }
 
-/* Each candidate's exact bits on each side, checked against kv_spec_effective_bits. */
+static int select_candidates(Alloc *a, Error *err) {
+    return select_side(a, SENS_KEYS, err) || select_side(a, SENS_VALUES, err) ? -1 : 0;
+}
+
+/* Each candidate's exact bits on its side, checked against kv_spec_effective_bits. */
 static int candidate_bits(Alloc *a, Error *err) {
     for (int side = 0; side < 2; side++)
-        for (int c = 0; c < a->n_cand; c++) {
+        for (int c = 0; c < a->n_cand[side]; c++) {
             KvSpec spec;
             char why[160];
-            if (kv_spec_parse(a->names[c], side ? KV_SIDE_VALUES : KV_SIDE_KEYS, &spec, why, sizeof why))
-                return error_set(err, "candidate '%s': %s", a->names[c], why);
+            const char *name = a->names[side][c];
+            if (kv_spec_parse(name, side ? KV_SIDE_VALUES : KV_SIDE_KEYS, &spec, why, sizeof why))
+                return error_set(err, "candidate '%s': %s", name, why);
             BitsFraction b = alloc_spec_bits(&spec, a->d.head_dim, a->d.ctx);
             double want = kv_spec_effective_bits(&spec, a->d.head_dim, a->d.ctx);
             if (!(b.den > 0 && fabs((double)b.num / b.den - want) <= 1e-9 * want))
-                return error_set(err, "candidate '%s': exact bits %lld/%lld differ from %.17g", a->names[c], b.num, b.den,
-                                 want);
+                return error_set(err, "candidate '%s': exact bits %lld/%lld differ from %.17g", name, b.num, b.den, want);
             a->bits[side][c] = b;
         }
     return 0;
@@ -147,31 +169,35 @@ static int candidate_bits(Alloc *a, Error *err) {
 /* x * y, or -1 when it would overflow (both >= 0). */
 static long long times(long long x, long long y) { return x && y > LLONG_MAX / x ? -1 : x * y; }
 
-/* The knapsack: groups K layer 0..L-1 then V layer 0..L-1; weights the bits over a common
- * denominator D, damages the cells' mean KL. */
+/* The knapsack: groups K layer 0..L-1 (the key candidates) then V layer 0..L-1 (the value
+ * candidates); weights the bits over a common denominator D, damages the cells' mean KL. */
 static int build_knapsack(Alloc *a, Error *err) {
-    int L = a->d.g.n_layers, C = a->n_cand;
+    int L = a->d.g.n_layers, C = a->n_cand[0] > a->n_cand[1] ? a->n_cand[0] : a->n_cand[1];
     a->G = 2 * L;
+    a->C = C;
     a->D = 1;
     for (int side = 0; side < 2; side++)
-        for (int c = 0; c < C; c++) {
+        for (int c = 0; c < a->n_cand[side]; c++) {
             long long den = a->bits[side][c].den, m = times(a->D / gcd(a->D, den), den);
             if (m < 0) return error_set(err, "the candidates' bits have no common denominator below 2^63");
             a->D = m;
         }
-    a->weight = malloc((size_t)a->G * C * sizeof *a->weight);
-    a->damage = malloc((size_t)a->G * C * sizeof *a->damage);
-    if (!a->weight || !a->damage) return error_set(err, "out of memory");
-    for (int g = 0; g < a->G; g++)
-        for (int c = 0; c < C; c++) {
-            int side = g / L, layer = g % L;
+    a->weight = calloc((size_t)a->G * C, sizeof *a->weight);   /* a shorter side's row ends in unused 0s */
+    a->damage = calloc((size_t)a->G * C, sizeof *a->damage);
+    a->group_choices = malloc((size_t)a->G * sizeof *a->group_choices);
+    if (!a->weight || !a->damage || !a->group_choices) return error_set(err, "out of memory");
+    for (int g = 0; g < a->G; g++) {
+        int side = g / L, layer = g % L;
+        a->group_choices[g] = a->n_cand[side];
+        for (int c = 0; c < a->n_cand[side]; c++) {
             BitsFraction b = a->bits[side][c];
             long long w = times(b.num, a->D / b.den);
             if (w < 0) return error_set(err, "the candidates' bits overflow over their common denominator");
             a->weight[(size_t)g * C + c] = w;
-            a->damage[(size_t)g * C + c] = a->d.kl[sens_config_index(&a->d.g, side, layer, a->idx[c])];
+            a->damage[(size_t)g * C + c] = a->d.kl[sens_config_index(&a->d.g, side, layer, a->idx[side][c])];
         }
-    a->k = (Knapsack){a->G, C, a->weight, a->damage, 0};
+    }
+    a->k = (Knapsack){a->G, C, a->weight, a->damage, 0, a->group_choices};
     return 0;
 }
 
@@ -185,21 +211,23 @@ static int capacity_of(const Alloc *a, BitsFraction budget, long long *cap, Erro
     return 0;
 }
 
-/* The cheapest allocation's mean bits and the candidate whose keys and values together weigh
- * least, for the refusal of a budget below it. */
-static void cheapest(const Alloc *a, double *bits, const char **name) {
-    int C = a->n_cand, V0 = a->d.g.n_layers * C, best = 0;
-    long long total = 0;
-    for (int g = 0; g < a->G; g++) {
-        long long least = a->weight[(size_t)g * C];
-        for (int c = 1; c < C; c++)
-            if (a->weight[(size_t)g * C + c] < least) least = a->weight[(size_t)g * C + c];
-        total += least;
-    }
-    for (int c = 1; c < C; c++)
-        if (a->weight[c] + a->weight[V0 + c] < a->weight[best] + a->weight[V0 + best]) best = c;
-    *name = a->names[best];
-    *bits = (double)total / ((double)a->G * a->D);
+/* The lightest candidate of side (the lower index on ties): every layer weighs it alike. */
+static int lightest(const Alloc *a, int side) {
+    const long long *w = a->weight + (size_t)side * a->d.g.n_layers * a->C;
+    int best = 0;
+    for (int c = 1; c < a->n_cand[side]; c++)
+        if (w[c] < w[best]) best = c;
+    return best;
+}
+
+/* The cheapest allocation, the lightest candidate in every layer of each side, in words and its
+ * mean bits, for the refusal of a budget below it. */
+static void cheapest(const Alloc *a, double *bits, char *what, size_t n) {
+    int k = lightest(a, SENS_KEYS), v = lightest(a, SENS_VALUES), L = a->d.g.n_layers;
+    const char *kn = a->names[SENS_KEYS][k], *vn = a->names[SENS_VALUES][v];
+    if (!strcmp(kn, vn)) snprintf(what, n, "%s in every layer's keys and values", kn);
+    else snprintf(what, n, "%s in every layer's keys, %s in its values", kn, vn);
+    *bits = (double)(L * (a->weight[k] + a->weight[(size_t)L * a->C + v])) / ((double)a->G * a->D);
 }
 
 static int solve_budgets(Alloc *a, Error *err) {
@@ -211,14 +239,14 @@ static int solve_budgets(Alloc *a, Error *err) {
         if (knapsack_solve(&k, a->choice[b], &a->result[b], err)) return -1;
         if (!a->result[b].feasible) {
             double bits;
-            const char *name;
-            cheapest(a, &bits, &name);
-            return error_set(err, "--budget %s: below the cheapest allocation, %.6g bits a value (%s in every layer's "
-                                  "keys and values)", a->o->budget_texts[b], bits, name);
+            char what[2 * SENS_SPEC_LEN + 64];
+            cheapest(a, &bits, what, sizeof what);
+            return error_set(err, "--budget %s: below the cheapest allocation, %.6g bits a value (%s)",
+                             a->o->budget_texts[b], bits, what);
         }
-        if (alloc_layered_text(a->choice[b], L, (const char (*)[SENS_SPEC_LEN])a->names, a->k_scheme[b],
+        if (alloc_layered_text(a->choice[b], L, (const char (*)[SENS_SPEC_LEN])a->names[SENS_KEYS], a->k_scheme[b],
                                sizeof a->k_scheme[b], err) ||
-            alloc_layered_text(a->choice[b] + L, L, (const char (*)[SENS_SPEC_LEN])a->names, a->v_scheme[b],
+            alloc_layered_text(a->choice[b] + L, L, (const char (*)[SENS_SPEC_LEN])a->names[SENS_VALUES], a->v_scheme[b],
                                sizeof a->v_scheme[b], err))
             return -1;
     }
@@ -246,16 +274,20 @@ static void alloc_free(Alloc *a) {
     sens_data_free(&a->d);
     free(a->weight);
     free(a->damage);
+    free(a->group_choices);
     for (int b = 0; b < ALLOC_MAX_BUDGETS; b++) free(a->choice[b]);
     memset(a, 0, sizeof *a);
 }
 
 /* ---- --verify: a sweep on held-out windows ---- */
 
-/* 1 when candidate c used alone on both sides fits budget. */
+/* The uniform configurations: key and value candidates paired by their place in the lists. */
+static int uniform_count(const Alloc *a) { return a->n_cand[0] < a->n_cand[1] ? a->n_cand[0] : a->n_cand[1]; }
+
+/* 1 when uniform configuration c (key candidate c in every layer, value candidate c) fits budget. */
 static int uniform_fits(const Alloc *a, int c, BitsFraction budget) {
     /* the mean of the two sides' bits, (k + v) / 2D <= num / den, in whole numbers */
-    long long sum = a->weight[c] + a->weight[(size_t)a->d.g.n_layers * a->n_cand + c];
+    long long sum = a->weight[c] + a->weight[(size_t)a->d.g.n_layers * a->C + c];
     long long lhs = times(sum, budget.den), rhs = times(2 * budget.num, a->D);
     if (lhs < 0 || rhs < 0) return (double)sum * budget.den <= 2.0 * (double)budget.num * a->D;   /* beyond 2^63 */
     return lhs <= rhs;
@@ -277,7 +309,7 @@ static int config_of(SweepSettings *s, const char *k, const char *v, int *at, Er
     return 0;
 }
 
-/* The verification's configurations: every budget's allocation, then every candidate used alone
+/* The verification's configurations: every budget's allocation, then every uniform configuration
  * whose bits fit the largest budget. */
 static int verify_configs(Alloc *a, Verify *v, SweepSettings *s, Error *err) {
     BitsFraction most = a->o->budgets[0];
@@ -286,11 +318,11 @@ static int verify_configs(Alloc *a, Verify *v, SweepSettings *s, Error *err) {
         if ((double)x.num / x.den > (double)most.num / most.den) most = x;
         if (config_of(s, a->k_scheme[b], a->v_scheme[b], &v->cfg_alloc[b], err)) return -1;
     }
-    for (int c = 0; c < a->n_cand; c++) {
+    for (int c = 0; c < uniform_count(a); c++) {
         if (!uniform_fits(a, c, most)) continue;
         v->uniform[v->n_uniform] = c;
         for (int b = 0; b < a->o->n_budgets; b++) v->fits[b][v->n_uniform] = uniform_fits(a, c, a->o->budgets[b]);
-        if (config_of(s, a->names[c], a->names[c], &v->cfg_uniform[v->n_uniform], err)) return -1;
+        if (config_of(s, a->names[SENS_KEYS][c], a->names[SENS_VALUES][c], &v->cfg_uniform[v->n_uniform], err)) return -1;
         v->n_uniform++;
     }
     return 0;

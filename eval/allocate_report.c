@@ -9,13 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double allocation_bits(const Alloc *a, int b) { return (double)a->result[b].weight / ((double)a->G * a->D); }
-
-static double uniform_bits(const Alloc *a, int c) {
-    return (double)(a->weight[c] + a->weight[(size_t)a->d.g.n_layers * a->n_cand + c]) / (2.0 * a->D);
+/* 1 when keys and values choose from the same candidates in the same order. */
+static int same_names(const Alloc *a) {
+    if (a->n_cand[0] != a->n_cand[1]) return 0;
+    for (int c = 0; c < a->n_cand[0]; c++)
+        if (strcmp(a->names[0][c], a->names[1][c])) return 0;
+    return 1;
 }
 
-/* The sum of candidate c's single-layer KLs over every layer and side, added as the knapsack adds. */
+static double allocation_bits(const Alloc *a, int b) { return (double)a->result[b].weight / ((double)a->G * a->D); }
+
+/* Uniform configuration c: key candidate c in every layer's keys, value candidate c in the values. */
+static double uniform_bits(const Alloc *a, int c) {
+    return (double)(a->weight[c] + a->weight[(size_t)a->d.g.n_layers * a->C + c]) / (2.0 * a->D);
+}
+
+/* Uniform configuration c in words: `SPEC`, or K `SPEC`, V `SPEC` when the sides' differ. */
+static void uniform_label(const Alloc *a, int c, const char *before, char *out, size_t n) {
+    const char *k = a->names[SENS_KEYS][c], *v = a->names[SENS_VALUES][c];
+    if (!strcmp(k, v)) snprintf(out, n, "%s`%s`", before, k);
+    else snprintf(out, n, "%sK `%s`, V `%s`", before, k, v);
+}
+
+/* The sum of uniform configuration c's single-layer KLs over every layer and side, added as the knapsack adds. */
 static double uniform_predicted(const Alloc *a, int c) {
     int *choice = malloc((size_t)a->G * sizeof *choice);
     if (!choice) return NAN;
@@ -42,9 +58,17 @@ static void print_header(FILE *f, const Alloc *a) {
     const SensData *d = &a->d;
     fprintf(f, "Allocation for `%s` from the sensitivity in `%s` (`%s`, %d windows, %ld scored tokens, ctx %d). Bits: "
                "effective bits per value at ctx %d, keys and values alike; predicted KL: the sum of the %d single-layer "
-               "mean KLs. Candidates:", a->o->model_dir, a->o->from, d->text_file, d->windows, d->scored, d->ctx, d->ctx,
-            a->G);
-    for (int c = 0; c < a->n_cand; c++) fprintf(f, "%s %s (%.4g)", c ? "," : "", a->names[c], uniform_bits(a, c));
+               "mean KLs. ", a->o->model_dir, a->o->from, d->text_file, d->windows, d->scored, d->ctx, d->ctx, a->G);
+    if (same_names(a)) {
+        fprintf(f, "Candidates:");
+        for (int c = 0; c < a->n_cand[0]; c++) fprintf(f, "%s %s (%.4g)", c ? "," : "", a->names[0][c], uniform_bits(a, c));
+    }
+    for (int side = 0; side < 2 && !same_names(a); side++) {
+        fprintf(f, "%s:", side ? "; value candidates" : "Key candidates");
+        for (int c = 0; c < a->n_cand[side]; c++)
+            fprintf(f, "%s %s (%.4g)", c ? "," : "", a->names[side][c],
+                    (double)a->bits[side][c].num / a->bits[side][c].den);
+    }
     fprintf(f, ".");
     if (d->calib_sha256[0] && d->calib_held_out != CALIB_HELD_OUT)   /* as sensitivity.json recorded it */
         fprintf(f, " The sensitivity's calibration (sha256 %.12s...)%s.", d->calib_sha256,
@@ -94,16 +118,16 @@ static void print_verify(FILE *f, const Alloc *a, const Verify *v) {
         if (u < 0) { fprintf(f, "| %s | no uniform candidate within the budget | | | | | | |\n", a->o->budget_texts[b]); continue; }
         int c = v->uniform[u];
         y = token_sums_summarize(&v->t->sums[v->cfg_uniform[u]]);
-        snprintf(label, sizeof label, "best uniform: `%s`", a->names[c]);
+        uniform_label(a, c, "best uniform: ", label, sizeof label);
         print_row(f, a->o->budget_texts[b], label, uniform_bits(a, c), uniform_predicted(a, c), &y);
     }
     fprintf(f, "\nEvery candidate used alone that fits the largest budget:\n\n| candidate | bits | KL predicted | KL measured "
                "| measured / predicted | delta ppl %% | top-1 %% |\n|---|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < v->n_uniform; i++) {
-        char label[SENS_SPEC_LEN + 4];
+        char label[2 * SENS_SPEC_LEN + 16];
         int c = v->uniform[i];
         PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]);
-        snprintf(label, sizeof label, "`%s`", a->names[c]);
+        uniform_label(a, c, "", label, sizeof label);
         print_row(f, "", label, uniform_bits(a, c), uniform_predicted(a, c), &y);
     }
 }
@@ -162,7 +186,7 @@ static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
         if (u >= 0) {
             int c = v->uniform[u];
             y = token_sums_summarize(&v->t->sums[v->cfg_uniform[u]]);
-            MeasuredRow uniform = {"uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c)};
+            MeasuredRow uniform = {"uniform", a->names[0][c], a->names[1][c], uniform_bits(a, c), uniform_predicted(a, c)};
             json_measured(f, &uniform, &y, 1, 1);
         }
         fprintf(f, "   ]}%s\n", b + 1 < a->o->n_budgets ? "," : "");
@@ -171,10 +195,39 @@ static void write_json_verify(FILE *f, const Alloc *a, const Verify *v) {
     for (int i = 0; i < v->n_uniform; i++) {
         int c = v->uniform[i];
         PplSummary y = token_sums_summarize(&v->t->sums[v->cfg_uniform[i]]);
-        MeasuredRow uniform = {"uniform", a->names[c], a->names[c], uniform_bits(a, c), uniform_predicted(a, c)};
+        MeasuredRow uniform = {"uniform", a->names[0][c], a->names[1][c], uniform_bits(a, c), uniform_predicted(a, c)};
         json_measured(f, &uniform, &y, 0, i + 1 == v->n_uniform);
     }
     fprintf(f, "  ]\n  }\n");
+}
+
+/* One list for both sides: each candidate with its bits as keys and as values. */
+static void write_json_candidates(FILE *f, const Alloc *a) {
+    fprintf(f, "  \"candidates\": [\n");
+    for (int c = 0; c < a->n_cand[0]; c++) {
+        fprintf(f, "    {\"spec\": ");
+        json_out_quoted(f, a->names[0][c], strlen(a->names[0][c]));
+        fprintf(f, ", \"k_bits\": %.17g, \"v_bits\": %.17g, \"k_bits_fraction\": [%lld, %lld], "
+                   "\"v_bits_fraction\": [%lld, %lld]}%s\n", (double)a->bits[0][c].num / a->bits[0][c].den,
+                (double)a->bits[1][c].num / a->bits[1][c].den, a->bits[0][c].num, a->bits[0][c].den, a->bits[1][c].num,
+                a->bits[1][c].den, c + 1 < a->n_cand[0] ? "," : "");
+    }
+    fprintf(f, "  ],\n");
+}
+
+/* Keys' and values' own lists: "k_candidates", "v_candidates", each candidate with its bits. */
+static void write_json_side_candidates(FILE *f, const Alloc *a) {
+    for (int side = 0; side < 2; side++) {
+        fprintf(f, "  \"%s_candidates\": [\n", side ? "v" : "k");
+        for (int c = 0; c < a->n_cand[side]; c++) {
+            BitsFraction b = a->bits[side][c];
+            fprintf(f, "    {\"spec\": ");
+            json_out_quoted(f, a->names[side][c], strlen(a->names[side][c]));
+            fprintf(f, ", \"bits\": %.17g, \"bits_fraction\": [%lld, %lld]}%s\n", (double)b.num / b.den, b.num, b.den,
+                    c + 1 < a->n_cand[side] ? "," : "");
+        }
+        fprintf(f, "  ],\n");
+    }
 }
 
 static void write_json(FILE *f, const Alloc *a, const Verify *v) {
@@ -192,16 +245,9 @@ static void write_json(FILE *f, const Alloc *a, const Verify *v) {
     fprintf(f, "  \"ctx\": %d,\n  \"n_layers\": %d,\n", d->ctx, L);
     json_out_string(f, "bits", "effective bits per value at ctx; keys and values alike", 0);
     json_out_string(f, "predicted_kl", "the sum of the single-layer mean KLs of the choice", 0);
-    fprintf(f, "  \"candidates\": [\n");
-    for (int c = 0; c < a->n_cand; c++) {
-        fprintf(f, "    {\"spec\": ");
-        json_out_quoted(f, a->names[c], strlen(a->names[c]));
-        fprintf(f, ", \"k_bits\": %.17g, \"v_bits\": %.17g, \"k_bits_fraction\": [%lld, %lld], "
-                   "\"v_bits_fraction\": [%lld, %lld]}%s\n", (double)a->bits[0][c].num / a->bits[0][c].den,
-                (double)a->bits[1][c].num / a->bits[1][c].den, a->bits[0][c].num, a->bits[0][c].den, a->bits[1][c].num,
-                a->bits[1][c].den, c + 1 < a->n_cand ? "," : "");
-    }
-    fprintf(f, "  ],\n  \"allocations\": [\n");
+    if (same_names(a)) write_json_candidates(f, a);
+    else write_json_side_candidates(f, a);
+    fprintf(f, "  \"allocations\": [\n");
     for (int b = 0; b < a->o->n_budgets; b++) {
         fprintf(f, "    {\"budget\": %.17g, \"budget_fraction\": [%lld, %lld], \"bits\": %.17g, \"predicted_kl\": %.17g, "
                    "\"k_scheme\": ", (double)a->o->budgets[b].num / a->o->budgets[b].den, a->o->budgets[b].num,
@@ -212,7 +258,7 @@ static void write_json(FILE *f, const Alloc *a, const Verify *v) {
         for (int side = 0; side < 2; side++) {
             fprintf(f, ", \"%s_choice\": [", side ? "v" : "k");
             for (int l = 0; l < L; l++) {
-                const char *name = a->names[a->choice[b][side * L + l]];
+                const char *name = a->names[side][a->choice[b][side * L + l]];
                 if (l) fprintf(f, ", ");
                 json_out_quoted(f, name, strlen(name));
             }

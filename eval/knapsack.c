@@ -20,6 +20,9 @@ static long long gcd(long long a, long long b) {
     return a;
 }
 
+/* The choices of group g. */
+static int choices_of(const Knapsack *k, int g) { return k->group_choices ? k->group_choices[g] : k->n_choices; }
+
 double knapsack_damage(const Knapsack *k, const int *choice) {
     double sum = 0;
     for (int g = k->n_groups - 1; g >= 0; g--) sum = k->damage[(size_t)g * k->n_choices + choice[g]] + sum;
@@ -34,14 +37,15 @@ static int lightest_weights(const Knapsack *k, long long *lightest, long long *b
     *step = 0;
     for (int g = 0; g < G; g++) {
         const long long *w = k->weight + (size_t)g * C;
+        int n = choices_of(k, g);
         lightest[g] = w[0];
-        for (int c = 0; c < C; c++) {
+        for (int c = 0; c < n; c++) {
             if (w[c] < 0) return error_set(err, "knapsack: group %d, choice %d weighs %lld (< 0)", g, c, w[c]);
             if (w[c] < lightest[g]) lightest[g] = w[c];
         }
         if (*base > LLONG_MAX - lightest[g]) return error_set(err, "knapsack: the weights overflow");
         *base += lightest[g];
-        for (int c = 0; c < C; c++) *step = gcd(*step, w[c] - lightest[g]);
+        for (int c = 0; c < n; c++) *step = gcd(*step, w[c] - lightest[g]);
     }
     return 0;
 }
@@ -57,7 +61,7 @@ static long long room_of(const Knapsack *k, const long long *lightest, long long
     long long room = step ? (k->capacity - base) / step : 0, heaviest = 0;
     for (int g = 0; g < k->n_groups && heaviest < room; g++) {
         long long most = 0;
-        for (int c = 0; c < k->n_choices; c++) {
+        for (int c = 0; c < choices_of(k, g); c++) {
             long long u = units(k, lightest, step, g, c);
             if (u > most) most = u;
         }
@@ -73,8 +77,13 @@ int knapsack_solve(const Knapsack *k, int *choice, KnapsackResult *r, Error *err
     r->weight = 0;
     if (G < 1 || C < 1 || C > KNAPSACK_MAX_CHOICES)
         return error_set(err, "knapsack: %d groups of %d choices (at least 1 of 1 to %d)", G, C, KNAPSACK_MAX_CHOICES);
-    for (size_t i = 0; i < (size_t)G * C; i++)
-        if (!isfinite(k->damage[i])) return error_set(err, "knapsack: group %zu, choice %zu: damage not finite", i / C, i % C);
+    for (int g = 0; g < G; g++) {
+        int n = choices_of(k, g);
+        if (n < 1 || n > C) return error_set(err, "knapsack: group %d has %d choices (1 to %d)", g, n, C);
+        for (int c = 0; c < n; c++)
+            if (!isfinite(k->damage[(size_t)g * C + c]))
+                return error_set(err, "knapsack: group %d, choice %d: damage not finite", g, c);
+    }
     long long *lightest = malloc((size_t)G * sizeof *lightest), base, step;
     if (!lightest) return error_set(err, "out of memory");
     if (lightest_weights(k, lightest, &base, &step, err)) { free(lightest); return -1; }
@@ -98,10 +107,11 @@ int knapsack_solve(const Knapsack *k, int *choice, KnapsackResult *r, Error *err
     for (size_t w = 0; w < W; w++) next[w] = w ? INFINITY : 0;   /* no group left: only weight 0 */
     for (int g = G - 1; g >= 0; g--) {
         const double *d = k->damage + (size_t)g * C;
+        int n = choices_of(k, g);
         for (size_t w = 0; w < W; w++) {
             double best = INFINITY;
             int best_c = 0;
-            for (int c = 0; c < C; c++) {
+            for (int c = 0; c < n; c++) {
                 size_t u = (size_t)units(k, lightest, step, g, c);
                 if (u > w || next[w - u] == INFINITY) continue;
                 double v = d[c] + next[w - u];

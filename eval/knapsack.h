@@ -20,9 +20,11 @@
 
 typedef struct {
     int n_groups, n_choices;
-    const long long *weight;     /* [n_groups * n_choices], each >= 0 */
-    const double *damage;        /* [n_groups * n_choices], each finite */
+    const long long *weight;     /* [n_groups * n_choices], each of a group's choices >= 0 */
+    const double *damage;        /* [n_groups * n_choices], each of a group's choices finite */
     long long capacity;          /* the summed weight may not exceed it */
+    const int *group_choices;    /* [n_groups]: group g's choices are 0..group_choices[g]-1 (1..n_choices; the
+                                    rest of its row is not looked at); NULL: n_choices in every group */
 } Knapsack;
 
 typedef struct {
@@ -32,7 +34,7 @@ typedef struct {
 } KnapsackResult;
 
 /* Solves k: choice[g] for every group (when feasible). -1 with err for a problem it cannot
- * take (no groups or choices, a negative weight, a damage that is not finite, a table larger
+ * take (no groups or choices, a group's count of choices out of range, a negative weight, a damage that is not finite, a table larger
  * than KNAPSACK_MAX_CELLS, out of memory). */
 int knapsack_solve(const Knapsack *k, int *choice, KnapsackResult *r, Error *err);
 

@@ -2,10 +2,13 @@
  * values) and candidate scheme, the damage when only that layer's keys (or values) use the
  * candidate and everything else stays fp32.
  *
- * It is a sweep (eval/sweep.h) whose configurations are generated: for side K, layer L and
+ * Keys and values may have their own candidates (--k-candidates, --v-candidates; --candidates
+ * gives both the same list): a key-only scheme such as +prerope is a key candidate only.
+ *
+ * It is a sweep (eval/sweep.h) whose configurations are generated: for side K, layer L and key
  * candidate c the keys "fp32;L:c" and the values "fp32"; for side V the other way round. So it
- * has the sweep's session (each window's fp32 baseline once, then 2 x layers x candidates
- * quantized passes), its journal (resumable), its shards (put together by ./run sweep-merge,
+ * has the sweep's session (each window's fp32 baseline once, then layers x (key + value
+ * candidates) quantized passes), its journal (resumable), its shards (put together by ./run sweep-merge,
  * which recognises a sensitivity's configurations and writes its report too) and its numbers.
  *
  * Its report, beside the sweep's results.*: sensitivity.md (a table of mean KL by layer and
@@ -21,9 +24,12 @@
 #define SENS_DEFAULT_TEXT "data/wikitext-2-raw/wiki.valid.raw"   /* the calibration split */
 
 /* --candidates "SPEC,SPEC,...": each one SPEC (no per-layer items), valid for keys and for
- * values, written once. Fills g's candidates (n_layers left as it is). */
+ * values, written once. Fills both sides' candidates (n_layers left as it is). */
 int sens_parse_candidates(const char *list, SensGrid *g, Error *err);
-/* Appends the grid's 2 x n_layers x n_candidates configurations to s (s->configs holds
+/* --k-candidates / --v-candidates: the same for one side's list only (a value candidate with
+ * +prerope is refused); the other side's list is left as it is. */
+int sens_parse_side_candidates(const char *list, SensSide side, SensGrid *g, Error *err);
+/* Appends the grid's n_layers x (key + value candidates) configurations to s (s->configs holds
  * SWEEP_MAX_CONFIGS). */
 int sens_add_configs(SweepSettings *s, const SensGrid *g, Error *err);
 /* 1, with g filled, when s's configurations are exactly a sensitivity's (as sens_add_configs
@@ -60,7 +66,7 @@ typedef struct {
     double *kl_se;
 } SensData;
 
-/* Reads and checks dir/sensitivity.json: its CRC-32C (version 2), every cell once, the grid
+/* Reads and checks dir/sensitivity.json (versions 1 to SENS_JSON_VERSION): its CRC-32C (2 on), every cell once, the grid
  * complete, each mean KL in [0, SENS_KL_ABSURD] and its stderr neither negative nor infinite, and (both
  * versions) each mean KL its kl_sum / scored_tokens. Errors name the file. */
 int sens_read(const char *dir, SensData *d, Error *err);

@@ -1,6 +1,6 @@
 /* eval/sensitivity_chart.c: the sensitivity's heatmap (see eval/sensitivity.h): two panels side
  * by side, keys (K) left and values (V) right; rows are layers (0 at the top), columns the
- * candidates; each cell's colour is its mean KL on one log scale shared by both panels (dark blue
+ * side's candidates; each cell's colour is its mean KL on one log scale shared by both panels (dark blue
  * the least, yellow the most: svg_ramp), with the value written in it. */
 #include "eval/sensitivity_chart.h"
 #include "eval/svg.h"
@@ -27,16 +27,17 @@ static void kl_range(const double *kl, int n, double *lo, double *hi) {
     if (*hi - *lo < 1e-6) *lo -= 0.5, *hi += 0.5;
 }
 
-static int panel_x(const SensGrid *g, int side) { return LEFT + side * (g->n_candidates * CELL_W + GAP); }
+static int panel_x(const SensGrid *g, int side) { return LEFT + side * (g->n_candidates[SENS_KEYS] * CELL_W + GAP); }
 
 static void panel(FILE *f, const SensGrid *g, int side, const double *kl, const double *bits, double lo, double hi) {
+    int C = g->n_candidates[side];
     int x0 = panel_x(g, side);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"13\" font-weight=\"bold\">%s</text>\n", x0, TOP - 36,
             side == SENS_KEYS ? "K (keys)" : "V (values)");
-    for (int c = 0; c < g->n_candidates; c++) {
+    for (int c = 0; c < C; c++) {
         int xc = x0 + c * CELL_W + CELL_W / 2;
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">", xc, TOP - 18);
-        svg_text(f, g->candidates[c]);
+        svg_text(f, g->candidates[side][c]);
         fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\" fill=\"#555\">%.4g bits</text>\n",
                 xc, TOP - 6, bits[c]);
     }
@@ -44,7 +45,7 @@ static void panel(FILE *f, const SensGrid *g, int side, const double *kl, const 
         int y = TOP + layer * CELL_H;
         fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"end\">%d</text>\n", x0 - 4, y + CELL_H - 6,
                 layer);
-        for (int c = 0; c < g->n_candidates; c++) {
+        for (int c = 0; c < C; c++) {
             double v = kl[sens_config_index(g, side, layer, c)];
             int rgb[3] = {204, 204, 204}, drawn = isfinite(v) && v > 0;
             double t = drawn ? (log10(v) - lo) / (hi - lo) : 0;
@@ -52,7 +53,7 @@ static void panel(FILE *f, const SensGrid *g, int side, const double *kl, const 
             fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\" "
                        "stroke=\"white\"><title>%s layer %d ", x0 + c * CELL_W, y, CELL_W, CELL_H, rgb[0], rgb[1], rgb[2],
                     side == SENS_KEYS ? "K" : "V", layer);
-            svg_text(f, g->candidates[c]);
+            svg_text(f, g->candidates[side][c]);
             fprintf(f, ": KL %.6g</title></rect>\n", v);
             fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\" fill=\"%s\">%.2g</text>\n",
                     x0 + c * CELL_W + CELL_W / 2, y + CELL_H - 6, drawn && t > 0.55 ? "black" : drawn ? "white" : "black",
@@ -80,11 +81,12 @@ static void colour_bar(FILE *f, int x0, int y0, int width, double lo, double hi)
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"10\">%.2g</text>\n", x0 + width + 4, y0 + BAR_H - 2, pow(10, hi));
 }
 
-int sens_write_heatmap_svg(FILE *f, const char *title, const SensGrid *g, const double *kl, const double *bits) {
-    int n = 2 * g->n_layers * g->n_candidates;
+int sens_write_heatmap_svg(FILE *f, const char *title, const SensGrid *g, const double *kl, const double *k_bits,
+                           const double *v_bits) {
+    int n = sens_cell_count(g);
     double lo, hi;
     kl_range(kl, n, &lo, &hi);
-    int panels_w = 2 * g->n_candidates * CELL_W + GAP, bar_y = TOP + g->n_layers * CELL_H + 34;
+    int panels_w = (g->n_candidates[SENS_KEYS] + g->n_candidates[SENS_VALUES]) * CELL_W + GAP, bar_y = TOP + g->n_layers * CELL_H + 34;
     int width = LEFT + panels_w + 20, height = bar_y + BAR_H + 30;
     if (width < 660) width = 660;   /* the title's line */
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -96,8 +98,8 @@ int sens_write_heatmap_svg(FILE *f, const char *title, const SensGrid *g, const 
     svg_text(f, title ? title : "");
     fprintf(f, "</text>\n<text x=\"10\" y=\"50\" font-size=\"11\">rows: layers 0-%d; columns: candidates; every "
                "other layer and side stays fp32</text>\n", g->n_layers - 1);
-    panel(f, g, SENS_KEYS, kl, bits, lo, hi);
-    panel(f, g, SENS_VALUES, kl, bits, lo, hi);
+    panel(f, g, SENS_KEYS, kl, k_bits, lo, hi);
+    panel(f, g, SENS_VALUES, kl, v_bits, lo, hi);
     colour_bar(f, LEFT, bar_y, panels_w < 300 ? panels_w : 300, lo, hi);
     fprintf(f, "</svg>\n");
     return ferror(f) ? -1 : 0;

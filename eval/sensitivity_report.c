@@ -22,7 +22,7 @@ typedef struct {
     char model_sha256[65];
     PplSummary *y;                       /* [sens_config_index] */
     double *kl;                          /* [sens_config_index]: y's kl_mean, for the heatmap */
-    double stored[SENS_MAX_CANDIDATES], bits[SENS_MAX_CANDIDATES];   /* stored, effective at ctx */
+    double stored[2][SENS_MAX_CANDIDATES], bits[2][SENS_MAX_CANDIDATES];   /* [side]: stored, effective at ctx */
 } Report;
 
 static void report_free(Report *r) {
@@ -34,7 +34,7 @@ static void report_free(Report *r) {
 static int report_init(Report *r, const SweepSettings *s, const SweepTotals *t, const SensGrid *g, Error *err) {
     memset(r, 0, sizeof *r);
     r->s = s, r->t = t, r->g = g;
-    r->n_cells = 2 * g->n_layers * g->n_candidates;
+    r->n_cells = sens_cell_count(g);
     char path[4200];
     Config c;
     snprintf(path, sizeof path, "%s/config.json", s->model);
@@ -50,16 +50,17 @@ static int report_init(Report *r, const SweepSettings *s, const SweepTotals *t, 
         r->y[i] = token_sums_summarize(&t->sums[i]);
         r->kl[i] = r->y[i].kl_mean;
     }
-    for (int k = 0; k < g->n_candidates; k++) {
-        KvSpec spec;
-        char why[160];
-        if (kv_spec_parse(g->candidates[k], KV_SIDE_KEYS, &spec, why, sizeof why)) {
-            report_free(r);
-            return error_set(err, "candidate '%s': %s", g->candidates[k], why);
+    for (int side = 0; side < 2; side++)
+        for (int k = 0; k < g->n_candidates[side]; k++) {
+            KvSpec spec;
+            char why[160];
+            if (kv_spec_parse(g->candidates[side][k], side ? KV_SIDE_VALUES : KV_SIDE_KEYS, &spec, why, sizeof why)) {
+                report_free(r);
+                return error_set(err, "candidate '%s': %s", g->candidates[side][k], why);
+            }
+            r->stored[side][k] = kv_spec_stored_bits(&spec, c.head_dim);
+            r->bits[side][k] = kv_spec_effective_bits(&spec, c.head_dim, s->ppl.ctx);
         }
-        r->stored[k] = kv_spec_stored_bits(&spec, c.head_dim);
-        r->bits[k] = kv_spec_effective_bits(&spec, c.head_dim, s->ppl.ctx);
-    }
     return 0;
 }
 
@@ -96,23 +97,35 @@ static void print_header(FILE *f, const Report *r) {
                "bits are effective bits per value at ctx %d.\n\n", s->ppl.ctx);
 }
 
-/* Mean KL +/- SE: rows side and layer, columns the candidates. */
-static void print_kl_table(FILE *f, const Report *r) {
+/* Mean KL +/- SE of sides first..last: rows side and layer, columns first's candidates (last's
+ * are the same). */
+static void print_sides_table(FILE *f, const Report *r, int first, int last) {
     const SensGrid *g = r->g;
     fprintf(f, "| side | layer |");
-    for (int c = 0; c < g->n_candidates; c++) fprintf(f, " %s (%.4g b) |", g->candidates[c], r->bits[c]);
+    for (int c = 0; c < g->n_candidates[first]; c++) fprintf(f, " %s (%.4g b) |", g->candidates[first][c], r->bits[first][c]);
     fprintf(f, "\n|---|---:|");
-    for (int c = 0; c < g->n_candidates; c++) fprintf(f, "---:|");
+    for (int c = 0; c < g->n_candidates[first]; c++) fprintf(f, "---:|");
     fprintf(f, "\n");
-    for (int side = 0; side < 2; side++)
+    for (int side = first; side <= last; side++)
         for (int layer = 0; layer < g->n_layers; layer++) {
             fprintf(f, "| %s | %d |", SIDE_NAMES[side], layer);
-            for (int c = 0; c < g->n_candidates; c++) {
+            for (int c = 0; c < g->n_candidates[side]; c++) {
                 const PplSummary *y = &r->y[sens_config_index(g, side, layer, c)];
                 fprintf(f, " %.3g +/- %.2g |", y->kl_mean, y->kl_se);
             }
             fprintf(f, "\n");
         }
+}
+
+/* One table of both sides when they share the candidates, else the keys' table and the values'. */
+static void print_kl_table(FILE *f, const Report *r) {
+    if (sens_same_candidates(r->g)) {
+        print_sides_table(f, r, SENS_KEYS, SENS_VALUES);
+        return;
+    }
+    print_sides_table(f, r, SENS_KEYS, SENS_KEYS);
+    fprintf(f, "\n");
+    print_sides_table(f, r, SENS_VALUES, SENS_VALUES);
 }
 
 static void print_cells_table(FILE *f, const Report *r) {
@@ -122,13 +135,13 @@ static void print_cells_table(FILE *f, const Report *r) {
                "|---|---:|---|---:|%s---:|---:|---:|---:|---:|\n", entropy ? " bits entropy |" : "", entropy ? "---:|" : "");
     for (int side = 0; side < 2; side++)
         for (int layer = 0; layer < g->n_layers; layer++)
-            for (int c = 0; c < g->n_candidates; c++) {
+            for (int c = 0; c < g->n_candidates[side]; c++) {
                 int i = sens_config_index(g, side, layer, c);
                 const PplSummary *y = &r->y[i];
                 char bits[32] = "";
                 if (entropy) snprintf(bits, sizeof bits, " %.4g |", cell_entropy_bits(r, side, i));
                 fprintf(f, "| %s | %d | %s | %.4g |%s %.3g +/- %.2g | %.3g | %.3g | %+.3f +/- %.3f | %.2f +/- %.2f |\n",
-                        SIDE_NAMES[side], layer, g->candidates[c], r->bits[c], bits, y->kl_mean, y->kl_se, y->kl_p99, y->kl_max,
+                        SIDE_NAMES[side], layer, g->candidates[side][c], r->bits[side][c], bits, y->kl_mean, y->kl_se, y->kl_p99, y->kl_max,
                         y->delta_pct, y->delta_pct_se, 100 * y->top1, 100 * y->top1_se);
             }
 }
@@ -150,12 +163,12 @@ static void write_csv(FILE *f, const Report *r) {
                "kl_sum,nll_sum,base_nll_sum,entropy_bits\n");
     for (int side = 0; side < 2; side++)
         for (int layer = 0; layer < g->n_layers; layer++)
-            for (int c = 0; c < g->n_candidates; c++) {
+            for (int c = 0; c < g->n_candidates[side]; c++) {
                 int i = sens_config_index(g, side, layer, c);
                 const PplSummary *y = &r->y[i];
                 const TokenSums *t = &r->t->sums[i];
-                fprintf(f, "%s,%d,\"%s\",%.9g,%.9g,%ld", SIDE_NAMES[side], layer, g->candidates[c], r->stored[c],
-                        r->bits[c], y->n);
+                fprintf(f, "%s,%d,\"%s\",%.9g,%.9g,%ld", SIDE_NAMES[side], layer, g->candidates[side][c],
+                        r->stored[side][c], r->bits[side][c], y->n);
                 double v[] = {y->kl_mean, y->kl_se, y->kl_median, y->kl_p99, y->kl_max, y->ppl, y->base_ppl,
                               y->delta_pct, y->delta_pct_se, y->ln_ratio, y->ln_ratio_se, y->top1, y->top1_se};
                 for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) fprintf(f, ",%.9g", v[k]);
@@ -169,7 +182,7 @@ static void write_cell_json(FILE *f, const Report *r, int side, int layer, int c
     const TokenSums *t = &r->t->sums[i];
     const SweepConfig *sc = &r->s->configs[i];
     fprintf(f, "  {\"side\": \"%s\", \"layer\": %d, \"candidate\": ", SIDE_NAMES[side], layer);
-    json_out_quoted(f, r->g->candidates[c], strlen(r->g->candidates[c]));
+    json_out_quoted(f, r->g->candidates[side][c], strlen(r->g->candidates[side][c]));
     fprintf(f, ",\n");
     json_out_string(f, "k_scheme", sc->k_text, 0);
     json_out_string(f, "v_scheme", sc->v_text, 0);
@@ -203,18 +216,22 @@ static void write_json(FILE *f, const Report *r) {
     json_out_number(f, "baseline_ppl", r->n_cells > 0 ? r->y[0].base_ppl : NAN, 0);
     fprintf(f, "  \"n_layers\": %d,\n  \"head_dim\": %d,\n", g->n_layers, r->head_dim);
     json_out_string(f, "bits", "effective bits per value at ctx (SCHEMES.md 6)", 0);
-    fprintf(f, "  \"candidates\": [\n");
-    for (int c = 0; c < g->n_candidates; c++) {
-        fprintf(f, "    {\"spec\": ");
-        json_out_quoted(f, g->candidates[c], strlen(g->candidates[c]));
-        fprintf(f, ", \"stored_bits\": %.17g, \"effective_bits\": %.17g}%s\n", r->stored[c], r->bits[c],
-                c + 1 < g->n_candidates ? "," : "");
+    for (int side = 0; side < 2; side++) {
+        fprintf(f, "  \"%s_candidates\": [\n", side ? "v" : "k");
+        for (int c = 0; c < g->n_candidates[side]; c++) {
+            fprintf(f, "    {\"spec\": ");
+            json_out_quoted(f, g->candidates[side][c], strlen(g->candidates[side][c]));
+            fprintf(f, ", \"stored_bits\": %.17g, \"effective_bits\": %.17g}%s\n", r->stored[side][c], r->bits[side][c],
+                    c + 1 < g->n_candidates[side] ? "," : "");
+        }
+        fprintf(f, "  ],\n");
     }
-    fprintf(f, "  ],\n  \"cells\": [\n");
+    fprintf(f, "  \"cells\": [\n");
     for (int side = 0; side < 2; side++)
         for (int layer = 0; layer < g->n_layers; layer++)
-            for (int c = 0; c < g->n_candidates; c++)
-                write_cell_json(f, r, side, layer, c, side == 1 && layer == g->n_layers - 1 && c == g->n_candidates - 1);
+            for (int c = 0; c < g->n_candidates[side]; c++)
+                write_cell_json(f, r, side, layer, c,
+                                side == 1 && layer == g->n_layers - 1 && c == g->n_candidates[side] - 1);
     fprintf(f, "  ]\n}\n");
 }
 
@@ -236,7 +253,7 @@ static void write_svg(FILE *f, const Report *r) {
     snprintf(title, sizeof title, "%s, %s, ctx %d, %ld scored tokens%s", r->s->model, r->s->text_file, r->s->ppl.ctx,
              r->n_cells > 0 ? r->y[0].n : 0L,
              r->s->calib_sha256[0] && r->s->calib_held_out == CALIB_NOT_HELD_OUT ? ", calibration NOT held out" : "");
-    sens_write_heatmap_svg(f, title, r->g, r->kl, r->bits);
+    sens_write_heatmap_svg(f, title, r->g, r->kl, r->bits[SENS_KEYS], r->bits[SENS_VALUES]);
 }
 
 /* ---- the files ---- */

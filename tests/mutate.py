@@ -49,7 +49,7 @@ def i51_m(name, path, old, new, test, what):
 
 
 def i50_m(name, path, old, new, test, what):
-    """A mutation of issue 50's layer resume (item 7: a sensitivity's cells start at their layer)."""
+    """A mutation of issue 50 (the layer resume of item 7; keys' and values' own candidate lists of item 5)."""
     return Mutation(name, path, old, new, test, what, "issue 50")
 
 
@@ -355,6 +355,18 @@ MUTATIONS = [
     i50_m("resume-batch-offset", "eval/layer_resume.c",
           "return r->x[l] + (size_t)pos * r->dim; }", "return r->x[l] + (size_t)(pos > 0 ? pos - 1 : 0) * r->dim; }",
           "test_layer_resume", "held rows of a batch one position early"),
+    # ---- issue 50: keys and values with their own candidate lists ----
+    i50_m("sens-index-sides-swapped", "eval/sensitivity_grid.h",
+          "side == SENS_VALUES ? g->n_layers * g->n_candidates[SENS_KEYS] : 0;",
+          "side == SENS_VALUES ? g->n_layers * g->n_candidates[SENS_VALUES] : 0;",
+          "test_allocate", "the value cells placed after layers x the values' count, not the keys'"),
+    i50_m("knapsack-group-choices-ignored", "eval/knapsack.c",
+          "        int n = choices_of(k, g);\n        for (size_t w = 0; w < W; w++) {",
+          "        int n = C;\n        for (size_t w = 0; w < W; w++) {",
+          "test_allocate", "the knapsack chooses from a whole row, past a group's own count of choices"),
+    i50_m("alloc-side-takes-other-list", "eval/allocate.c",
+          "        a->group_choices[g] = a->n_cand[side];", "        a->group_choices[g] = C;",
+          "tests/test_cli_allocate.sh", "a side with fewer candidates may choose past its own list"),
 ]
 
 # ---- running ----

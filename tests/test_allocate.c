@@ -3,7 +3,8 @@
  *   - the knapsack against brute force (every combination) on 3,000 small random instances:
  *     the same feasibility and least damage to the bit; with whole-number damages (many ties)
  *     the very same choice, by the stated tie rule (least weight, then the smaller index in
- *     group 0, 1, ...); its refusals (NaN damage, negative weight, too many choices, a table too
+ *     group 0, 1, ...), also with groups of fewer choices than a row holds (the rest of the row
+ *     weighing 0 and damaging least, never chosen); its refusals (NaN damage, negative weight, too many choices, a table too
  *     large);
  *   - exact bits: alloc_spec_bits equals kv_spec_effective_bits for 14 schemes (+res, +sink,
  *     token-axis groups, fp32) at every ctx from 1 to 2,100, in lowest terms, and two by hand;
@@ -11,7 +12,8 @@
  *   - an allocation's LAYERED text parses back to the chosen candidate at every layer (random
  *     choices, 1 to 14 layers), and one that needs more than 16 items is refused;
  *   - the sensitivity's grid: the generated configurations, keys and values apart, recognised
- *     again, and not when one is changed;
+ *     again, and not when one is changed; keys and values with lists of their own (2 key, 1
+ *     value candidate: 3 x 2 + 3 x 1 cells, each side's configurations its own candidates);
  *   - the heatmap: K cells left of V cells, each cell's title naming its side, layer, candidate
  *     and KL, the colour scale's ends at the least and the largest KL, 0 drawn grey. */
 #include "tests/test.h"
@@ -41,8 +43,12 @@ static Brute brute_force(const Knapsack *k) {
         long long x = i;
         for (int g = G - 1; g >= 0; g--) c[g] = (int)(x % C), x /= C;
         long long w = 0;
-        for (int g = 0; g < G; g++) w += k->weight[g * C + c[g]];
-        if (w > k->capacity) continue;
+        int outside = 0;
+        for (int g = 0; g < G; g++) {
+            w += k->weight[g * C + c[g]];
+            if (k->group_choices && c[g] >= k->group_choices[g]) outside = 1;
+        }
+        if (w > k->capacity || outside) continue;
         double d = knapsack_damage(k, c);
         if (!best.feasible || d < best.damage || (d == best.damage && w < best.weight)) {
             best.feasible = 1, best.damage = d, best.weight = w;
@@ -54,7 +60,7 @@ static Brute brute_force(const Knapsack *k) {
 
 static void test_knapsack_brute_force(void) {
     uint64_t seed = 41;
-    int bad_value = 0, bad_choice = 0, bad_feasible = 0, whole = 0, real = 0, infeasible = 0;
+    int bad_value = 0, bad_choice = 0, bad_feasible = 0, whole = 0, real = 0, infeasible = 0, bad_outside = 0;
     char why[700] = "";
     for (int t = 0; t < 3000; t++) {
         int G = 1 + (int)(uniform(&seed) * 6), C = 1 + (int)(uniform(&seed) * 4), ties = t % 2 == 0;
@@ -69,7 +75,12 @@ static void test_knapsack_brute_force(void) {
             for (int c = 0; c < C; c++) most = weight[g * C + c] > most ? weight[g * C + c] : most;
             max_sum += most;
         }
-        Knapsack k = {G, C, weight, damage, (long long)(uniform(&seed) * (max_sum + 4)) - 2};
+        int counts[8];   /* every third instance: groups of 1..C choices, the rest of their row a decoy */
+        for (int g = 0; g < G; g++) {
+            counts[g] = t % 3 == 1 ? 1 + (int)(uniform(&seed) * C) : C;
+            for (int c = counts[g]; c < C; c++) weight[g * C + c] = 0, damage[g * C + c] = -1;
+        }
+        Knapsack k = {G, C, weight, damage, (long long)(uniform(&seed) * (max_sum + 4)) - 2, t % 3 == 1 ? counts : NULL};
         int choice[8];
         KnapsackResult r;
         Error err;
@@ -78,7 +89,10 @@ static void test_knapsack_brute_force(void) {
         if (r.feasible != b.feasible) { bad_feasible++; continue; }
         if (!b.feasible) { infeasible++; continue; }
         long long w = 0;
-        for (int g = 0; g < G; g++) w += weight[g * C + choice[g]];
+        for (int g = 0; g < G; g++) {
+            w += weight[g * C + choice[g]];
+            if (choice[g] >= counts[g]) bad_outside++;
+        }
         if (r.damage != b.damage || r.damage != knapsack_damage(&k, choice) || w != r.weight || w > k.capacity) {
             if (!bad_value) snprintf(why, sizeof why, "instance %d: damage %.17g, brute force %.17g", t, r.damage, b.damage);
             bad_value++;
@@ -94,6 +108,8 @@ static void test_knapsack_brute_force(void) {
           "%d values, %d feasibility differ (%d infeasible instances): %s", bad_value, bad_feasible, infeasible, why);
     check(!bad_choice && whole > 500, "knapsack: whole-number damages (ties): the same choice as brute force (least weight, then the lowest indices from group 0)",
           "%d of %d differ", bad_choice, whole);
+    check(!bad_outside, "knapsack: groups of fewer choices (every third instance): never a choice beyond a group's count, "
+          "though those weigh 0 and damage least", "%d chosen", bad_outside);
     check(real > 500 && whole > 500, "knapsack: over 500 feasible instances with real damages and over 500 with whole ones", "%d", real);
 }
 
@@ -102,7 +118,7 @@ static void test_knapsack_exact_capacity(void) {
     /* 2.25 and 2.75 bits in quarters: four groups at a mean of 2.5 bits take two of each */
     long long w[8] = {9, 11, 9, 11, 9, 11, 9, 11};
     double d[8] = {1.0, 0.5, 1.0, 0.25, 1.0, 0.75, 1.0, 0.125};
-    Knapsack k = {4, 2, w, d, 40};
+    Knapsack k = {4, 2, w, d, 40, NULL};
     int choice[4];
     KnapsackResult r;
     Error err;
@@ -126,7 +142,7 @@ static void test_knapsack_refusals(void) {
     int choice[2];
     KnapsackResult r;
     Error err;
-    Knapsack k = {2, 2, w, d, 10};
+    Knapsack k = {2, 2, w, d, 10, NULL};
     check(knapsack_solve(&k, choice, &r, &err) && strstr(err.msg, "not finite"), "knapsack: a NaN damage is refused",
           "%s", err.msg);
     d[1] = 1;
@@ -134,11 +150,19 @@ static void test_knapsack_refusals(void) {
     check(knapsack_solve(&k, choice, &r, &err) && strstr(err.msg, "< 0"), "knapsack: a negative weight is refused", "%s",
           err.msg);
     long long big[4] = {0, 1LL << 40, 0, (1LL << 40) + 1};
-    Knapsack huge = {2, 2, big, d, 1LL << 50};
+    Knapsack huge = {2, 2, big, d, 1LL << 50, NULL};
     check(knapsack_solve(&huge, choice, &r, &err) && strstr(err.msg, "too fine"), "knapsack: a table beyond its cell limit is refused",
           "%s", err.msg);
-    Knapsack none = {0, 2, w, d, 10};
+    Knapsack none = {0, 2, w, d, 10, NULL};
     check(knapsack_solve(&none, choice, &r, &err) != 0, "knapsack: no groups is refused", "");
+    w[2] = 3;
+    int counts[2] = {2, 3};
+    Knapsack wide = {2, 2, w, d, 10, counts};
+    check(knapsack_solve(&wide, choice, &r, &err) && strstr(err.msg, "group 1 has 3 choices"),
+          "knapsack: a group of more choices than a row holds is refused", "%s", err.msg);
+    counts[1] = 0;
+    check(knapsack_solve(&wide, choice, &r, &err) && strstr(err.msg, "group 1 has 0 choices"),
+          "knapsack: a group of no choices is refused", "%s", err.msg);
 }
 
 /* ---- exact bits ---- */
@@ -257,7 +281,8 @@ static void test_grid(void) {
     SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
     SensGrid g = {0}, back;
     Error err;
-    int ok = s.configs && !sens_parse_candidates(" tq2 , int4-g64+had", &g, &err) && g.n_candidates == 2;
+    int ok = s.configs && !sens_parse_candidates(" tq2 , int4-g64+had", &g, &err) && g.n_candidates[SENS_KEYS] == 2 &&
+             g.n_candidates[SENS_VALUES] == 2;
     g.n_layers = 3;
     ok = ok && !sens_add_configs(&s, &g, &err) && s.n_configs == 12;
     const SweepConfig *k11 = &s.configs[sens_config_index(&g, SENS_KEYS, 1, 1)];
@@ -266,7 +291,8 @@ static void test_grid(void) {
          !strcmp(v20->v_text, "fp32;2:tq2");
     check(ok, "grid: K layer 1 int4-g64+had is keys fp32;1:int4-g64+had, values fp32; V layer 2 tq2 the other way round",
           "%s / %s", s.configs ? k11->k_text : "", s.configs ? v20->v_text : "");
-    ok = ok && sens_grid_of(&s, &back) && back.n_layers == 3 && back.n_candidates == 2 && !strcmp(back.candidates[1], "int4-g64+had");
+    ok = ok && sens_grid_of(&s, &back) && back.n_layers == 3 && back.n_candidates[SENS_KEYS] == 2 &&
+         back.n_candidates[SENS_VALUES] == 2 && !strcmp(back.candidates[SENS_VALUES][1], "int4-g64+had");
     check(ok, "grid: a sensitivity's configurations are recognised (3 layers, 2 candidates)", "");
     if (s.configs) snprintf(s.configs[7].v_text, sizeof s.configs[7].v_text, "fp32;1:tq2");
     check(s.configs && !sens_grid_of(&s, &back), "grid: one configuration changed: not a sensitivity", "");
@@ -278,17 +304,51 @@ static void test_grid(void) {
     free(s.configs);
 }
 
+/* Keys and values with their own lists: 2 key candidates (one for keys only), 1 value candidate. */
+static void test_grid_sides(void) {
+    SweepSettings s = {.configs = calloc(SWEEP_MAX_CONFIGS, sizeof(SweepConfig))};
+    SensGrid g = {0}, back;
+    Error err;
+    int ok = s.configs && !sens_parse_side_candidates("tq2,pca2+prerope", SENS_KEYS, &g, &err) &&
+             !sens_parse_side_candidates("nuq3-g64", SENS_VALUES, &g, &err) && g.n_candidates[SENS_KEYS] == 2 &&
+             g.n_candidates[SENS_VALUES] == 1 && !sens_same_candidates(&g);
+    g.n_layers = 3;
+    ok = ok && !sens_add_configs(&s, &g, &err) && s.n_configs == 3 * 2 + 3 * 1 && sens_cell_count(&g) == 9;
+    check(ok, "grid of own lists: 3 layers x 2 key candidates + 3 layers x 1 value candidate = 9 configurations", "%d",
+          s.configs ? s.n_configs : -1);
+    int bad = 0;
+    for (int side = 0; ok && side < 2; side++)
+        for (int layer = 0; layer < 3; layer++)
+            for (int c = 0; c < g.n_candidates[side]; c++) {
+                const SweepConfig *sc = &s.configs[sens_config_index(&g, side, layer, c)];
+                char want[128];
+                snprintf(want, sizeof want, "fp32;%d:%s", layer, g.candidates[side][c]);
+                if (strcmp(side ? sc->v_text : sc->k_text, want) || strcmp(side ? sc->k_text : sc->v_text, "fp32")) bad++;
+            }
+    check(ok && !bad, "grid of own lists: each cell's configuration is its side's candidate at its layer, the other side fp32",
+          "%d wrong", bad);
+    ok = ok && sens_grid_of(&s, &back) && back.n_layers == 3 && back.n_candidates[SENS_KEYS] == 2 &&
+         back.n_candidates[SENS_VALUES] == 1 && !strcmp(back.candidates[SENS_KEYS][1], "pca2+prerope") &&
+         !strcmp(back.candidates[SENS_VALUES][0], "nuq3-g64");
+    check(ok, "grid of own lists: recognised again (3 layers, 2 key and 1 value candidates)", "");
+    SensGrid bad_grid = {0};
+    check(sens_parse_side_candidates("tq2,pca2+prerope", SENS_VALUES, &bad_grid, &err) && strstr(err.msg, "--v-candidates") &&
+          strstr(err.msg, "keys only"), "grid of own lists: a value candidate with +prerope is refused, naming --v-candidates",
+          "%s", err.msg);
+    free(s.configs);
+}
+
 /* ---- the heatmap ---- */
 
 static void test_heatmap(void) {
-    SensGrid g = {3, 2, {"tq2", "q8_0"}};
+    SensGrid g = {3, {2, 2}, {{"tq2", "q8_0"}, {"tq2", "q8_0"}}};
     double kl[12], bits[2] = {2.25, 8.5};
     for (int i = 0; i < 12; i++) kl[i] = 1e-4 * (i + 1) * (i + 1);
     kl[sens_config_index(&g, SENS_VALUES, 1, 1)] = 0;   /* drawn grey */
     char *svg = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&svg, &len);
-    int rc = f ? sens_write_heatmap_svg(f, "test", &g, kl, bits) : -1;
+    int rc = f ? sens_write_heatmap_svg(f, "test", &g, kl, bits, bits) : -1;
     if (f) fclose(f);
     int cells = 0, bad_title = 0, max_k_x = -1, min_v_x = 1 << 30, bad_ends = 0;
     for (const char *p = svg; rc == 0 && (p = strstr(p, "<rect class=\"cell\"")); p++) {
@@ -317,6 +377,28 @@ static void test_heatmap(void) {
           min_v_x);
     check(cells == 12 && !bad_ends, "heatmap: the largest KL yellow, the least dark blue, KL 0 grey", "%d wrong", bad_ends);
     free(svg);
+    /* own lists: 2 key candidates, 1 value candidate; the V panel's one column after the K panel's two */
+    SensGrid own = {2, {2, 1}, {{"tq2", "q8_0"}, {"nuq3-g64"}}};
+    double kl6[6] = {1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3}, vbits[1] = {3.25};
+    svg = NULL, len = 0;
+    f = open_memstream(&svg, &len);
+    rc = f ? sens_write_heatmap_svg(f, "own", &own, kl6, bits, vbits) : -1;
+    if (f) fclose(f);
+    int v_cells = 0, k_cells = 0, wrong = 0;
+    for (const char *p = svg; rc == 0 && (p = strstr(p, "<title>")); p++) {
+        char side, cand[16];
+        int layer;
+        double v;
+        if (sscanf(p, "<title>%c layer %d %15[^:]: KL %lf", &side, &layer, cand, &v) != 4) continue;
+        int s = side == 'V', c = s ? 0 : !strcmp(cand, "q8_0");
+        if (s) v_cells++, wrong += strcmp(cand, "nuq3-g64") != 0;
+        else k_cells++;
+        if (fabs(v - kl6[sens_config_index(&own, s, layer, c)]) > 1e-9) wrong++;
+    }
+    check(rc == 0 && k_cells == 4 && v_cells == 2 && !wrong && strstr(svg, "3.25 bits"),
+          "heatmap of own lists: 4 K cells (2 candidates), 2 V cells (nuq3-g64, its 3.25 bits), each its own KL",
+          "%d K, %d V, %d wrong", k_cells, v_cells, wrong);
+    free(svg);
 }
 
 int main(void) {
@@ -327,6 +409,7 @@ int main(void) {
     test_budgets();
     test_layered_text();
     test_grid();
+    test_grid_sides();
     test_heatmap();
     return test_exit_code();
 }

@@ -8,7 +8,10 @@
 # optimum over every combination (python3, exact fractions for the bits), its LAYERED strings say
 # that choice, and --verify's measured KL is ppl's for those strings; a calibration fitted on the
 # text measured is said to be NOT held out by the sensitivity, its merge, allocate (as recorded) and
-# --verify; bad budgets, candidates, models and flags exit 2 with one line and write nothing.
+# --verify; bad budgets, candidates, models and flags exit 2 with one line and write nothing. Keys
+# and values with their own lists (--k-candidates A,B --v-candidates C): exactly 4 x 2 + 4 x 1 cells,
+# allocate's keys only from {A, B} and values only from {C} (brute force again), a +prerope value
+# candidate refused, and a version-2 sensitivity.json (one list, tests/fixtures/sensitivity-v2) still read.
 . tests/cli_helpers.sh
 M=data/models/mini-llama-brown
 W="--ctx 256 --stride 128 --windows 2"
@@ -96,14 +99,17 @@ for f in sensitivity.md sensitivity.csv sensitivity.json sensitivity.svg results
     || fail "sensitivity shards merged" "differ:$same"
 
 # --- allocate: the brute-force optimum over all 2^8 choices, with exact bits
-./run allocate $M --from "$T/full" --budget 2.25,2.5,2.75,3,3.25 --json >"$T/alloc.json" 2>"$T/alloc.err"
-python3 - "$T/full/sensitivity.json" "$T/alloc.json" <<'PY' && pass "allocate at 2.25, 2.5, 2.75, 3, 3.25 bits = brute force over every choice (least summed KL within the mean bits, exact fractions); its LAYERED strings say that choice" || fail "allocate = brute force" "see above"
+# (tests brute.py: SENSITIVITY.json ALLOCATION.json, each side choosing from its own list; version 2 files have one)
+cat >"$T/brute.py" <<'PY'
 import itertools, json, sys
 from fractions import Fraction
 s = json.load(open(sys.argv[1]))
 a = json.load(open(sys.argv[2]))
-L, cands = s["n_layers"], [c["spec"] for c in s["candidates"]]
-bits = {c["spec"]: Fraction(c["effective_bits"]).limit_denominator(1 << 20) for c in s["candidates"]}
+L = s["n_layers"]
+# the lists allocate chose from (all the sensitivity's, or a subset), each candidate's bits from the sensitivity
+measured = {"K": s["k_candidates"], "V": s["v_candidates"]} if "k_candidates" in s else {"K": s["candidates"], "V": s["candidates"]}
+bits = {(side, c["spec"]): Fraction(c["effective_bits"]).limit_denominator(1 << 20) for side in "KV" for c in measured[side]}
+lists = {"K": a["k_candidates"], "V": a["v_candidates"]} if "k_candidates" in a else {"K": a["candidates"], "V": a["candidates"]}
 kl = {(c["side"], c["layer"], c["candidate"]): c["kl_mean"] for c in s["cells"]}
 groups = [("K", l) for l in range(L)] + [("V", l) for l in range(L)]
 def layered(text):   # a LAYERED value as the spec of each layer
@@ -118,8 +124,8 @@ def layered(text):   # a LAYERED value as the spec of each layer
 for alloc in a["allocations"]:
     budget = Fraction(alloc["budget_fraction"][0], alloc["budget_fraction"][1])
     best = None
-    for choice in itertools.product(cands, repeat=len(groups)):
-        mean = sum(bits[c] for c in choice) / len(groups)
+    for choice in itertools.product(*[[c["spec"] for c in lists[g[0]]] for g in groups]):
+        mean = sum(bits[(g[0], c)] for g, c in zip(groups, choice)) / len(groups)
         if mean > budget:
             continue
         damage = sum(kl[(g[0], g[1], c)] for g, c in zip(groups, choice))
@@ -128,12 +134,14 @@ for alloc in a["allocations"]:
     got = alloc["k_choice"] + alloc["v_choice"]
     got_damage = sum(kl[(g[0], g[1], c)] for g, c in zip(groups, got))
     ok = abs(got_damage - best[0]) <= 1e-12 * best[0] and abs(alloc["predicted_kl"] - best[0]) <= 1e-12 * best[0]
-    ok = ok and sum(bits[c] for c in got) / len(groups) <= budget and list(got) == list(best[1])
+    ok = ok and sum(bits[(g[0], c)] for g, c in zip(groups, got)) / len(groups) <= budget and list(got) == list(best[1])
     ok = ok and layered(alloc["k_scheme"]) == alloc["k_choice"] and layered(alloc["v_scheme"]) == alloc["v_choice"]
     print("budget", budget, "K", alloc["k_scheme"], "V", alloc["v_scheme"], alloc["predicted_kl"], "brute force", best[0])
     if not ok:
         sys.exit(1)
 PY
+./run allocate $M --from "$T/full" --budget 2.25,2.5,2.75,3,3.25 --json >"$T/alloc.json" 2>"$T/alloc.err"
+python3 "$T/brute.py" "$T/full/sensitivity.json" "$T/alloc.json" && pass "allocate at 2.25, 2.5, 2.75, 3, 3.25 bits = brute force over every choice (least summed KL within the mean bits, exact fractions); its LAYERED strings say that choice" || fail "allocate = brute force" "see above"
 
 # --- allocate --verify: on held-out windows, the allocation's and the uniform candidate's KL are
 # ppl's for the same schemes (1 window of wiki.test)
@@ -180,6 +188,79 @@ sys.exit(0 if ok and all(r["bits"] <= b for b, rows in best.items() for r in row
 PY
 [ -s "$T/verify/allocation.md" ] && [ -s "$T/verify/allocation.json" ] && pass "allocate --verify writes allocation.md and allocation.json beside the sweep's files" \
     || fail "allocate --verify files" "$(ls "$T/verify")"
+
+# --- keys and values with their own lists: 2 key candidates (one for keys only), 1 value candidate
+KC="tq3,int2-g64+prerope"
+./run sensitivity $M $W --k-candidates "$KC" --v-candidates tq2 --out-dir "$T/own" >"$T/own.out" 2>"$T/own.err"
+rc=$?
+[ "$rc" -eq 0 ] && grep -q "4 layers x (2 key + 1 value candidates) = 12 configurations: 13 forward passes a window" "$T/own.err" \
+    && grep -q "this run: .* 6656 forward-pass tokens" "$T/own.err" \
+    && pass "sensitivity --k-candidates A,B --v-candidates C: 4 x 2 + 4 x 1 cells + the baseline = 13 passes of 256 tokens x 2 windows, no more" \
+    || fail "sensitivity of own lists: cost" "exit $rc: $(tail -c 400 "$T/own.err")"
+./run ppl $M $W --text-file data/wikitext-2-raw/wiki.valid.raw --k-scheme 'fp32;3:int2-g64+prerope' --v-scheme fp32 --json --quiet >"$T/ok3.json" 2>/dev/null
+./run ppl $M $W --text-file data/wikitext-2-raw/wiki.valid.raw --k-scheme fp32 --v-scheme 'fp32;2:tq2' --json --quiet >"$T/ov2.json" 2>/dev/null
+python3 - "$T/own/sensitivity.json" "$T/ok3.json" "$T/ov2.json" <<'PY' && pass "sensitivity of own lists: version 3, k_candidates [tq3, int2-g64+prerope], v_candidates [tq2], 12 cells; K 3 int2-g64+prerope and V 2 tq2 = ppl's sums (rel 1e-9)" || fail "sensitivity of own lists: cells" "see above"
+import json, sys
+s = json.load(open(sys.argv[1]))
+ks, vs = [c["spec"] for c in s["k_candidates"]], [c["spec"] for c in s["v_candidates"]]
+cells = {(c["side"], c["layer"], c["candidate"]): c for c in s["cells"]}
+ok = s["kvq_sensitivity"] == 3 and "candidates" not in s and ks == ["tq3", "int2-g64+prerope"] and vs == ["tq2"]
+ok = ok and len(s["cells"]) == 12 and sorted(cells) == sorted([("K", l, c) for l in range(4) for c in ks] + [("V", l, "tq2") for l in range(4)])
+for key, path in [(("K", 3, "int2-g64+prerope"), sys.argv[2]), (("V", 2, "tq2"), sys.argv[3])]:
+    p, c = json.load(open(path)), cells.get(key, {})
+    for k in ["kl_sum", "nll_sum", "base_nll_sum"]:
+        ok = ok and k in c and abs(c[k] - p[k]) <= 1e-9 * abs(p[k])
+    print(key, c.get("kl_sum"), p["kl_sum"])
+sys.exit(0 if ok else 1)
+PY
+grep -q "^| V | 3 | [0-9]" "$T/own.out" && grep -q "^| side | layer | tq2 (2.25 b) |$" "$T/own.out" \
+    && pass "sensitivity of own lists: a KL table for keys and one for values, each with its own columns" || fail "own lists table" "$(head -c 600 "$T/own.out")"
+./run allocate $M --from "$T/own" --budget 2.25,2.5,2.75,3 --json >"$T/own-alloc.json" 2>"$T/own-alloc.err"
+python3 "$T/brute.py" "$T/own/sensitivity.json" "$T/own-alloc.json" && python3 - "$T/own-alloc.json" <<'PY' && pass "allocate from own lists at 2.25..3 bits = brute force with K from {tq3, int2-g64+prerope} only and V from {tq2} only" || fail "allocate from own lists" "see above"
+import json, sys
+a = json.load(open(sys.argv[1]))
+ks, vs = {c["spec"] for c in a["k_candidates"]}, {c["spec"] for c in a["v_candidates"]}
+ok = ks == {"tq3", "int2-g64+prerope"} and vs == {"tq2"} and "candidates" not in a
+ok = ok and all(set(x["k_choice"]) <= ks and set(x["v_choice"]) == {"tq2"} for x in a["allocations"])
+ok = ok and any("int2-g64+prerope" in x["k_choice"] for x in a["allocations"]) and any("tq3" in x["k_choice"] for x in a["allocations"])
+sys.exit(0 if ok else 1)
+PY
+./run allocate $M --from "$T/own" --budget 3 --k-candidates tq3 --json >"$T/own-sub.json" 2>/dev/null
+python3 - "$T/own-sub.json" <<'PY' && pass "allocate --k-candidates tq3: keys from tq3 only, values still from the sensitivity's (tq2)" || fail "allocate --k-candidates subset" "see above"
+import json, sys
+a = json.load(open(sys.argv[1]))["allocations"][0]
+print(a["k_scheme"], a["v_scheme"])
+sys.exit(0 if a["k_scheme"] == "tq3" and a["v_scheme"] == "tq2" else 1)
+PY
+expect_exit "allocate --v-candidates with a key candidate of the sensitivity (tq3): exit 2" 2 ./run allocate $M --from "$T/own" --budget 3 --v-candidates tq3
+grep -q -- "--v-candidates: 'tq3' is not one of the 1 value candidates" "$T/err" && pass "... naming --v-candidates and the value candidates" || fail "V candidate not measured message" "$(cat "$T/err")"
+expect_exit "allocate --candidates tq3 from own lists (tq3 not a value candidate): exit 2" 2 ./run allocate $M --from "$T/own" --budget 3 --candidates tq3
+expect_exit "allocate --v-candidates with +prerope: exit 2" 2 ./run allocate $M --from "$T/own" --budget 3 --v-candidates int2-g64+prerope
+expect_exit "allocate from own lists below the cheapest (2.25): exit 2" 2 ./run allocate $M --from "$T/own" --budget 2
+grep -q "below the cheapest allocation, 2.25 bits a value (int2-g64+prerope in every layer's keys, tq2 in its values)" "$T/err" \
+    && pass "the refusal from own lists names the lightest key and value candidates" || fail "own lists cheapest message" "$(cat "$T/err")"
+# --verify: the uniform configuration is the first key candidate with the first value one (tq3 / tq2)
+expect_exit "allocate --verify from own lists at 2.75 bits on 1 held-out window" 0 ./run allocate $M --from "$T/own" --budget 2.75 --verify \
+    --out-dir "$T/own-verify" --windows 1 --json --quiet
+python3 - "$T/out" <<'PY' && pass "allocate --verify from own lists: its uniform configuration is K tq3 / V tq2 (the lists' first, paired)" || fail "own lists verify" "see above"
+import json, sys
+v = json.load(open(sys.argv[1]))["verify"]
+u = [(r["k_scheme"], r["v_scheme"]) for r in v["uniform"]]
+print(u)
+sys.exit(0 if u == [("tq3", "tq2")] else 1)
+PY
+grep -q "best uniform: K \`tq3\`, V \`tq2\`" "$T/own-verify/allocation.md" && pass "allocation.md names the uniform pair as K \`tq3\`, V \`tq2\`" \
+    || fail "own lists verify md" "$(grep uniform "$T/own-verify/allocation.md" | head -3)"
+# a version-2 sensitivity.json (one list for both sides): read, and allocate is brute force's there too
+./run allocate $M --from tests/fixtures/sensitivity-v2 --budget 2.5,3 --candidates tq2,tq3 --json >"$T/v2-alloc.json" 2>"$T/v2.err"
+python3 "$T/brute.py" tests/fixtures/sensitivity-v2/sensitivity.json "$T/v2-alloc.json" && grep -q '"candidates"' "$T/v2-alloc.json" \
+    && pass "allocate reads a version-2 sensitivity.json (tests/fixtures/sensitivity-v2, one list for both sides): brute force's choice from tq2, tq3 at 2.5, 3 bits" \
+    || fail "version-2 sensitivity" "$(cat "$T/v2.err")"
+expect_exit "sensitivity --v-candidates with +prerope (keys only): exit 2" 2 ./run sensitivity $M $W --k-candidates tq3 --v-candidates tq2,int2-g64+prerope --out-dir "$T/bad5"
+[ "$(wc -l <"$T/err")" -eq 1 ] && grep -q -- "--v-candidates: 'int2-g64+prerope'.*keys only" "$T/err" \
+    && pass "the refusal is one line naming --v-candidates, the candidate and keys only" || fail "+prerope V message" "$(cat "$T/err")"
+no_file "a refused +prerope value candidate writes no --out-dir" "$T/bad5"
+expect_exit "sensitivity --k-candidates without --v-candidates: exit 2" 2 ./run sensitivity $M $W --k-candidates tq3 --out-dir "$T/bad5"
 
 # --- bad input: exit 2, one line, nothing written
 expect_exit "allocate --budget nan: exit 2" 2 ./run allocate $M --from "$T/full" --budget nan

@@ -160,20 +160,22 @@ for what in negative huge digit scheme crc-stripped; do
     expect_exit "safety: allocate refuses a sensitivity.json edited ($what)" 2 ./run allocate "$S" --from "$T/sens-$what" --budget 5
     grep -q "sens-$what/sensitivity.json: " "$T/err" && pass "safety: ... ($what) naming the file" || fail "safety: ... ($what) naming the file" "$(cat "$T/err")"
 done
-grep -q '"crc32c": "[0-9a-f]\{8\}"$' "$T/sens/sensitivity.json" && grep -q '"kvq_sensitivity": 2' "$T/sens/sensitivity.json" &&
-    pass "safety: sensitivity.json (version 2) ends in its CRC-32C" || fail "safety: sensitivity.json (version 2) ends in its CRC-32C" "$(tail -3 "$T/sens/sensitivity.json")"
+grep -q '"crc32c": "[0-9a-f]\{8\}"$' "$T/sens/sensitivity.json" && grep -q '"kvq_sensitivity": 3' "$T/sens/sensitivity.json" &&
+    pass "safety: sensitivity.json (version 3) ends in its CRC-32C" || fail "safety: sensitivity.json (version 3) ends in its CRC-32C" "$(tail -3 "$T/sens/sensitivity.json")"
 expect_exit "safety: allocate reads an intact sensitivity.json" 0 ./run allocate "$S" --from "$T/sens" --budget 5
-# A version-1 file, as written before the checksum: the committed (version 2) one without its CRC line.
+# A version-1 file, as written before the checksum: a version-2 one (tests/fixtures/sensitivity-v2, once
+# data/sensitivity/mini-llama-brown's, one list of candidates for both sides) without its CRC line.
 B="$T/v1"
+V2=tests/fixtures/sensitivity-v2
 mkdir -p "$B"
-python3 - data/sensitivity/mini-llama-brown/sensitivity.json "$B/sensitivity.json" <<'PY'
+python3 - $V2/sensitivity.json "$B/sensitivity.json" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
 t = re.sub(r',\n  "crc32c": "[0-9a-f]{8}"\n}\n$', '\n}\n', t).replace('"kvq_sensitivity": 2', '"kvq_sensitivity": 1', 1)
 open(sys.argv[2], "w").write(t)
 PY
-cp data/sensitivity/mini-llama-brown/sweep.json "$B/" 2>/dev/null
-expect_exit "safety: allocate reads the committed sensitivity (version 2)" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3
+expect_exit "safety: allocate reads the committed sensitivity (version 3)" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3
+expect_exit "safety: allocate still reads a version-2 sensitivity.json (one list for both sides)" 0 ./run allocate $M --from $V2 --budget 3
 expect_exit "safety: allocate still reads a version-1 sensitivity.json (no checksum)" 0 ./run allocate $M --from $B --budget 3
 for what in negative huge digit; do
     edit_sens "$B" "$T/v1-$what" $what

@@ -7,8 +7,11 @@ choices from the committed sensitivities. Cheap: no forward pass runs (the held-
   (allocate --verify's allocation.md): the outlier model's in the README, mini-llama-brown's in eval/README.md;
 - the ratios after `<!-- allocate-demo ratios -->` are the allocations' measured / predicted KL in the
   verify-test and verify-valid allocation.json files, to the two decimals shown, in the order named;
-- `./run allocate MODEL --from data/sensitivity/MODEL --budget 2.5,3,3.5 --json` gives the committed
-  allocation.json's schemes, bits and predicted KL exactly (the knapsack on the committed sensitivity.json);
+- `./run allocate MODEL --from data/sensitivity/MODEL --budget B,... --json` (the budgets of the committed
+  allocation.json, those of `make allocate-demo`) gives its schemes, bits and predicted KL exactly (the
+  knapsack on the committed sensitivity.json);
+- the README's commands are the Makefile's: its candidate lists are ALLOC_K_CANDIDATES / ALLOC_V_CANDIDATES,
+  its --budget the demo's;
 - the heatmap the README shows exists and is an SVG. Run from the repo root after `make`."""
 import json
 import os
@@ -53,7 +56,9 @@ def tables():
                 break
             shown.append(line)
         want = first_table(open(path, encoding="utf-8").read()) if os.path.exists(path) else None
-        report(f"{doc}: the allocation table of {path} is the file's, line for line", shown == want and len(shown) == 8,
+        budgets = len(demo_budgets())
+        report(f"{doc}: the allocation table of {path} is the file's, line for line ({budgets} budgets)",
+               shown == want and len(shown) == 2 + 2 * budgets,
                f"{doc} {len(shown)} lines, file {None if want is None else len(want)}: "
                f"{next((a for a, b in zip(shown, want or []) if a != b), '')}")
 
@@ -68,20 +73,40 @@ def ratios():
     bad = []
     for part, check in [(held, "verify-test"), (own, "verify-valid")]:
         for model in MODELS:
-            got = re.search(re.escape(model) + r" (\d+\.\d+), (\d+\.\d+), (\d+\.\d+)", part.replace("\n", " "))
+            got = re.search(re.escape(model) + r" (\d+\.\d+(?:, \d+\.\d+)*)", part.replace("\n", " "))
             j = json.load(open(f"data/sensitivity/{model}/{check}/allocation.json"))
             want = ["%.2f" % r["measured_over_predicted"] for b in j["verify"]["budgets"] for r in b["rows"]
                     if r["kind"] == "allocation"]
-            if not got or list(got.groups()) != want:
-                bad.append(f"{model} {check}: README {got.groups() if got else None}, file {want}")
+            shown = got.group(1).split(", ") if got else None
+            if shown != want:
+                bad.append(f"{model} {check}: README {shown}, file {want}")
     report("README: the additivity ratios (measured / predicted KL, held out and on the sensitivity's windows) are "
            "the verify files'", not bad, "; ".join(bad))
 
 
+def makefile_value(name):
+    m = re.search(r"^" + name + r" := (.*?)(?<!\\)$", open("Makefile", encoding="utf-8").read(), re.M | re.S)
+    return m.group(1).replace("\\\n", " ") if m else ""
+
+
+def demo_budgets():
+    return re.search(r"--budget (\S+)", makefile_value("ALLOC_ARGS")).group(1).split(",")
+
+
+def commands():
+    k, v, budgets = makefile_value("ALLOC_K_CANDIDATES"), makefile_value("ALLOC_V_CANDIDATES"), demo_budgets()
+    ok = bool(k and v) and re.search(r"^K=" + re.escape(k) + "$", README, re.M) is not None
+    ok = ok and re.search(r"^V=" + re.escape(v) + "$", README, re.M) is not None
+    ok = ok and re.search(r"^\./run allocate .*--budget " + re.escape(",".join(budgets)) + " ", README, re.M) is not None
+    report("README: the allocation's commands use the Makefile's candidate lists (K=, V=) and budgets "
+           f"({','.join(budgets)})", ok, "README's K=/V= lines or --budget differ from ALLOC_K/V_CANDIDATES, ALLOC_ARGS")
+
+
 def rerun():
+    budgets = ",".join(demo_budgets())
     for model in MODELS:
         got = subprocess.run(["./run", "allocate", f"data/models/{model}", "--from", f"data/sensitivity/{model}",
-                              "--budget", "2.5,3,3.5", "--json"], capture_output=True, text=True)
+                              "--budget", budgets, "--json"], capture_output=True, text=True)
         want = json.load(open(f"data/sensitivity/{model}/verify-test/allocation.json"))
         ok, why = got.returncode == 0, got.stderr.strip()
         if ok:
@@ -91,7 +116,7 @@ def rerun():
                 for k in keys:
                     if a[k] != b[k]:
                         ok, why = False, f"budget {a['budget']}: {k} {a[k]} now, {b[k]} in the file"
-            ok = ok and len(now) == len(want["allocations"]) == 3
+            ok = ok and len(now) == len(want["allocations"]) == len(demo_budgets())
         report(f"README: ./run allocate on the committed sensitivity of {model} makes the committed choices "
                "(schemes, bits, predicted KL exactly)", ok, why)
 
@@ -103,6 +128,7 @@ def heatmap():
 
 
 tables()
+commands()
 ratios()
 rerun()
 heatmap()
