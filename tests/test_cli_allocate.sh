@@ -301,7 +301,7 @@ expect_exit "sensitivity with other candidates on an existing out dir: exit 2" 2
 # --- held out or not: a sensitivity with a calibration fitted on the very text it measures says NOT
 # held out (sensitivity.md's header, sensitivity.json false, the heatmap's title), sweep-merge of its
 # shards too; on another text held out (true; the Markdown as before). allocate says what the
-# sensitivity.json recorded (a committed one of before the record: not recorded, null), and --verify
+# sensitivity.json recorded (one of before the record, tests/fixtures/sensitivity-v2: not recorded, null), and --verify
 # its own sweep's, on wiki.test (true) and on the calibration's text (false, and a sentence).
 head -c 20000 data/wikitext-2-raw/wiki.valid.raw >"$T/own.txt"
 OWN_SHA=$(sha256sum "$T/own.txt" | cut -c1-64)
@@ -339,7 +339,7 @@ grep -q "The sensitivity's calibration (sha256 [0-9a-f]\{12\}...), fitted on thi
 expect_exit "held out: allocate --verify on wiki.test" 0 ./run allocate $M --from "$T/hown" --budget 3 --verify --out-dir "$T/hv" --windows 1 --quiet --calib "$CAL"
 expect_exit "held out: allocate --verify on the calibration's own text" 0 ./run allocate $M --from "$T/hown" --budget 3 --verify --out-dir "$T/hvown" \
     --windows 1 --quiet --calib "$CAL" --text-file "$T/own.txt"
-expect_exit "held out: allocate from the committed sensitivity (before the record)" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3 --json
+expect_exit "held out: allocate from a sensitivity of before the record (tests/fixtures/sensitivity-v2)" 0 ./run allocate $M --from tests/fixtures/sensitivity-v2 --budget 3 --json
 cp "$T/out" "$T/committed.json"
 python3 - "$T/hv" "$T/hvown" "$T/committed.json" "$OWN_SHA" <<'PY' && pass "held out: allocation.json/md: the sensitivity's calibration NOT held out (false), --verify on wiki.test held out (true, no sentence), on the calibration's text NOT (false, a sentence); a committed sensitivity.json of before the record: null" || fail "held out: allocation.json/md" "see above"
 import json, sys
@@ -358,6 +358,6 @@ if c.get("sensitivity_calib_held_out", "absent") is not None or c.get("sensitivi
 if bad: print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
-expect_exit "held out: allocate from the committed sensitivity, as text" 0 ./run allocate $M --from data/sensitivity/mini-llama-brown --budget 3
+expect_exit "held out: allocate from a sensitivity of before the record, as text" 0 ./run allocate $M --from tests/fixtures/sensitivity-v2 --budget 3
 grep -q "The sensitivity's calibration (sha256 a20ecfdd059e...), whether fitted on this very text not recorded" "$T/out" &&
     pass "held out: ... says whether it was held out is not recorded" || fail "held out: ... says whether it was held out is not recorded" "$(head -c 600 "$T/out")"
