@@ -12,7 +12,8 @@ C code:
 - the reported figures are the test sweep's for that candidate (the same doubles), and frontier.md's cells
   are those figures as printed;
 - the row's ./run ppl command measures the same KL again;
-- frontier.svg rings the chosen points (two panels each); a second run resumes to the same frontier.json;
+- frontier.svg rings the chosen points (two panels each); the sweeps write chart-entropy.svg (x = entropy
+  bits); a second run resumes to the same frontier.json;
 - bad input (a missing configs file, a bad budget, the other model's allocation.json, an allocation.json
   with an edited member, not JSON, the same text for both splits) -> exit 2, one line on stderr naming the
   file or flag, nothing on stdout, no out dir.
@@ -132,6 +133,10 @@ def check_chart(out, fj):
           "%d rings for %d chosen" % (rings, len(chosen)))
     check(svg.count('class="front"') >= 1 and "chosen" in svg, "frontier: frontier.svg marks the front and names the ring",
           "")
+    ent = os.path.join(out, "test", "chart-entropy.svg")
+    text = open(ent).read() if os.path.exists(ent) else ""
+    check("entropy-coded bits per value" in text and text.count('class="key"') >= 2 * len(fj["candidates"]),
+          "sweep: a sweep that measured entropy bits writes chart-entropy.svg against them", ent)
 
 
 def check_bad_inputs(tmp, configs):
