@@ -65,7 +65,7 @@ static void print_markdown(FILE *f, const FrontierReport *r) {
     fprintf(f, "Frontier of `%s`, %s ctx %d stride %d, %d candidates (%d from `%s`, %d from allocations). ",
             r->o->model_dir, t->protocol == PPL_LLAMACPP ? "llama.cpp chunks" : "HF sliding window", t->ctx, t->stride,
             r->c->n, r->c->from_configs, r->o->configs_file, r->c->n - r->c->from_configs);
-    if (t->calib_sha256[0]) fprintf(f, "Calibration sha256 %.12s.... ", t->calib_sha256);
+    if (t->calib_sha256[0]) fprintf(f, "Calibration sha256 %.12s... ", t->calib_sha256);
     split_line(f, "Chosen", v);
     fprintf(f, ": the candidate of lowest mean KL within the budget (effective bits per value, keys and values "
                "averaged). ");
