@@ -57,7 +57,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_HDR := $(wildcard tests/*.h)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: sweep-demo probes-demo allocate-demo calibrations sweep-calibrated all test check test-aarch64 bench clean run FORCE
+.PHONY: sweep-demo probes-demo allocate-demo frontier calibrations sweep-calibrated all test check test-aarch64 bench clean run FORCE
 all: run
 
 # ./run is a copy of the last build's binary, so `make` after `make SANITIZE=1 test`
@@ -156,6 +156,18 @@ allocate-demo: run
 	        --out-dir data/sensitivity/$$m/verify-test >/dev/null && \
 	    ./run allocate data/models/$$m --from data/sensitivity/$$m $(ALLOC_ARGS) --windows 4 \
 	        --text-file data/wikitext-2-raw/wiki.valid.raw --out-dir data/sensitivity/$$m/verify-valid >/dev/null || exit 1; \
+	done
+
+# `make frontier`: the README's low-bit frontier on both bundled models: the candidates of
+# data/frontier/configs.txt plus allocate-demo's allocations (data/sensitivity/M/verify-test/allocation.json,
+# those at a budget asked for), measured on wiki.valid (the choice) and wiki.test (the figures), ctx 1024,
+# stride 512, 16 windows each, into data/frontier/M/ (frontier.md, .json, .svg and the two sweeps).
+FRONTIER_ARGS := --configs data/frontier/configs.txt --budget 0.5,1,2,3,4.5 --quiet
+frontier: run
+	rm -rf data/frontier/mini-llama-brown data/frontier/mini-llama-brown-outliers
+	for m in mini-llama-brown mini-llama-brown-outliers; do \
+	    ./run frontier data/models/$$m $(FRONTIER_ARGS) --allocations data/sensitivity/$$m/verify-test/allocation.json \
+	        --out-dir data/frontier/$$m >/dev/null || exit 1; \
 	done
 
 # `make test-aarch64`: the C tests cross-built for 64-bit Arm, so the NEON path

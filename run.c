@@ -17,6 +17,7 @@
 #include "eval/sweep.h"
 #include "eval/sensitivity.h"
 #include "eval/allocate.h"
+#include "eval/frontier.h"
 #include "eval/bench_model.h"
 #include "eval/kvreport.h"
 #include "eval/validate.h"
@@ -324,6 +325,41 @@ static int cmd_allocate(Args *a) {
     return allocate_run(&o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
 }
 
+/* ./run frontier (eval/frontier.h): ctx 1024, stride 512 and 16 windows unless given. */
+static int cmd_frontier(Args *a) {
+    FrontierOptions o = {.valid_text = FRONTIER_VALID_TEXT};
+    const char *budgets = NULL;
+    char why[200];
+    int no_layer_error = 0;
+    a->e.ctx = 1024, a->e.windows = 16;
+    while (next_arg(a)) {
+        if (flag(a, "configs", 1)) o.configs_file = a->value;
+        else if (flag(a, "allocations", 1)) {
+            require(a, o.n_allocations < FRONTIER_MAX_ALLOCATIONS, "--allocations: at most 8 files");
+            if (o.n_allocations < FRONTIER_MAX_ALLOCATIONS) o.allocations[o.n_allocations++] = a->value;
+        } else if (flag(a, "budget", 1)) {
+            budgets = a->value;
+            if (alloc_parse_budgets(a->value, o.budgets, o.budget_texts, &o.n_budgets, why, sizeof why))
+                snprintf(a->bad, sizeof a->bad, "--budget: %s", why);
+        } else if (flag(a, "valid-text", 1)) o.valid_text = a->value;
+        else if (flag(a, "out-dir", 1)) o.out_dir = a->value;
+        else if (flag(a, "no-layer-error", 0)) no_layer_error = 1;
+        else unknown_arg(a);
+    }
+    require(a, a->dir != NULL, "missing MODEL_DIR");
+    require(a, o.configs_file != NULL, "missing --configs FILE (the candidates, one K[:V] a line)");
+    require(a, budgets != NULL, "missing --budget BITS[,BITS...] (effective bits per value)");
+    require(a, o.out_dir != NULL, "missing --out-dir DIR (the two sweeps and the report go there)");
+    require(a, a->e.shard_n == 1, "--shard: a frontier runs whole sweeps (shard them with ./run sweep)");
+    if (check_args(a, NULL, NULL, NULL)) return usage_error(a);
+    o.model_dir = a->dir, o.test_text = a->e.text_file, o.calib_path = a->calib, o.precision = a->e.precision;
+    o.ppl = eval_options(&a->e);
+    o.ppl.layer_error = !no_layer_error;
+    o.max_tokens = a->e.max_tokens, o.quiet = a->quiet, o.json = a->json;
+    Error err;
+    return frontier_run(&o, stdout, stderr, &err) ? bad_input(a, err.msg) : EXIT_OK;
+}
+
 static int cmd_sweep_merge(Args *a) {
     const char *out_dir = NULL;
     int n = 0, rc = EXIT_BAD_INPUT;
@@ -621,6 +657,7 @@ static const Command COMMANDS[] = {
     {{"sweep-merge"}, cmd_sweep_merge, TAKES_JSON, &HELP_SWEEP_MERGE},
     {{"sensitivity"}, cmd_sensitivity, TAKES_EVAL_RUN | TAKES_CALIB, &HELP_SENSITIVITY},
     {{"allocate"}, cmd_allocate, TAKES_DIR | TAKES_JSON | TAKES_QUIET | TAKES_CALIB, &HELP_ALLOCATE},
+    {{"frontier"}, cmd_frontier, TAKES_EVAL_RUN | TAKES_CALIB, &HELP_FRONTIER},
     {{"kv-extract"}, cmd_kv_extract, TAKES_DIR, &HELP_KV_EXTRACT},
     {{"kv-info"}, cmd_kv_info, TAKES_DIR | TAKES_JSON | TAKES_CALIB, &HELP_KV_INFO},
     {{"compress"}, cmd_compress, TAKES_KV_SCHEME | TAKES_KV_SIDES | TAKES_CALIB, &HELP_COMPRESS},

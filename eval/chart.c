@@ -55,6 +55,7 @@ typedef struct {
     Axis x, d;                      /* bits; delta ppl % */
     int klo, khi;                   /* KL decades 10^klo .. 10^khi, and kpad decades of margin */
     double kpad;
+    ChartStyle style;
 } Chart;
 
 /* --- the fronts ------------------------------------------------------------------------------- */
@@ -276,6 +277,12 @@ static void marker(const Chart *c, double x, double y, const char *cls, const ch
             cls, fit(x, W), fit(y, c->h), MARKER_R, filled ? color : "white", color);
 }
 
+/* The ring around a marker of a point the caller singled out (ChartStyle.ringed). */
+static void ring(const Chart *c, double x, double y) {
+    fprintf(c->f, "<circle class=\"ringed\" cx=\"%.2f\" cy=\"%.2f\" r=\"%.0f\" fill=\"none\" stroke=\"black\" "
+                  "stroke-width=\"1.5\"/>\n", fit(x, W), fit(y, c->h), MARKER_R + 3);
+}
+
 /* A panel's front joined in increasing bits. Front points with equal bits have equal values, so an
  * insertion sort that keeps the input order of ties gives the same file for the same input. */
 static void front_line(Chart *c, const unsigned char *front, int top, const char *color) {
@@ -460,7 +467,10 @@ static void points(Chart *c, Panel pn, int top) {
         if (!c->shown[i]) continue;
         double x = map_x(c, c->p[i].bits), y = point_y(c, i, top);
         marker(c, x, y, front[i] ? cls : "other", front[i] ? color : OTHER_COLOR);
-        c->boxes[c->n_boxes++] = (Box){x - MARKER_R - 1, y - MARKER_R - 1, x + MARKER_R + 1, y + MARKER_R + 1};
+        int ringed = c->style.ringed && c->style.ringed[i];
+        if (ringed) ring(c, x, y);
+        double r = ringed ? MARKER_R + 4 : MARKER_R + 1;   /* numbers keep off the ring too */
+        c->boxes[c->n_boxes++] = (Box){x - r, y - r, x + r, y + r};
     }
     if (c->numbered) numbers(c, pn, top);
 }
@@ -488,6 +498,9 @@ static double legend_entry(const Chart *c, double x, double y, const char *kind,
         line(c, x + 12, my - 7, x + 12, my + 7, style);
         line(c, x + 9, my - 7, x + 15, my - 7, style);
         line(c, x + 9, my + 7, x + 15, my + 7, style);
+    } else if (!strcmp(kind, "ringed")) {
+        marker(c, x + 12, my, "other", OTHER_COLOR);
+        ring(c, x + 12, my);
     } else {
         if (strcmp(kind, "other")) {
             char style[64];
@@ -503,7 +516,10 @@ static double legend_entry(const Chart *c, double x, double y, const char *kind,
 /* Each panel's legend, above it: its own front, the points off it (and the bottom panel's bars). */
 static void legends(const Chart *c) {
     double x = legend_entry(c, PLOT_L, TOP.top - 10, "front", FRONT_COLOR, "Pareto front of bits and KL (this panel)");
-    legend_entry(c, x, TOP.top - 10, "other", OTHER_COLOR, "not on it");
+    x = legend_entry(c, x, TOP.top - 10, "other", OTHER_COLOR, "not on it");
+    int any = 0;
+    for (int i = 0; c->style.ringed && i < c->n; i++) any |= c->style.ringed[i] && c->shown[i];
+    if (any) legend_entry(c, x, TOP.top - 10, "ringed", "black", c->style.ringed_legend ? c->style.ringed_legend : "ringed");
     x = legend_entry(c, PLOT_L, BOTTOM.top - 10, "dfront", DFRONT_COLOR,
                      "Pareto front of bits and delta ppl (this panel)");
     x = legend_entry(c, x, BOTTOM.top - 10, "other", OTHER_COLOR, "not on it");
@@ -619,7 +635,8 @@ static void notes(const Chart *c, int drawn, double y) {
 
 /* --- the whole chart ------------------------------------------------------------------------------- */
 
-static int draw(Chart *c, const char *title) {
+static int draw(Chart *c) {
+    const char *title = c->style.title;
     int drawn = 0;
     for (int i = 0; i < c->n; i++) {
         c->shown[i] = isfinite(c->p[i].bits) && isfinite(c->p[i].dppl_pct);
@@ -645,7 +662,8 @@ static int draw(Chart *c, const char *title) {
     frame(c, BOTTOM);
     y_title(c, TOP, "mean KL divergence (nats/token)");
     y_title(c, BOTTOM, "delta perplexity (%)");
-    text_at(c, (PLOT_L + PLOT_R) / 2, BOTTOM.bottom + 40, "middle", 13, "", "effective bits per value");
+    text_at(c, (PLOT_L + PLOT_R) / 2, BOTTOM.bottom + 40, "middle", 13, "",
+            c->style.x_title ? c->style.x_title : "effective bits per value");
     c->n_boxes = 0;
     front_line(c, c->front, 1, FRONT_COLOR);
     points(c, TOP, 1);
@@ -660,7 +678,13 @@ static int draw(Chart *c, const char *title) {
 }
 
 int chart_write_svg(FILE *f, const char *title, const ChartPoint *points, int n) {
+    ChartStyle style = {title, NULL, NULL, NULL};
+    return chart_write_svg_styled(f, &style, points, n);
+}
+
+int chart_write_svg_styled(FILE *f, const ChartStyle *style, const ChartPoint *points, int n) {
     Chart c = {0};
+    c.style = *style;
     c.f = f, c.p = points, c.n = n > 0 ? n : 0;
     size_t m = (size_t)c.n + 1;    /* + 1: calloc(0) may return NULL */
     /* One block, most aligned first: 3m boxes (markers, bars, numbers), 2m ints, 3m bytes. */
@@ -671,7 +695,7 @@ int chart_write_svg(FILE *f, const char *title, const ChartPoint *points, int n)
     c.shown = (unsigned char *)(c.crowd + m);
     c.front = c.shown + m;
     c.dfront = c.front + m;
-    int rc = draw(&c, title);
+    int rc = draw(&c);
     free(c.boxes);
     return rc;
 }

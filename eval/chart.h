@@ -39,6 +39,17 @@ typedef struct {
  * read them). More than CHART_MAX_NUMBERED points are drawn without numbers or key (a note says so). */
 #define CHART_MAX_NUMBERED 150
 int chart_write_svg(FILE *f, const char *title, const ChartPoint *points, int n);
+/* The same chart with its x axis named otherwise (./run sweep's chart-entropy.svg: entropy-coded
+ * bits) or some points ringed (./run frontier's chosen configurations): a black ring, <circle
+ * class="ringed">, around each of their markers in both panels, and ringed_legend in the top
+ * panel's legend when some point is ringed. chart_write_svg is this with title alone. */
+typedef struct {
+    const char *title;              /* may be NULL */
+    const char *x_title;            /* NULL: "effective bits per value" */
+    const unsigned char *ringed;    /* NULL, or per point: 1 ringed */
+    const char *ringed_legend;      /* NULL: "ringed" */
+} ChartStyle;
+int chart_write_svg_styled(FILE *f, const ChartStyle *style, const ChartPoint *points, int n);
 /* The Pareto front of the top panel: marks front[i] = 1 for points on it (used by the tables too).
  * Only points with finite bits and finite KL take part (the others get 0 and dominate nothing); a KL
  * below 0 (rounding) counts as 0. Points equal in both are all on the front. */

@@ -175,7 +175,8 @@ const CommandHelp HELP_SWEEP = {
     "\n"
     "Many KV-cache configurations over the same windows, each window's fp32 baseline run once.\n"
     "Every result goes to DIR/journal.jsonl as it is made: run the same line again to resume.\n"
-    "Writes DIR/results.md, results.csv, results.json, chart.svg, position.svg and layers.svg.\n"
+    "Writes DIR/results.md, results.csv, results.json, chart.svg, position.svg and layers.svg,\n"
+    "and chart-entropy.svg (quality against entropy-coded bits) when the sweep measured them.\n"
     "\n"
     "flags (default):\n"
     "  --config K[:V]            a configuration: scheme K for keys, V for values (V = K); repeatable\n"
@@ -336,6 +337,49 @@ const CommandHelp HELP_ALLOCATE = {
     "        --out-dir verify\n"
     "\n"
     "exit codes: 0 ok, 2 bad input or usage\n"};
+
+const CommandHelp HELP_FRONTIER = {
+    "  frontier MODEL_DIR --configs FILE [--allocations FILE ...] --budget BITS[,BITS...]\n"
+    "           --out-dir DIR [--valid-text F] [ppl's window flags]\n"
+    "                                  the best configuration within each budget of effective bits:\n"
+    "                                  chosen on wiki.valid (lowest mean KL), reported on wiki.test;\n"
+    "                                  two resumable sweeps in DIR, frontier.md, .json, .svg\n",
+    "usage: ./run frontier MODEL_DIR --configs FILE --budget BITS[,BITS...] --out-dir DIR [flags]\n"
+    "\n"
+    "The best KV-cache configuration found within each budget of effective bits per value (keys and\n"
+    "values averaged), held out: every candidate is measured by two sweeps, DIR/valid on the\n"
+    "calibration split and DIR/test on --text-file (run the same line again to resume them). The\n"
+    "choice per budget is the candidate of lowest mean KL on valid among those within the budget;\n"
+    "the figures reported are that candidate's on test. Writes DIR/frontier.md (with the ./run ppl\n"
+    "line of each row), frontier.json and frontier.svg (the test sweep's chart, the chosen ringed).\n"
+    "\n"
+    "flags (default):\n"
+    "  --configs FILE            the candidates, one K[:V] a line as ./run sweep's (required)\n"
+    "  --allocations FILE        an allocation.json of ./run allocate --verify: its allocation at each\n"
+    "                            --budget it holds is one more candidate; this model's only; repeatable\n"
+    "  --budget BITS[,BITS...]   effective bits per value, e.g. 0.5,1,2,3,4.5 (required)\n"
+    "  --out-dir DIR             the two sweeps and the report (required)\n"
+    "  --valid-text F            the split the choice is made on (data/wikitext-2-raw/wiki.valid.raw)\n"
+    "  --text-file F             the split the figures are reported on (data/wikitext-2-raw/wiki.test.raw)\n"
+    HELP_CALIB_FLAG
+    "  --ctx N                   tokens a window (1024)\n"
+    "  --stride N                tokens between windows; each scores its last stride (min(512, ctx))\n"
+    "  --windows N               the first N windows of each split (16)\n"
+    "  --max-tokens N            each text's first N tokens (all)\n"
+    "  --protocol P              hf: sliding windows; llamacpp: llama-perplexity's chunks (hf)\n"
+    "  --shard I/N               not taken: a frontier runs whole sweeps\n"
+    HELP_BATCH_FLAGS
+    HELP_QUIET_FLAG
+    "  --json                    print frontier.json instead of the table (table)\n"
+    "  --no-layer-error          no per-layer attention error in the sweeps (on)\n"
+    "\n"
+    "examples:\n"
+    "  ./run frontier data/models/mini-llama-brown --configs data/frontier/configs.txt \\\n"
+    "        --budget 0.5,1,2,3,4.5 --out-dir fr\n"
+    "  ./run frontier data/models/mini-llama-brown-outliers --configs data/frontier/configs.txt --allocations \\\n"
+    "        data/sensitivity/mini-llama-brown-outliers/verify-test/allocation.json --budget 2,3 --out-dir fr\n"
+    "\n"
+    "exit codes: 0 ok, 2 bad input or usage (an allocation.json of another model too)\n"};
 
 const CommandHelp HELP_KV_EXTRACT = {
     "  kv-extract MODEL_DIR (-i PROMPT | --tokens IDS) -o kv.safetensors [--dtype f32|f16]\n"

@@ -220,6 +220,30 @@ static int write_output(const char *dir, const char *name, int kind, const Sweep
     return atomic_commit(&af, err);
 }
 
+/* chart.svg again with x = entropy-coded bits per value (SCHEMES.md §9), when the sweep measured
+ * them: chart-entropy.svg. A configuration without the figure is left off the chart (x not finite). */
+static int write_entropy_chart(const char *dir, const SweepSettings *s, const SweepTotals *t, const ChartPoint *points,
+                               Error *err) {
+    int measured = 0;
+    for (int i = 0; i < s->n_configs; i++) measured |= t->sums[i].code_values[0] > 0;
+    ChartPoint *p = measured ? calloc((size_t)s->n_configs, sizeof *p) : NULL;
+    if (!measured) return 0;
+    if (!p) return error_set(err, "out of memory");
+    for (int i = 0; i < s->n_configs; i++) {
+        double bits = token_sums_entropy_bits(&t->sums[i], -1);
+        p[i] = points[i], p[i].bits = bits > 0 ? bits : NAN;
+    }
+    char path[4200], title[1200];
+    snprintf(path, sizeof path, "%s/chart-entropy.svg", dir);
+    snprintf(title, sizeof title, "KV-cache schemes on %s (ctx %d), entropy-coded bits", s->model, s->ppl.ctx);
+    ChartStyle style = {title, "entropy-coded bits per value (zeroth-order entropy of the codes)", NULL, NULL};
+    AtomicFile af;
+    int rc = atomic_open(&af, path, err);
+    if (!rc) chart_write_svg_styled(af.f, &style, p, s->n_configs), rc = atomic_commit(&af, err);
+    free(p);
+    return rc;
+}
+
 int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const SweepTotals *t, Error *err) {
     int n = s->n_configs, rc = 0;
     PplSummary *y = calloc((size_t)n, sizeof *y);
@@ -232,6 +256,7 @@ int sweep_write_outputs(const char *out_dir, const SweepSettings *s, const Sweep
     static const char *const names[] = {"results.md", "results.csv", "results.json", "chart.svg"};
     ConfigFigures fig = {y, front, points};
     for (int k = 0; k < 4 && !rc; k++) rc = write_output(out_dir, names[k], k, s, t, &fig, err);
+    if (!rc) rc = write_entropy_chart(out_dir, s, t, points, err);
     if (!rc) rc = sweep_views_charts(out_dir, s, t, err);   /* position.svg, layers.svg */
     free(y);
     free(front);
