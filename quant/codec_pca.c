@@ -139,8 +139,50 @@ static void pca_encode(const KvBase *b, const float *x, int n, void *unit) {
     }
 }
 
+/* Where each component's code lies in a row, worked out once per call from the head's bits
+ * (pca_decode's rule: a component past the row's bytes reads code 0), so that reading a row is
+ * one two-byte load, a shift and a mask a stored component: the bit loop of get_bits took
+ * several times longer than the attention the row then serves. */
+typedef struct {
+    int count;                           /* components with bits > 0, ascending */
+    short comp[PCA_TABLE_STRIDE];
+    short byte[PCA_TABLE_STRIDE];        /* the code's first byte in the row */
+    unsigned char shift[PCA_TABLE_STRIDE];
+    unsigned short mask[PCA_TABLE_STRIDE];   /* 0 for a component past the row's bytes */
+    size_t unit_bytes;
+} CodeReader;
+
+static void code_reader(const PcaHead *h, size_t unit_bytes, CodeReader *cr) {
+    size_t at = 0, limit = 8 * unit_bytes;
+    cr->count = 0;
+    cr->unit_bytes = unit_bytes;
+    for (int i = 0; i < h->d; i++) {
+        int bits = component_bits(h, i), k = cr->count;
+        if (!bits) continue;
+        int fits = at + (size_t)bits <= limit;
+        cr->comp[k] = (short)i;
+        cr->byte[k] = (short)(fits ? at / 8 : 0);
+        cr->shift[k] = (unsigned char)(fits ? at % 8 : 0);
+        cr->mask[k] = (unsigned short)(fits ? (1u << bits) - 1u : 0u);
+        cr->count++;
+        at += (size_t)bits;
+    }
+}
+
+/* The stored components' values of one row: y[k] for the reader's k-th component. */
+static void read_coefficients(const PcaHead *h, const CodeReader *cr, const unsigned char *row, float *y) {
+    unsigned char padded[PCA_TABLE_STRIDE + 2];   /* a row is at most 8 x 256 bits; a code may end in its last byte */
+    memcpy(padded, row, cr->unit_bytes);
+    padded[cr->unit_bytes] = padded[cr->unit_bytes + 1] = 0;
+    for (int k = 0; k < cr->count; k++) {
+        unsigned word = (unsigned)padded[cr->byte[k]] | (unsigned)padded[cr->byte[k] + 1] << 8;
+        unsigned code = word >> cr->shift[k] & cr->mask[k];
+        y[k] = h->tables[(size_t)cr->comp[k] * PCA_TABLE_STRIDE + code];
+    }
+}
+
 static void pca_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
-    size_t ub = pca_unit_bytes(b, n), limit = 8 * ub;
+    size_t ub = pca_unit_bytes(b, n);
     if (!b->table) {
         memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
         return;
@@ -149,16 +191,86 @@ static void pca_decode(const KvBase *b, const void *units, int n, int r0, int co
     pca_head_view(b->table, n, &h);
     float roots[PCA_TABLE_STRIDE];
     const float *sqrt_w = root_weights(b, n, roots);
+    CodeReader cr;
+    code_reader(&h, ub, &cr);
     for (int r = 0; r < count; r++) {
-        const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
-        uint8_t codes[PCA_TABLE_STRIDE];
-        size_t at = 0;
-        for (int i = 0; i < n; i++) {
-            int bits = component_bits(&h, i);
-            codes[i] = at + (size_t)bits <= limit ? (uint8_t)get_bits(row, at, bits) : 0;
-            at += (size_t)bits;
+        float stored[PCA_TABLE_STRIDE], y[PCA_TABLE_STRIDE];
+        memset(y, 0, (size_t)n * sizeof *y);
+        read_coefficients(&h, &cr, (const unsigned char *)units + (size_t)(r0 + r) * ub, stored);
+        for (int k = 0; k < cr.count; k++) y[cr.comp[k]] = stored[k];
+        pca_from_coefficients(&h, sqrt_w, y, out + (size_t)r * n);
+    }
+}
+
+/* ---- attention on the coefficients (quant/pca.h) ---- */
+
+/* Every weight positive and finite: q / sqrt(w) is then defined for every channel. */
+static int pca_coefficients_ready(const KvBase *b, int n) {
+    if (!b->table) return 0;
+    for (int c = 0; b->weights && c < n; c++)
+        if (!(b->weights[c] > 0 && b->weights[c] < INFINITY)) return 0;
+    return 1;
+}
+
+static void pca_decode_coefficients(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+    size_t ub = pca_unit_bytes(b, n);
+    memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    CodeReader cr;
+    code_reader(&h, ub, &cr);
+    for (int r = 0; r < count; r++) {
+        float stored[PCA_TABLE_STRIDE], *y = out + (size_t)r * n;
+        read_coefficients(&h, &cr, (const unsigned char *)units + (size_t)(r0 + r) * ub, stored);
+        for (int k = 0; k < cr.count; k++) y[cr.comp[k]] = stored[k];
+    }
+}
+
+static void pca_coefficients_move(const KvBase *b, float *x, int n, KvRotation direction) {
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    float roots[PCA_TABLE_STRIDE], moved[PCA_TABLE_STRIDE];
+    const float *sqrt_w = root_weights(b, n, roots);
+    if (direction == KV_TO_INNER) pca_query_to_coefficients(&h, sqrt_w, x, moved);
+    else pca_from_coefficients(&h, sqrt_w, x, moved);
+    memcpy(x, moved, (size_t)n * sizeof *x);
+}
+
+/* Rows decoded straight into a transposed block, kt[c * 64 + p] (0 for p >= count): the same
+ * sums as pca_decode (mu, then the stored components in order, then / sqrt(w)), but with the
+ * 64 positions innermost, which the compiler turns into vector multiply-adds; +prerope keys,
+ * whose RoPE depends on the position, cannot move the query into the coefficients instead. */
+static void pca_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+    enum { W = 64 };
+    memset(kt, 0, sizeof(float) * (size_t)n * W);
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    float roots[PCA_TABLE_STRIDE];
+    const float *sqrt_w = root_weights(b, n, roots);
+    CodeReader cr;
+    code_reader(&h, pca_unit_bytes(b, n), &cr);
+    float yt[PCA_TABLE_STRIDE * W];   /* [stored component][position]: at most 64 KiB of stack */
+    for (int p = 0; p < count; p++) {
+        float stored[PCA_TABLE_STRIDE];
+        read_coefficients(&h, &cr, (const unsigned char *)units + (size_t)(r0 + p) * cr.unit_bytes, stored);
+        for (int k = 0; k < cr.count; k++) yt[k * W + p] = stored[k];
+    }
+    for (int c = 0; c < n; c++) {
+        float acc[W];
+        for (int p = 0; p < W; p++) acc[p] = h.mean[c];
+        for (int k = 0; k < cr.count; k++) {
+            float u = h.basis[(size_t)cr.comp[k] * n + c];
+            const float *y = yt + k * W;
+            for (int p = 0; p < W; p++) acc[p] = acc[p] + y[p] * u;
         }
-        pca_decode_row(&h, sqrt_w, codes, out + (size_t)r * n);
+        float *out = kt + (size_t)c * W;
+        if (sqrt_w)
+            for (int p = 0; p < count; p++) out[p] = sqrt_w[c] > 0 ? acc[p] / sqrt_w[c] : 0.0f;
+        else
+            for (int p = 0; p < count; p++) out[p] = acc[p];
     }
 }
 
@@ -302,6 +414,10 @@ const KvCodec kv_codec_pca = {
     .code_widths_from_table = 1,   /* tested with a fitted table in tests/test_pca.c */
     .encode = pca_encode,
     .decode = pca_decode,
+    .decode_t64 = pca_decode_t64,
+    .coefficients_ready = pca_coefficients_ready,
+    .decode_coefficients = pca_decode_coefficients,
+    .coefficients = pca_coefficients_move,
     .own_transform = 1,
     .fit = &PCA_FIT,
 };
