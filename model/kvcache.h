@@ -25,7 +25,8 @@
  * head: quant/pca.h) is read as its coefficients when every position a query reads is quantized
  * (no sinks, no window) and keys are not +prerope: the key domain's query is U (q / sqrt(w)) and
  * scores every row by the same constant less than q does (softmax ignores it), and the value
- * domain's output goes back through mu + U^T y, divided by sqrt(w), once. That is O(d) a row
+ * domain's output goes back through mu sum(p) + U^T y, divided by sqrt(w), once (a component
+ * of 0 bits reads 1 in every row and so carries sum(p): quant/pca.h's unit slot). That is O(d) a row
  * instead of decoding each at O(d^2) for every query step. +prerope pca keys cannot move the
  * query (RoPE turns it by the row's own position): they are decoded straight into transposed
  * blocks (the codec's decode_t64) and rotated there. */
@@ -112,8 +113,7 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
 int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt);
 
 /* One query row of a query head that reads KV head kv_head into the key read domain of a
- * layer, one output row of such a head back from the value read domain, in place. A
- * coefficient-read output must be a sum of value rows weighted by weights summing to 1. */
+ * layer, one output row of such a head back from the value read domain, in place. */
 void kv_cache_query_to_domain(const KvCache *c, int layer, int kv_head, float *q);
 void kv_cache_output_from_domain(const KvCache *c, int layer, int kv_head, float *out);
 

@@ -146,8 +146,8 @@ struct KvCodec {
      * allows it (pca: a table bound, every +aw weight positive and finite); decode_coefficients:
      * rows r0 .. r0+count-1 as their n coefficients, out[count][n]; coefficients, in place: a
      * query into coefficients (KV_TO_INNER: q . decoded row = result . coefficients + a term the
-     * same for every row, which softmax ignores), or a weighted sum of coefficient rows whose
-     * weights sum to 1 back to the same sum of decoded rows (KV_FROM_INNER). */
+     * same for every row, which softmax ignores), or a weighted sum of coefficient rows back to
+     * the same sum of decoded rows (KV_FROM_INNER). */
     int (*coefficients_ready)(const KvBase *b, int n);
     void (*decode_coefficients)(const KvBase *b, const void *units, int n, int r0, int count, float *out);
     void (*coefficients)(const KvBase *b, float *x, int n, KvRotation direction);

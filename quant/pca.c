@@ -307,6 +307,26 @@ void pca_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y
         for (int c = 0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
 }
 
+int pca_unit_slot(const PcaHead *h) {
+    for (int i = 0; i < h->d; i++)
+        if (stored_bits(h, i) == 0) return i;
+    return -1;
+}
+
+void pca_sum_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, int slot, float *out) {
+    int d = h->d;
+    float weight = y[slot];
+    for (int c = 0; c < d; c++) out[c] = h->mean[c] * weight;
+    for (int i = 0; i < d; i++) {
+        if (stored_bits(h, i) == 0) continue;
+        float yi = y[i];
+        const float *u = h->basis + (size_t)i * d;
+        for (int c = 0; c < d; c++) out[c] = out[c] + yi * u[c];
+    }
+    if (sqrt_w)
+        for (int c = 0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
+}
+
 void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes, float *out) {
     float y[4096];
     pca_coefficients(h, codes, y);
