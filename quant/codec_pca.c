@@ -11,8 +11,10 @@
  * component order (code i in the b_i bits after those of components < i, bit k of the stream bit
  * k%8 of byte k/8, the last byte padded with zeros). KvBase.table is the KV head's fit as one
  * block (pca_head_view: mean, basis, bits, tables); KvBase.weights the head's +aw weights. Rows
- * decode to the natural domain: attention reads them as decoded rows (the cache's query rotation
- * is one per layer, and U is per head). Edge cases: no table bound -> codes 0 and rows of 0; a
+ * decode to the natural domain (decode, and decode_t64 into attention's transposed key blocks);
+ * attention may instead read a row's coefficients (decode_coefficients, coefficients: quant/pca.h,
+ * model/kvcache.h's Coefficient reads), O(d) a row where decoding is O(d^2). Edge cases: no
+ * table bound -> codes 0 and rows of 0; a
  * NaN component takes code 0 (lloyd_nearest's rule); a bits entry outside 0..8 (a hostile table)
  * is read as 0. */
 #include <math.h>

@@ -22,8 +22,10 @@
  * bit), kv_cache_rows_t64 where the codec has it (bit for bit), kv_cache_read_key/_value in
  * the natural order (quantized rows bit for bit, full-precision ones to the rounding of the
  * domain's rotations), and kv_cache_quantized_end at every length. Attention's shortcut too: a
- * query moved into the key read domain scores the rows as read as it scores the natural keys,
- * and value rows summed as read and moved back once equal the natural values' sum.
+ * query moved into the key read domain scores the rows as read as it scores the natural keys
+ * (pca's coefficients: less one constant a query), and value rows summed as read and moved back
+ * once equal the natural values' sum; and the stores read coefficients or rotate +prerope keys
+ * in transposed blocks exactly where model/kvcache.h says.
  *
  * Before the read-back, kv_cache_bytes and kv_cache_position_bytes against what kvcache.h says
  * the arrays hold, so that a store too small fails a check before anything is written past it.
