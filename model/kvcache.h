@@ -26,7 +26,7 @@
  * (no sinks, no window) and keys are not +prerope: the key domain's query is U (q / sqrt(w)) and
  * scores every row by the same constant less than q does (softmax ignores it), and the value
  * domain's output goes back through mu sum(p) + U^T y, divided by sqrt(w), once (a component
- * of 0 bits reads 1 in every row and so carries sum(p): quant/pca.h's unit slot). That is O(d) a row
+ * of 0 bits reads 1 in every row and so carries sum(p): quant/pca.h's unit slot; 1 where there is none). That is O(d) a row
  * instead of decoding each at O(d^2) for every query step. +prerope pca keys cannot move the
  * query (RoPE turns it by the row's own position): they are decoded straight into transposed
  * blocks (the codec's decode_t64) and rotated there. */

@@ -251,13 +251,9 @@ static void pca_decode(const KvBase *b, const void *units, int n, int r0, int co
 
 /* ---- attention on the coefficients (quant/pca.h) ---- */
 
-/* Every weight positive and finite: q / sqrt(w) is then defined for every channel; and a
- * component of 0 bits to carry the weights' sum (quant/pca.h, the unit slot). */
+/* Every weight positive and finite: q / sqrt(w) is then defined for every channel. */
 static int pca_coefficients_ready(const KvBase *b, int n) {
     if (!b->table) return 0;
-    PcaHead h;
-    pca_head_view(b->table, n, &h);
-    if (pca_unit_slot(&h) < 0) return 0;
     for (int c = 0; b->weights && c < n; c++)
         if (!(b->weights[c] > 0 && b->weights[c] < INFINITY)) return 0;
     return 1;
@@ -291,7 +287,7 @@ static void pca_coefficients_move(const KvBase *b, float *x, int n, KvRotation d
     int slot = pca_unit_slot(&h);
     if (direction == KV_TO_INNER) pca_query_to_coefficients(&h, sqrt_w, x, moved);
     else if (slot >= 0) pca_sum_from_coefficients(&h, sqrt_w, x, slot, moved);
-    else pca_from_coefficients(&h, sqrt_w, x, moved);   /* not coefficient-read (pca_coefficients_ready) */
+    else pca_from_coefficients(&h, sqrt_w, x, moved);   /* every component stored: the weights' sum taken as 1 */
     memcpy(x, moved, (size_t)n * sizeof *x);
 }
 

@@ -86,7 +86,10 @@ void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes,
  * reads, which softmax ignores, so it is dropped. sum_t p_t is carried by the unit slot: a
  * component of 0 bits (coefficient 0 in every row, q'_i = 0) that the cache's rows set to 1,
  * so that the sum of the weights attention actually used (bf16-rounded ones too, which do not
- * sum to 1 exactly) weighs the mean, as it does in the decoded rows. */
+ * sum to 1 exactly) weighs the mean, as it does in the decoded rows. A head that stores every
+ * component (near-isotropic rows: pca2 on random weights) has no unit slot; its mean is then
+ * weighed by 1, softmax's sum, which bf16 weights miss by their rounding (~2^-9), as they do
+ * the decoded rows' values. */
 
 /* The first component of 0 bits (the unit slot), or -1 when every component is stored. */
 int pca_unit_slot(const PcaHead *h);
