@@ -549,7 +549,7 @@ int attention_buffers_alloc(RunState *s, const Config *c, int max_batch) {
 void cached_attention(const Model *m, RunState *s, KvCache *cache, int l, int T, int pos, int from) {
     const Config *c = &m->config;
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    int n = T - from;   /* rows whose attention runs */
+    int n = T - from, group = query_group(c);   /* rows whose attention runs; query heads a KV head */
     /* queries as bf16 pairs too (s->q2) where attention reads them: the tiles take only batches
      * whose blocks may be shared (not decode) */
     int pairs = attention_in_pairs(m) || (attention_on_tiles(m) && batch_may_share(s, n));
@@ -561,7 +561,7 @@ void cached_attention(const Model *m, RunState *s, KvCache *cache, int l, int T,
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim, cs);   /* the cache applies RoPE */
         if (t < from) continue;
         float *q = s->q + (size_t)(t - from) * c->dim;
-        for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, q + (size_t)h * c->head_dim);
+        for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, h / group, q + (size_t)h * c->head_dim);
         if (pairs) bf16_pairs_along(q, c->dim, s->q2 + (size_t)(t - from) * (c->dim / 2));   /* while q is in cache */
     }
     kv_cache_commit(cache, l, pos, pos + T);
@@ -570,7 +570,7 @@ void cached_attention(const Model *m, RunState *s, KvCache *cache, int l, int T,
     #pragma omp parallel for schedule(static) if ((double)n * c->dim >= PARALLEL_MIN_WORK / 4)
     for (int t = 0; t < n; t++)
         for (int h = 0; h < c->n_heads; h++)
-            kv_cache_output_from_domain(cache, l, s->xb2 + (size_t)t * c->dim + (size_t)h * c->head_dim);
+            kv_cache_output_from_domain(cache, l, h / group, s->xb2 + (size_t)t * c->dim + (size_t)h * c->head_dim);
 }
 
 void forward_attention_replay(const Model *m, RunState *s, KvCache *cache, const AttentionReplay *r) {

@@ -20,6 +20,27 @@ static int out_of_memory(const KvCache *c, Error *err) {
     return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
 }
 
+/* Rows leave the codec in the natural order (no +had, +out, llama.cpp key order or inner
+ * rotation in between): a transposed block of them can be rotated by RoPE as it is. */
+static int codec_rows_natural(const KvSpec *spec) {
+    const KvCodec *codec = spec->base.codec;
+    return !spec->hadamard && !spec->outliers && !codec->rotate && !codec->llama_key_order;
+}
+
+/* See kvcache.h, Coefficient reads: only when every position read is quantized, as a
+ * full-precision row would have to enter the coefficients through U (sqrt(w) x - mu), which
+ * equals the decoded rows' algebra only for an orthonormal U. */
+static int coefficients_possible(const KvStore *st, const KvCache *c) {
+    const KvSpec *spec = st->spec;
+    const KvCodec *codec = spec->base.codec;
+    if (st->plain || st->natural_reads || !codec->decode_coefficients || spec->sinks || needs_window(spec) ||
+        !codec_rows_natural(spec))
+        return 0;
+    for (int h = 0; h < c->n_kv_heads; h++)
+        if (!codec->coefficients_ready(&st->head_specs[h].base, c->head_dim)) return 0;
+    return 1;
+}
+
 static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, const Calibration *calib, int layer,
                       Error *err) {
     int d = c->head_dim, is_key = spec->side == KV_SIDE_KEYS;
@@ -31,6 +52,8 @@ static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, const C
     st->spec = st->head_specs;
     st->plain = kv_spec_is_fp32(spec);
     st->natural_reads = is_key && spec->prerope;
+    st->coefficient_reads = coefficients_possible(st, c);
+    st->transposed_rope = st->natural_reads && !st->plain && spec->base.codec->decode_t64 && codec_rows_natural(spec);
     st->group = spec->base.rows;
     st->unit_bytes = kv_spec_unit_bytes(spec, d);
     int s = sinks_of(st), stored = c->max_seq > s ? c->max_seq - s : 0;
@@ -119,6 +142,13 @@ void kv_cache_free(KvCache *c) {
     free(c->rope_cos_sin);
     c->keys = c->values = NULL;
     c->rope_cos_sin = NULL;
+}
+
+void kv_cache_decoded_reads(KvCache *c) {
+    for (int l = 0; l < c->n_layers; l++) {
+        c->keys[l].coefficient_reads = c->keys[l].transposed_rope = 0;
+        c->values[l].coefficient_reads = c->values[l].transposed_rope = 0;
+    }
 }
 
 size_t kv_cache_bytes(const KvCache *c) {
@@ -239,6 +269,11 @@ static void full_row(const KvCache *c, const KvStore *st, const float *src, int 
 /* Quantized rows [p0, p0+n) decoded into the read domain. */
 static void quantized_rows(const KvCache *c, const KvStore *st, int head, int p0, int n, float *out) {
     int d = c->head_dim;
+    if (st->coefficient_reads) {
+        const KvBase *b = &st->head_specs[head].base;
+        b->codec->decode_coefficients(b, head_units(st, head), d, p0 - sinks_of(st), n, out);
+        return;
+    }
     kv_spec_decode(&st->head_specs[head], head_units(st, head), d, p0 - sinks_of(st), n, out);
     if (!st->natural_reads) return;
     for (int i = 0; i < n; i++) {
@@ -268,25 +303,57 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
     return buf;
 }
 
+/* rope() on a transposed block kt[i * 64 + p] of np rows from position p0: the same
+ * products, with the positions innermost. */
+static void rope_t64(const KvCache *c, float *kt, int p0, int np) {
+    int d = c->head_dim, half = d / 2;
+    for (int i = 0; i < half; i++) {
+        float *x = kt + (size_t)i * 64, *y = kt + (size_t)(i + half) * 64;
+        for (int p = 0; p < np; p++) {
+            const float *cs = c->rope_cos_sin + (size_t)(p0 + p) * d;
+            float a = x[p], b = y[p], cos_i = cs[i], sin_i = cs[half + i];
+            x[p] = a * cos_i - b * sin_i;
+            y[p] = b * cos_i + a * sin_i;
+        }
+    }
+}
+
 int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt) {
     int s = sinks_of(st);
-    if (st->plain || st->natural_reads || p0 < s || p0 + np > q_end || !kv_spec_has_decode_t64(st->spec)) return 0;
+    if (st->plain || st->coefficient_reads || (st->natural_reads && !st->transposed_rope) || p0 < s ||
+        p0 + np > q_end || !kv_spec_has_decode_t64(st->spec))
+        return 0;
     kv_spec_decode_t64(&st->head_specs[head], head_units(st, head), c->head_dim, p0 - s, np, kt);
+    if (st->natural_reads) rope_t64(c, kt, p0, np);
     return 1;
 }
 
-void kv_cache_query_to_domain(const KvCache *c, int layer, float *q) {
+void kv_cache_query_to_domain(const KvCache *c, int layer, int kv_head, float *q) {
     const KvStore *st = &c->keys[layer];
-    if (!st->plain && !st->natural_reads) kv_spec_to_domain(st->spec, q, c->head_dim);
+    if (st->coefficient_reads) {
+        const KvBase *b = &st->head_specs[kv_head].base;
+        b->codec->coefficients(b, q, c->head_dim, KV_TO_INNER);
+    } else if (!st->plain && !st->natural_reads) {
+        kv_spec_to_domain(st->spec, q, c->head_dim);
+    }
 }
 
-void kv_cache_output_from_domain(const KvCache *c, int layer, float *out) {
+void kv_cache_output_from_domain(const KvCache *c, int layer, int kv_head, float *out) {
     const KvStore *st = &c->values[layer];
-    if (!st->plain) kv_spec_from_domain(st->spec, out, c->head_dim);
+    if (st->coefficient_reads) {
+        const KvBase *b = &st->head_specs[kv_head].base;
+        b->codec->coefficients(b, out, c->head_dim, KV_FROM_INNER);
+    } else if (!st->plain) {
+        kv_spec_from_domain(st->spec, out, c->head_dim);
+    }
 }
 
 static void read_row(const KvCache *c, const KvStore *st, int head, int pos, float *out) {
     float buf[KV_MAX_HEAD_DIM];
+    if (st->coefficient_reads) {   /* every position is quantized: the decoded row itself */
+        kv_spec_decode(&st->head_specs[head], head_units(st, head), c->head_dim, pos, 1, out);
+        return;
+    }
     const float *row = kv_cache_rows(c, st, head, pos, 1, kv_cache_quantized_end(st, c->len), buf);
     memcpy(out, row, (size_t)c->head_dim * sizeof(float));
     if (!st->plain && !st->natural_reads) kv_spec_from_domain(st->spec, out, c->head_dim);

@@ -19,7 +19,17 @@
  * +prerope keys, which are decoded and then rotated by RoPE at their position. Attention moves
  * each query into the key domain and each output back from the value domain once
  * (kv_cache_query_to_domain, kv_cache_output_from_domain): the same numbers as decoding every
- * row to the natural order, at O(head_dim log head_dim) per query and head. */
+ * row to the natural order, at O(head_dim log head_dim) per query and head.
+ *
+ * Coefficient reads. A codec whose rows are an affine map of stored coefficients (pcaB, per KV
+ * head: quant/pca.h) is read as its coefficients when every position a query reads is quantized
+ * (no sinks, no window) and keys are not +prerope: the key domain's query is U (q / sqrt(w)) and
+ * scores every row by the same constant less than q does (softmax ignores it), and the value
+ * domain's output goes back through mu sum(p) + U^T y, divided by sqrt(w), once (a component
+ * of 0 bits reads 1 in every row and so carries sum(p): quant/pca.h's unit slot; 1 where there is none). That is O(d) a row
+ * instead of decoding each at O(d^2) for every query step. +prerope pca keys cannot move the
+ * query (RoPE turns it by the row's own position): they are decoded straight into transposed
+ * blocks (the codec's decode_t64) and rotated there. */
 #ifndef KVQ_KVCACHE_H
 #define KVQ_KVCACHE_H
 
@@ -35,6 +45,8 @@ typedef struct {
                                   §8, from the calibration; the same spec for every head otherwise) */
     int plain;                 /* fp32 without modifiers: units are the rows, read in place */
     int natural_reads;         /* +prerope keys: rows are read in the natural order, RoPE applied */
+    int coefficient_reads;     /* rows are read as the codec's coefficients (see Coefficient reads) */
+    int transposed_rope;       /* +prerope keys decoded into transposed blocks and rotated there */
     int group;                 /* rows per unit: G for a token-axis base, else 1 */
     size_t unit_bytes;
     size_t head_units;         /* units per KV head */
@@ -73,6 +85,9 @@ typedef struct {
 int kv_cache_init(KvCache *c, const Config *cfg, int max_seq, int max_batch, const KvCacheScheme *scheme,
                   const float *rope_inv_freq, Error *err);
 void kv_cache_free(KvCache *c);
+/* Turns off coefficient reads and transposed RoPE (see Coefficient reads): attention then
+ * decodes every row, as it did before them; for comparing the two (tests, bench). */
+void kv_cache_decoded_reads(KvCache *c);
 
 /* Stores position pos of one layer: k and v are [n_kv_heads * head_dim]. k is before RoPE
  * when cos_sin (the position's rope_angles) is given — the cache applies RoPE, or for +prerope
@@ -97,10 +112,10 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
  * has a direct way and every row is quantized; else 0. */
 int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt);
 
-/* One query head's row into the key read domain of a layer, one output row back from the value
- * read domain, in place. */
-void kv_cache_query_to_domain(const KvCache *c, int layer, float *q);
-void kv_cache_output_from_domain(const KvCache *c, int layer, float *out);
+/* One query row of a query head that reads KV head kv_head into the key read domain of a
+ * layer, one output row of such a head back from the value read domain, in place. */
+void kv_cache_query_to_domain(const KvCache *c, int layer, int kv_head, float *q);
+void kv_cache_output_from_domain(const KvCache *c, int layer, int kv_head, float *out);
 
 /* One row as attention sees it with c->len positions written, in the natural order. */
 void kv_cache_read_key(const KvCache *c, int layer, int head, int pos, float *out);

@@ -140,6 +140,17 @@ struct KvCodec {
     void (*decode_t64)(const KvBase *b, const void *units, int n, int r0, int count, float *kt);
     /* Optional: the codec's rotation of one row of n values, in place (see Inner domain). */
     void (*rotate)(const KvBase *b, float *x, int n, KvRotation direction);
+    /* Optional (pca): attention on the stored coefficients instead of decoded rows, for a codec
+     * whose rows decode as an affine map of coefficients that is not a rotation (quant/pca.h:
+     * x = (mu + U^T y) / sqrt(w), U per KV head). coefficients_ready: 1 when the bound table
+     * allows it (pca: a table bound, every +aw weight positive and finite); decode_coefficients:
+     * rows r0 .. r0+count-1 as their n coefficients, out[count][n]; coefficients, in place: a
+     * query into coefficients (KV_TO_INNER: q . decoded row = result . coefficients + a term the
+     * same for every row, which softmax ignores), or a weighted sum of coefficient rows back to
+     * the same sum of decoded rows (KV_FROM_INNER). */
+    int (*coefficients_ready)(const KvBase *b, int n);
+    void (*decode_coefficients)(const KvBase *b, const void *units, int n, int r0, int count, float *out);
+    void (*coefficients)(const KvBase *b, float *x, int n, KvRotation direction);
     /* 1 when the codec transforms whole rows itself (pca's basis): +had and +out are refused. */
     int own_transform;
     /* 1 when key rows are coded in llama.cpp's channel order (its block types; quant/scheme.h). */

@@ -11,8 +11,10 @@
  * component order (code i in the b_i bits after those of components < i, bit k of the stream bit
  * k%8 of byte k/8, the last byte padded with zeros). KvBase.table is the KV head's fit as one
  * block (pca_head_view: mean, basis, bits, tables); KvBase.weights the head's +aw weights. Rows
- * decode to the natural domain: attention reads them as decoded rows (the cache's query rotation
- * is one per layer, and U is per head). Edge cases: no table bound -> codes 0 and rows of 0; a
+ * decode to the natural domain (decode, and decode_t64 into attention's transposed key blocks);
+ * attention may instead read a row's coefficients (decode_coefficients, coefficients: quant/pca.h,
+ * model/kvcache.h's Coefficient reads), O(d) a row where decoding is O(d^2). Edge cases: no
+ * table bound -> codes 0 and rows of 0; a
  * NaN component takes code 0 (lloyd_nearest's rule); a bits entry outside 0..8 (a hostile table)
  * is read as 0. */
 #include <math.h>
@@ -22,6 +24,9 @@
 #include "quant/codec.h"
 #include "quant/lloyd.h"
 #include "quant/pca.h"
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #define PCA_SCALE 10000   /* B is kept as B * 10^4 in KvBase.variant: up to 4 decimal places */
 
@@ -139,8 +144,92 @@ static void pca_encode(const KvBase *b, const float *x, int n, void *unit) {
     }
 }
 
+/* Where each component's code lies in a row, worked out once per call from the head's bits
+ * (pca_decode's rule: a component past the row's bytes reads code 0), so that reading a row is
+ * one two-byte load, a shift and a mask a stored component: the bit loop of get_bits took
+ * several times longer than the attention the row then serves. */
+typedef struct {
+    int count;                           /* components with bits > 0, ascending */
+    short comp[PCA_TABLE_STRIDE];
+    short byte[PCA_TABLE_STRIDE];        /* the code's first byte in the row */
+    unsigned char shift[PCA_TABLE_STRIDE];
+    unsigned short mask[PCA_TABLE_STRIDE];   /* 0 for a component past the row's bytes */
+    /* the same code as a four-byte load inside the row (rows of at least 4 bytes): its first
+     * byte word[k] (the code's, or the row's last four) and the shift from there */
+    short word[PCA_TABLE_STRIDE];
+    unsigned char word_shift[PCA_TABLE_STRIDE];
+    size_t unit_bytes;
+} CodeReader;
+
+static void code_reader(const PcaHead *h, size_t unit_bytes, CodeReader *cr) {
+    size_t at = 0, limit = 8 * unit_bytes;
+    cr->count = 0;
+    cr->unit_bytes = unit_bytes;
+    for (int i = 0; i < h->d; i++) {
+        int bits = component_bits(h, i), k = cr->count;
+        if (!bits) continue;
+        int fits = at + (size_t)bits <= limit;
+        cr->comp[k] = (short)i;
+        cr->byte[k] = (short)(fits ? at / 8 : 0);
+        cr->shift[k] = (unsigned char)(fits ? at % 8 : 0);
+        cr->mask[k] = (unsigned short)(fits ? (1u << bits) - 1u : 0u);
+        int last_word = unit_bytes >= 4 ? (int)unit_bytes - 4 : 0;
+        cr->word[k] = cr->byte[k] < last_word ? cr->byte[k] : (short)last_word;
+        cr->word_shift[k] = (unsigned char)(cr->shift[k] + 8 * (cr->byte[k] - cr->word[k]));
+        cr->count++;
+        at += (size_t)bits;
+    }
+}
+
+/* The stored components' values of one row: y[k] for the reader's k-th component. */
+static void read_coefficients(const PcaHead *h, const CodeReader *cr, const unsigned char *row, float *y) {
+    unsigned char padded[PCA_TABLE_STRIDE + 2];   /* a row is at most 8 x 256 bits; a code may end in its last byte */
+    memcpy(padded, row, cr->unit_bytes);
+    padded[cr->unit_bytes] = padded[cr->unit_bytes + 1] = 0;
+    for (int k = 0; k < cr->count; k++) {
+        unsigned word = (unsigned)padded[cr->byte[k]] | (unsigned)padded[cr->byte[k] + 1] << 8;
+        unsigned code = word >> cr->shift[k] & cr->mask[k];
+        y[k] = h->tables[(size_t)cr->comp[k] * PCA_TABLE_STRIDE + code];
+    }
+}
+
+/* yt[k * 64 + p]: the k-th stored component's value in row p of count <= 64 rows from `rows`
+ * (lanes at p >= count hold some table entry). AVX-512: 16 rows a component at a time, the
+ * codes by one gather of four bytes a row, their values by a permute of the table's first 16
+ * entries (4 bits or fewer) or a gather: several times the scalar loop's rate, which set
+ * the speed of attention on pca rows. */
+static void read_block(const PcaHead *h, const CodeReader *cr, const unsigned char *rows, int count, float *yt) {
+#if defined(__AVX512F__)
+    if (cr->unit_bytes >= 4) {
+        const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        for (int p0 = 0; p0 < count; p0 += 16) {
+            int live_rows = count - p0 < 16 ? count - p0 : 16;
+            __mmask16 live = (__mmask16)((1u << live_rows) - 1u);
+            __m512i starts = _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32(p0), iota),
+                                                _mm512_set1_epi32((int)cr->unit_bytes));
+            for (int k = 0; k < cr->count; k++) {
+                __m512i at = _mm512_add_epi32(starts, _mm512_set1_epi32(cr->word[k]));
+                __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, at, rows, 1);
+                __m512i code = _mm512_and_si512(_mm512_srlv_epi32(word, _mm512_set1_epi32(cr->word_shift[k])),
+                                                _mm512_set1_epi32(cr->mask[k]));
+                const float *table = h->tables + (size_t)cr->comp[k] * PCA_TABLE_STRIDE;
+                __m512 v = cr->mask[k] < 16 ? _mm512_permutexvar_ps(code, _mm512_loadu_ps(table))
+                                            : _mm512_i32gather_ps(code, table, 4);
+                _mm512_storeu_ps(yt + (size_t)k * 64 + p0, v);
+            }
+        }
+        return;
+    }
+#endif
+    for (int p = 0; p < count; p++) {
+        float stored[PCA_TABLE_STRIDE];
+        read_coefficients(h, cr, rows + (size_t)p * cr->unit_bytes, stored);
+        for (int k = 0; k < cr->count; k++) yt[k * 64 + p] = stored[k];
+    }
+}
+
 static void pca_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
-    size_t ub = pca_unit_bytes(b, n), limit = 8 * ub;
+    size_t ub = pca_unit_bytes(b, n);
     if (!b->table) {
         memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
         return;
@@ -149,16 +238,123 @@ static void pca_decode(const KvBase *b, const void *units, int n, int r0, int co
     pca_head_view(b->table, n, &h);
     float roots[PCA_TABLE_STRIDE];
     const float *sqrt_w = root_weights(b, n, roots);
+    CodeReader cr;
+    code_reader(&h, ub, &cr);
     for (int r = 0; r < count; r++) {
-        const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
-        uint8_t codes[PCA_TABLE_STRIDE];
-        size_t at = 0;
-        for (int i = 0; i < n; i++) {
-            int bits = component_bits(&h, i);
-            codes[i] = at + (size_t)bits <= limit ? (uint8_t)get_bits(row, at, bits) : 0;
-            at += (size_t)bits;
+        float stored[PCA_TABLE_STRIDE], y[PCA_TABLE_STRIDE];
+        memset(y, 0, (size_t)n * sizeof *y);
+        read_coefficients(&h, &cr, (const unsigned char *)units + (size_t)(r0 + r) * ub, stored);
+        for (int k = 0; k < cr.count; k++) y[cr.comp[k]] = stored[k];
+        pca_from_coefficients(&h, sqrt_w, y, out + (size_t)r * n);
+    }
+}
+
+/* ---- attention on the coefficients (quant/pca.h) ---- */
+
+/* Every weight positive and finite: q / sqrt(w) is then defined for every channel. */
+static int pca_coefficients_ready(const KvBase *b, int n) {
+    if (!b->table) return 0;
+    for (int c = 0; b->weights && c < n; c++)
+        if (!(b->weights[c] > 0 && b->weights[c] < INFINITY)) return 0;
+    return 1;
+}
+
+static void pca_decode_coefficients(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
+    size_t ub = pca_unit_bytes(b, n);
+    memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    CodeReader cr;
+    code_reader(&h, ub, &cr);
+    float yt[PCA_TABLE_STRIDE * 64];   /* [stored component][row]: at most 64 KiB of stack */
+    int slot = pca_unit_slot(&h);
+    for (int r = 0; slot >= 0 && r < count; r++) out[(size_t)r * n + slot] = 1.0f;
+    for (int r = 0; r < count; r += 64) {
+        int rows = count - r < 64 ? count - r : 64;
+        read_block(&h, &cr, (const unsigned char *)units + (size_t)(r0 + r) * ub, rows, yt);
+        for (int k = 0; k < cr.count; k++)
+            for (int p = 0; p < rows; p++) out[(size_t)(r + p) * n + cr.comp[k]] = yt[k * 64 + p];
+    }
+}
+
+static void pca_coefficients_move(const KvBase *b, float *x, int n, KvRotation direction) {
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    float roots[PCA_TABLE_STRIDE], moved[PCA_TABLE_STRIDE];
+    const float *sqrt_w = root_weights(b, n, roots);
+    int slot = pca_unit_slot(&h);
+    if (direction == KV_TO_INNER) pca_query_to_coefficients(&h, sqrt_w, x, moved);
+    else if (slot >= 0) pca_sum_from_coefficients(&h, sqrt_w, x, slot, moved);
+    else pca_from_coefficients(&h, sqrt_w, x, moved);   /* every component stored: the weights' sum taken as 1 */
+    memcpy(x, moved, (size_t)n * sizeof *x);
+}
+
+/* out[p] = mean + sum over the stored components k (in order) of y[k * 64 + p] * column[comp[k] * n]
+ * for p < 64: one channel of a block, summed as pca_from_coefficients sums. Written for the
+ * vectorizer: 16 positions per vector, 64 in registers over k (as 16 scalars GCC kept them
+ * scalar, 10x slower). */
+static void affine_sums64(float mean, const float *column, int n, const short *comp, int count, const float *y,
+                          float *out) {
+    for (int p = 0; p < 64; p++) out[p] = mean;
+    for (int k = 0; k < count; k++) {
+        float u = column[(size_t)comp[k] * n];
+        const float *yk = y + (size_t)k * 64;
+        #pragma omp simd
+        for (int p = 0; p < 64; p++) out[p] = out[p] + yk[p] * u;
+    }
+}
+
+/* kt[c * 64 + p] = mean[c] + sum over the stored components k (in order) of yt[k * 64 + p] *
+ * U[comp[k]][c], for every channel c: a block's rows before / sqrt(w), transposed. AVX-512: four
+ * channels x 64 positions in 16 registers, each component's four vectors of y loaded once for
+ * the four; products and sums kept apart (no fused multiply-add), so that the sums are
+ * pca_from_coefficients' to the bit. */
+static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt, float *kt) {
+    int n = h->d, c0 = 0;
+#if defined(__AVX512F__)
+    for (; c0 + 4 <= n; c0 += 4) {
+        __m512 acc[4][4];
+        for (int j = 0; j < 4; j++)
+            for (int q = 0; q < 4; q++) acc[j][q] = _mm512_set1_ps(h->mean[c0 + j]);
+        for (int k = 0; k < cr->count; k++) {
+            const float *y = yt + (size_t)k * 64, *u = h->basis + (size_t)cr->comp[k] * n + c0;
+            __m512 yq[4] = {_mm512_loadu_ps(y), _mm512_loadu_ps(y + 16), _mm512_loadu_ps(y + 32), _mm512_loadu_ps(y + 48)};
+            for (int j = 0; j < 4; j++) {
+                __m512 uj = _mm512_set1_ps(u[j]);
+                for (int q = 0; q < 4; q++) acc[j][q] = _mm512_add_ps(acc[j][q], _mm512_mul_ps(yq[q], uj));
+            }
         }
-        pca_decode_row(&h, sqrt_w, codes, out + (size_t)r * n);
+        for (int j = 0; j < 4; j++)
+            for (int q = 0; q < 4; q++) _mm512_storeu_ps(kt + (size_t)(c0 + j) * 64 + 16 * q, acc[j][q]);
+    }
+#endif
+    for (; c0 < n; c0++) affine_sums64(h->mean[c0], h->basis + c0, n, cr->comp, cr->count, yt, kt + (size_t)c0 * 64);
+}
+
+/* Rows decoded straight into a transposed block, kt[c * 64 + p] (0 for p >= count): the same
+ * sums as pca_decode (mu, then the stored components in order, then / sqrt(w)), but with the
+ * 64 positions innermost, which the compiler turns into vector multiply-adds; +prerope keys,
+ * whose RoPE depends on the position, cannot move the query into the coefficients instead. */
+static void pca_decode_t64(const KvBase *b, const void *units, int n, int r0, int count, float *kt) {
+    enum { W = 64 };
+    memset(kt, 0, sizeof(float) * (size_t)n * W);
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    float roots[PCA_TABLE_STRIDE];
+    const float *sqrt_w = root_weights(b, n, roots);
+    CodeReader cr;
+    code_reader(&h, pca_unit_bytes(b, n), &cr);
+    float yt[PCA_TABLE_STRIDE * W];   /* [stored component][position]: at most 64 KiB of stack */
+    read_block(&h, &cr, (const unsigned char *)units + (size_t)r0 * cr.unit_bytes, count, yt);
+    affine_block(&h, &cr, yt, kt);
+    for (int c = 0; c < n; c++) {
+        float *out = kt + (size_t)c * W;
+        if (sqrt_w)
+            for (int p = 0; p < count; p++) out[p] = sqrt_w[c] > 0 ? out[p] / sqrt_w[c] : 0.0f;
+        for (int p = count; p < W; p++) out[p] = 0.0f;
     }
 }
 
@@ -302,6 +498,10 @@ const KvCodec kv_codec_pca = {
     .code_widths_from_table = 1,   /* tested with a fitted table in tests/test_pca.c */
     .encode = pca_encode,
     .decode = pca_decode,
+    .decode_t64 = pca_decode_t64,
+    .coefficients_ready = pca_coefficients_ready,
+    .decode_coefficients = pca_decode_coefficients,
+    .coefficients = pca_coefficients_move,
     .own_transform = 1,
     .fit = &PCA_FIT,
 };

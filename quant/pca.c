@@ -294,15 +294,62 @@ void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8
     }
 }
 
-void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes, float *out) {
+void pca_coefficients(const PcaHead *h, const uint8_t *codes, float *y) {
+    for (int i = 0; i < h->d; i++)
+        y[i] = stored_bits(h, i) ? h->tables[(size_t)i * PCA_TABLE_STRIDE + codes[i]] : 0.0f;
+}
+
+void pca_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, float *out) {
     int d = h->d;
     for (int c = 0; c < d; c++) out[c] = h->mean[c];
     for (int i = 0; i < d; i++) {
         if (stored_bits(h, i) == 0) continue;
-        float yi = h->tables[(size_t)i * PCA_TABLE_STRIDE + codes[i]];
+        float yi = y[i];
         const float *u = h->basis + (size_t)i * d;
         for (int c = 0; c < d; c++) out[c] = out[c] + yi * u[c];
     }
     if (sqrt_w)   /* a channel of weight 0 was coded as 0 (it costs nothing): it decodes to 0 */
         for (int c = 0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
+}
+
+int pca_unit_slot(const PcaHead *h) {
+    for (int i = 0; i < h->d; i++)
+        if (stored_bits(h, i) == 0) return i;
+    return -1;
+}
+
+void pca_sum_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, int slot, float *out) {
+    int d = h->d;
+    float weight = y[slot];
+    for (int c = 0; c < d; c++) out[c] = h->mean[c] * weight;
+    for (int i = 0; i < d; i++) {
+        if (stored_bits(h, i) == 0) continue;
+        float yi = y[i];
+        const float *u = h->basis + (size_t)i * d;
+        for (int c = 0; c < d; c++) out[c] = out[c] + yi * u[c];
+    }
+    if (sqrt_w)
+        for (int c = 0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
+}
+
+void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes, float *out) {
+    float y[4096];
+    pca_coefficients(h, codes, y);
+    pca_from_coefficients(h, sqrt_w, y, out);
+}
+
+void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, float *out) {
+    int d = h->d;
+    float scaled[4096];
+    for (int c = 0; c < d; c++) scaled[c] = !sqrt_w ? q[c] : sqrt_w[c] > 0 ? q[c] / sqrt_w[c] : 0.0f;
+    for (int i = 0; i < d; i++) {
+        if (stored_bits(h, i) == 0) {   /* every stored row's coefficient i is 0 */
+            out[i] = 0.0f;
+            continue;
+        }
+        const float *u = h->basis + (size_t)i * d;
+        float s = u[0] * scaled[0];
+        for (int c = 1; c < d; c++) s = s + u[c] * scaled[c];
+        out[i] = s;
+    }
 }

@@ -74,7 +74,34 @@ void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y
 void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8_t *codes);
 
 /* The row back: yhat_i = T_i[codes[i]] (0 where bits[i] = 0), x = mu + sum_i yhat_i U_i, then
- * divided by sqrt_w when given. out[d]. */
+ * divided by sqrt_w when given. out[d]. pca_coefficients, then pca_from_coefficients. */
 void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes, float *out);
+
+/* ---- attention on the coefficients ----
+ * A decoded row is affine in its stored coefficients yhat: x = (mu + U^T yhat) / s, s = sqrt(w)
+ * (1 without +aw). So for a query q, q . x = q' . yhat + (q / s) . mu with q' = U (q / s), and
+ * for weights p_t, sum_t p_t x_t = (mu sum_t p_t + U^T sum_t p_t yhat_t) / s. Attention can then
+ * read d coefficients a row (O(d)) instead of decoding it (O(d^2)), moving each query in and
+ * each output back once per head. The term (q / s) . mu is the same for every row a query
+ * reads, which softmax ignores, so it is dropped. sum_t p_t is carried by the unit slot: a
+ * component of 0 bits (coefficient 0 in every row, q'_i = 0) that the cache's rows set to 1,
+ * so that the sum of the weights attention actually used (bf16-rounded ones too, which do not
+ * sum to 1 exactly) weighs the mean, as it does in the decoded rows. A head that stores every
+ * component (near-isotropic rows: pca2 on random weights) has no unit slot; its mean is then
+ * weighed by 1, softmax's sum, which bf16 weights miss by their rounding (~2^-9), as they do
+ * the decoded rows' values. */
+
+/* The first component of 0 bits (the unit slot), or -1 when every component is stored. */
+int pca_unit_slot(const PcaHead *h);
+/* out = (mu y[slot] + sum_i y_i U_i over components with bits[i] > 0) / sqrt_w (0 where sqrt_w
+ * is 0): a weighted sum of coefficient rows, the unit slot holding the weights' sum, decoded. */
+void pca_sum_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, int slot, float *out);
+
+/* yhat[d]: T_i[codes[i]], 0 where bits[i] = 0. */
+void pca_coefficients(const PcaHead *h, const uint8_t *codes, float *y);
+/* out = (mu + sum_i y_i U_i over components with bits[i] > 0) / sqrt_w (0 where sqrt_w is 0). */
+void pca_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, float *out);
+/* out[i] = U_i . (q / sqrt_w) for components with bits[i] > 0, else 0 (q / 0 read as 0). */
+void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, float *out);
 
 #endif

@@ -22,8 +22,10 @@
  * bit), kv_cache_rows_t64 where the codec has it (bit for bit), kv_cache_read_key/_value in
  * the natural order (quantized rows bit for bit, full-precision ones to the rounding of the
  * domain's rotations), and kv_cache_quantized_end at every length. Attention's shortcut too: a
- * query moved into the key read domain scores the rows as read as it scores the natural keys,
- * and value rows summed as read and moved back once equal the natural values' sum.
+ * query moved into the key read domain scores the rows as read as it scores the natural keys
+ * (pca's coefficients: less one constant a query), and value rows summed as read and moved back
+ * once equal the natural values' sum; and the stores read coefficients or rotate +prerope keys
+ * in transposed blocks exactly where model/kvcache.h says.
  *
  * Before the read-back, kv_cache_bytes and kv_cache_position_bytes against what kvcache.h says
  * the arrays hold, so that a store too small fails a check before anything is written past it.
@@ -93,6 +95,7 @@ typedef struct {
 typedef struct {
     float full_nat[RB_POSITIONS][RB_DIM], full_dom[RB_POSITIONS][RB_DIM];
     float q_nat[RB_POSITIONS][RB_DIM], q_dom[RB_POSITIONS][RB_DIM];
+    float q_coef[RB_POSITIONS][RB_DIM];   /* a coefficient-read codec's coefficients (pca: quant/pca.h) */
 } Expected;
 
 /* A check's running result over many rows: the count, the failures, the first failure. */
@@ -101,7 +104,7 @@ typedef struct {
     char first[320];
 } Tally;
 
-enum { T_BIND, T_QEND, T_ROWS, T_ROWS_T64, T_KEY_Q, T_KEY_FULL, T_VALUE_Q, T_VALUE_FULL, T_DOMAINS, N_TALLIES };
+enum { T_BIND, T_QEND, T_ROWS, T_ROWS_T64, T_KEY_Q, T_KEY_FULL, T_VALUE_Q, T_VALUE_FULL, T_DOMAINS, T_PATHS, N_TALLIES };
 
 typedef struct {
     Config cfg;
@@ -220,6 +223,8 @@ static void expect(const ReadBack *rb, const Rows *w, const RefSpec *r, int laye
         for (int i = 0; i < g; i++) {
             kv_spec_decode(&spec, unit, RB_DIM, i, 1, dom);
             expect_decoded(rb, r, p0 + i, dom, e);
+            if (spec.base.codec->decode_coefficients)
+                spec.base.codec->decode_coefficients(&spec.base, unit, RB_DIM, i, 1, e->q_coef[p0 + i]);
         }
     }
 }
@@ -253,7 +258,7 @@ static void check_rows(ReadBack *rb, const KvCache *c, const RefSpec *refs, int 
                     const float *got = kv_cache_rows(c, st, h, p0, np, cache_q_end, buf);
                     for (int j = p0; j < p0 + np; j++) {
                         int quantized = j >= r->sinks && j < q_end;
-                        const float *want = quantized ? e->q_dom[j] : e->full_dom[j];
+                        const float *want = !quantized ? e->full_dom[j] : st->coefficient_reads ? e->q_coef[j] : e->q_dom[j];
                         double d = max_abs_diff(got + (size_t)(j - p0) * RB_DIM, want, RB_DIM);
                         tally(&rb->t[T_ROWS], d == 0,
                               "%s: pass %d, length %d: layer %d %s %s head %d position %d (%s) off by %.3g", rb->case_name,
@@ -289,6 +294,25 @@ static void check_rows_t64(ReadBack *rb, const KvCache *c, const RefSpec *refs, 
         }
 }
 
+/* Which way attention reads each store (kvcache.h, Coefficient reads): a codec with coefficients
+ * (pca) reads them where every position is quantized and keys are not +prerope; +prerope keys of
+ * a codec with a transposed decode and nothing between it and the natural order are rotated in
+ * transposed blocks. Else a fast path could be off and every other check still pass. */
+static void check_paths(ReadBack *rb, const KvCache *c, const RefSpec *refs) {
+    for (int l = 0; l < RB_LAYERS; l++)
+        for (int side = 0; side < 2; side++) {
+            const RefSpec *r = &refs[l * 2 + side];
+            const KvStore *st = store_of(c, l, side);
+            const KvCodec *codec = r->spec.base.codec;
+            int natural = !r->spec.hadamard && !r->spec.outliers && !codec->rotate && !codec->llama_key_order;
+            int coef = codec->decode_coefficients && !r->prerope && !r->sinks && !r->residual && natural;
+            int t_rope = r->prerope && codec->decode_t64 && natural && !kv_spec_is_fp32(&r->spec);
+            tally(&rb->t[T_PATHS], st->coefficient_reads == coef && st->transposed_rope == t_rope,
+                  "%s: layer %d %s %s: coefficient reads %d (want %d), transposed RoPE %d (want %d)", rb->case_name, l,
+                  r->spec.text, side_name(side), st->coefficient_reads, coef, st->transposed_rope, t_rope);
+        }
+}
+
 /* kv_cache_read_key / _value of every position at the cache's length, in the natural order. */
 static void check_natural(ReadBack *rb, const KvCache *c, const RefSpec *refs, int pass) {
     float got[RB_DIM];
@@ -317,7 +341,10 @@ static void check_natural(ReadBack *rb, const KvCache *c, const RefSpec *refs, i
  * what the query scores against the keys in the natural order (kv_cache_read_key); a weighted sum
  * of value rows as read, moved back once (kv_cache_output_from_domain), must be the same sum of
  * the values in the natural order. Orthogonal rotations on both sides: equal to rounding,
- * relative to |q| |k| and to sum |w| |v|. A seeded query and weights per layer and head. */
+ * relative to |q| |k| and to sum |w| |v|. Coefficient reads (pca) score every row by one
+ * constant less (the query's mean term, which softmax ignores): there the scores must differ
+ * from the natural ones by the same amount at every row, and nowhere else at all. A seeded query
+ * and positive weights summing to 1 (as softmax's) per layer and head. */
 static void check_domains(ReadBack *rb, const KvCache *c, int pass) {
     int n = c->len;
     float buf[RB_POSITIONS * RB_DIM], q[RB_DIM], q_dom[RB_DIM], nat[RB_DIM], out[RB_DIM];
@@ -326,10 +353,10 @@ static void check_domains(ReadBack *rb, const KvCache *c, int pass) {
     for (int l = 0; l < RB_LAYERS; l++)
         for (int h = 0; h < RB_HEADS; h++) {
             for (int i = 0; i < RB_DIM; i++) q[i] = q_dom[i] = normal(&seed);
-            kv_cache_query_to_domain(c, l, q_dom);
+            kv_cache_query_to_domain(c, l, h, q_dom);
             const KvStore *keys = kv_cache_keys(c, l), *values = kv_cache_values(c, l);
             const float *rows = kv_cache_rows(c, keys, h, 0, n, kv_cache_quantized_end(keys, n), buf);
-            double worst_score = 0;
+            double worst_score = 0, offset = 0;
             for (int j = 0; j < n; j++) {
                 kv_cache_read_key(c, l, h, j, nat);
                 double s_dom = 0, s_nat = 0, qq = 0, kk = 0;
@@ -339,13 +366,16 @@ static void check_domains(ReadBack *rb, const KvCache *c, int pass) {
                     qq += (double)q[i] * q[i];
                     kk += (double)nat[i] * nat[i];
                 }
-                worst_score = max_or_inf(worst_score, fabs(s_dom - s_nat) / (sqrt(qq * kk) + 1e-30));
+                if (j == 0 && keys->coefficient_reads) offset = s_dom - s_nat;
+                worst_score = max_or_inf(worst_score, fabs(s_dom - s_nat - offset) / (sqrt(qq * kk) + 1e-30));
             }
             rows = kv_cache_rows(c, values, h, 0, n, kv_cache_quantized_end(values, n), buf);
-            double scale = 0;
+            double scale = 0, w_sum = 0;
+            float weights[RB_POSITIONS];
+            for (int j = 0; j < n; j++) w_sum += weights[j] = expf(normal(&seed));
             for (int i = 0; i < RB_DIM; i++) out[i] = 0.0f, out_nat[i] = 0;
             for (int j = 0; j < n; j++) {
-                float w = normal(&seed);
+                float w = (float)(weights[j] / w_sum);
                 kv_cache_read_value(c, l, h, j, nat);
                 double vv = 0;
                 for (int i = 0; i < RB_DIM; i++) {
@@ -355,7 +385,7 @@ static void check_domains(ReadBack *rb, const KvCache *c, int pass) {
                 }
                 scale += fabs(w) * sqrt(vv);
             }
-            kv_cache_output_from_domain(c, l, out);
+            kv_cache_output_from_domain(c, l, h, out);
             double worst_out = 0;
             for (int i = 0; i < RB_DIM; i++) worst_out = max_or_inf(worst_out, fabs(out[i] - out_nat[i]) / (scale + 1e-30));
             tally(&rb->t[T_DOMAINS], worst_score <= RB_NATURAL_TOL && worst_out <= RB_NATURAL_TOL,
@@ -486,6 +516,7 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
     tally(&rb->t[T_BIND], !bad, "%s: the cache refuses it: %s", name, why);
     if (!bad) {
         check_quantized_end(rb, &c, refs);
+        check_paths(rb, &c, refs);
         run_pass(rb, &c, refs, 0);
         run_pass(rb, &c, refs, 1);   /* a new window over the same cache */
         kv_cache_free(&c);
@@ -529,7 +560,8 @@ static void check_base(ReadBack *rb, const char *base) {
         "kv_cache_read_key of sinks, residual window and incomplete groups = the written key",
         "kv_cache_read_value of quantized positions = the value scheme's encode->decode",
         "kv_cache_read_value of sinks, residual window and incomplete groups = the written value",
-        "a query moved into the key read domain scores the rows read as the natural keys; value rows summed and moved back = the natural sum (1e-5)",
+        "a query moved into the key read domain scores the rows read as the natural keys (pca: less one constant a query); value rows summed and moved back = the natural sum (1e-5)",
+        "attention reads coefficients (pca without +prerope, sinks or window) and rotates +prerope keys in transposed blocks exactly where kvcache.h says",
     };
     for (int i = 0; i < N_TALLIES; i++) {
         char name[320];
