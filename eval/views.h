@@ -1,7 +1,7 @@
 /* eval/views.h: the views past the whole-window averages — damage by position (eval/position.h)
  * and per-layer attention error (eval/layer_error.h) — as ./run ppl prints them (text, --json),
- * as ppl-merge reads them back, and as a sweep's journal records carry them (eval/sweep.c), so
- * shards, resumed sweeps and merges add them up exactly. */
+ * as ppl-merge reads them back, and as a sweep's journal records carry them
+ * (eval/sweep_journal.c), so shards, resumed sweeps and merges add them up exactly. */
 #ifndef KVQ_VIEWS_H
 #define KVQ_VIEWS_H
 

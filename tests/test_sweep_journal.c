@@ -1,4 +1,4 @@
-/* tests/test_sweep_journal.c: a sweep's journal read back (eval/sweep.c, through sweep_merge), with
+/* tests/test_sweep_journal.c: a sweep's journal read back (eval/sweep_journal.c, via sweep_merge), with
  * no model, in well under a second. The test writes the shard directories itself — sweep.json and
  * journal.jsonl lines as ./run sweep writes them, from seeded random sums — and adds up what it
  * wrote on its own: for each configuration, windows in increasing order (the order sweep.h
@@ -88,7 +88,7 @@ static int write_settings(const char *dir, const Sweep *sw, int shard, int shard
     return write_text(path, text);
 }
 
-/* One record's line as eval/sweep.c writes it: the object, then its CRC-32C (checked_line_seal). */
+/* One record's line as eval/sweep_journal.c writes it: the object, then its CRC-32C (checked_line_seal). */
 static void print_record(FILE *out, const Sweep *sw, int w, int c) {
     const Rec *r = &sw->rec[w][c];
     char *text = NULL;

@@ -1,5 +1,5 @@
 /* model/formats/checked_line.h: a line of JSON that carries the CRC-32C of its own content, as
- * each record of a sweep's journal does (eval/sweep.c):
+ * each record of a sweep's journal does (eval/sweep_journal.c):
  *
  *     {"window": 0, "config": 1, ..., "crc32c": "1a2b3c4d"}
  *
