@@ -21,6 +21,7 @@ C code:
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -113,7 +114,7 @@ def check_command(fj, test):
         check(False, "frontier: some budget has a choice to re-measure", "none")
         return
     cmd = entry["command"]
-    words = cmd.split()
+    words = shlex.split(cmd)   # an allocation's schemes are quoted (';' in them)
     ok = words[:3] == ["./run", "ppl", MODEL] and "--windows" in words and "--ctx" in words
     check(ok, "frontier: the row's command is a ./run ppl line with ctx and windows", cmd)
     if not ok:
@@ -139,15 +140,26 @@ def check_chart(out, fj):
           "sweep: a sweep that measured entropy bits writes chart-entropy.svg against them", ent)
 
 
-def check_bad_inputs(tmp, configs):
+def own_allocation(tmp):
+    """The committed allocation.json with its 3-bit allocation alone: the setup's pairs at 2.25 and 3.25 bits
+    stay what each budget chooses from, whatever other budgets allocate-demo holds."""
+    alloc = json.load(open(OWN_ALLOC))
+    alloc["allocations"] = [a for a in alloc["allocations"] if a["budget"] == 3]
+    check(len(alloc["allocations"]) == 1, "frontier: the committed allocation.json holds a 3-bit allocation", OWN_ALLOC)
+    path = os.path.join(tmp, "own-allocation.json")
+    json.dump(alloc, open(path, "w"))
+    return path
+
+
+def check_bad_inputs(tmp, configs, own_alloc):
     bad_alloc = os.path.join(tmp, "edited.json")
-    text = open(OWN_ALLOC).read()
+    text = open(own_alloc).read()
     alloc = json.loads(text)
-    alloc["allocations"][1]["k_scheme"] = "q8_0"         # the 3-bit allocation's keys, edited: other bits
+    alloc["allocations"][0]["k_scheme"] = "q8_0"         # the 3-bit allocation's keys, edited: other bits
     json.dump(alloc, open(bad_alloc, "w"))
     bad_budget = os.path.join(tmp, "budget.json")
     alloc = json.loads(text)
-    alloc["allocations"][1]["budget"] = 3.25               # disagrees with its budget_fraction
+    alloc["allocations"][0]["budget"] = 3.25               # disagrees with its budget_fraction
     json.dump(alloc, open(bad_budget, "w"))
     not_json = os.path.join(tmp, "not.json")
     open(not_json, "w").write("{\"model_sha256\": ")
@@ -179,7 +191,8 @@ def main():
         configs = os.path.join(tmp, "configs.txt")
         open(configs, "w").write(CONFIGS)
         out = os.path.join(tmp, "fr")
-        p = frontier(configs, out, ["--allocations", OWN_ALLOC])
+        own_alloc = own_allocation(tmp)
+        p = frontier(configs, out, ["--allocations", own_alloc])
         check(p.returncode == 0, "frontier: the tiny frontier runs", p.stderr[-400:])
         if p.returncode != 0:
             return
@@ -191,10 +204,10 @@ def main():
         check_command(fj, test)
         check_chart(out, fj)
         before = open(os.path.join(out, "frontier.json")).read()
-        p = frontier(configs, out, ["--allocations", OWN_ALLOC])
+        p = frontier(configs, out, ["--allocations", own_alloc])
         check(p.returncode == 0 and open(os.path.join(out, "frontier.json")).read() == before,
               "frontier: a second run resumes both sweeps to the same frontier.json", p.stderr[-300:])
-        check_bad_inputs(tmp, configs)
+        check_bad_inputs(tmp, configs, own_alloc)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
