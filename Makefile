@@ -182,11 +182,13 @@ frontier: run
 # natively) and six fits would take many times that emulated; they reach the matmuls through
 # test_forward's calls and Lloyd through test_lloyd's. test_calibrate9 neither, for the same reason (4
 # windows of 1024 tokens and four §9 fits; pca's and aw's arithmetic is checked there by test_pca).
+# test_layer_resume neither: its sensitivity cells over 3 windows (17 s of CPU natively) check that a
+# pass started at layer L equals the whole pass, bit for bit, which does not depend on the matmul path.
 AARCH64_CC    ?= aarch64-linux-gnu-gcc
 AARCH64_BUILD := build/aarch64
 AARCH64_TESTS := $(filter-out $(AARCH64_BUILD)/tests/test_eval $(AARCH64_BUILD)/tests/test_oom \
                    $(AARCH64_BUILD)/tests/test_schemes_ref $(AARCH64_BUILD)/tests/test_calibrate \
-                   $(AARCH64_BUILD)/tests/test_calibrate9, \
+                   $(AARCH64_BUILD)/tests/test_calibrate9 $(AARCH64_BUILD)/tests/test_layer_resume, \
                    $(TEST_SRC:tests/%.c=$(AARCH64_BUILD)/tests/%))
 test-aarch64:
 	CFLAGS=-O3 LDFLAGS=-static $(MAKE) CC=$(AARCH64_CC) BUILD=$(AARCH64_BUILD) $(AARCH64_TESTS)
