@@ -53,6 +53,22 @@ static inline void *alloc(size_t n) {
     return p;
 }
 
+/* How many of the n names bad[i][0] kv_base_parse refuses with a one-line message that names
+ * the name and the part at fault (bad[i][1]); the first name that is not refused so goes into
+ * first, for the check's failure line. */
+static inline int count_refused(const char *const bad[][2], size_t n, char *first, size_t first_size) {
+    int refused = 0;
+    if (first_size) first[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        KvBase b;
+        char why[200] = "";
+        int rc = kv_base_parse(bad[i][0], &b, why, sizeof why);
+        if (rc == -1 && strstr(why, bad[i][0]) && strstr(why, bad[i][1]) && !strchr(why, '\n')) refused++;
+        else if (first_size && !first[0]) snprintf(first, first_size, "'%s': rc %d, why '%s'", bad[i][0], rc, why);
+    }
+    return refused;
+}
+
 /* The codec's decode_t64, where the build has one (AVX-512), against rows as they should
  * decode (want_rows[r * n + i], row r of the run): kt[i * 64 + p] = value i of row r0 + p for
  * p < count, +0 past count, bit for bit. Returns how many of the 64 * n values differ; 0

@@ -52,15 +52,8 @@ static void test_nuq_names(void) {
         {"nuq3-g64x", "nuq3-g64x"},    {"nuq3-g64-asym", "nuq3-g64-asym"}, {"nuq3-t64+", "nuq3-t64+"},
         {"nuq", "nuqB-gG"},            {"nuq3g64", "nuqB-gG"},
     };
-    int refused = 0;
     char first[300] = "";
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        KvBase b;
-        char why[200] = "";
-        int rc = kv_base_parse(bad[i][0], &b, why, sizeof why);
-        if (rc == -1 && strstr(why, bad[i][0]) && strstr(why, bad[i][1]) && !strchr(why, '\n')) refused++;
-        else if (!first[0]) snprintf(first, sizeof first, "'%s': rc %d, why '%s'", bad[i][0], rc, why);
-    }
+    int refused = count_refused(bad, sizeof bad / sizeof bad[0], first, sizeof first);
     check(refused == (int)(sizeof bad / sizeof bad[0]),
           "codec nuq: nuq5-g64, nuq3-g63, nuq3-x64, nuq3, trailing junk ... refused, the message naming the name and part",
           "%s", first);

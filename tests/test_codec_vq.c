@@ -46,15 +46,8 @@ static void test_vq_names(void) {
         {"vq8", "vqC-dD"},        {"vq8-g4", "vqC-dD"},     {"vq8-d", "vqC-dD"},
         {"vq8-d4-d4", "vq8-d4-d4"}, {"vq4096-d4", "C = 1..12"},
     };
-    int refused = 0;
     char first[300] = "";
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        KvBase b;
-        char why[200] = "";
-        int rc = kv_base_parse(bad[i][0], &b, why, sizeof why);
-        if (rc == -1 && strstr(why, bad[i][0]) && strstr(why, bad[i][1]) && !strchr(why, '\n')) refused++;
-        else if (!first[0]) snprintf(first, sizeof first, "'%s': rc %d, why '%s'", bad[i][0], rc, why);
-    }
+    int refused = count_refused(bad, sizeof bad / sizeof bad[0], first, sizeof first);
     /* names vq does not claim: another codec's complaint or "unknown base" */
     KvBase b;
     char why[200] = "";
