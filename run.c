@@ -372,19 +372,9 @@ static int cmd_sweep_merge(Args *a) {
     }
     require(a, n > 0, "give the shards' --out-dir directories");
     require(a, out_dir != NULL, "missing --out-dir DIR for the merged results");
-    SweepSettings s;
-    SweepTotals t = {0};
     Error err;
     if (a->bad[0]) usage_error(a);
-    else if (sweep_merge(dirs, n, &s, &t, &err)) bad_input(a, err.msg);
-    else {
-        RunLock lock = {.fd = -1};
-        rc = sweep_merge_claim_out_dir(out_dir, &lock, &err) || sens_or_sweep_finish(stdout, out_dir, &s, &t, a->json, &err)
-                 ? bad_input(a, err.msg) : EXIT_OK;
-        run_lock_release(&lock);
-        free(s.configs);
-    }
-    sweep_totals_free(&t);
+    else rc = sweep_merge_run(dirs, n, out_dir, stdout, a->json, &err) ? bad_input(a, err.msg) : EXIT_OK;
     free(dirs);
     return rc;
 }
@@ -420,24 +410,9 @@ static int cmd_kv_info(Args *a) {
     require(a, a->dir != NULL, "missing FILE");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    KvCacheFlags kv;
-    KvCacheRecipe recipe;
     int n_mismatches;
-    kv_cache_flags_default(&kv, a->calib);
-    if (kv_cache_recipe_resolve(&recipe, &kv, 0, NULL, NULL, NULL, &err)) return bad_input(a, err.msg);
-    int rc = kv_info(stdout, a->dir, model, recipe.scheme.calib, a->json, &n_mismatches, &err);
-    kv_cache_recipe_free(&recipe);
-    if (rc) return bad_input(a, err.msg);
+    if (kv_info(stdout, a->dir, model, a->calib, a->json, &n_mismatches, &err)) return bad_input(a, err.msg);
     return n_mismatches > 0 ? EXIT_QUALITY : EXIT_OK;
-}
-
-/* "--scheme int4 -group-size 64" -> "int4-g64" (the seed's flags); any other spelling is kept. */
-static void compose_scheme(const char *scheme, int group, char *name, size_t n) {
-    const char *asym = strstr(scheme, "-asym");
-    size_t stem = asym ? (size_t)(asym - scheme) : strlen(scheme);
-    int plain_int = !strncmp(scheme, "int", 3) && strspn(scheme + 3, "0123456789") == stem - 3 && stem > 3;
-    if (plain_int) snprintf(name, n, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
-    else snprintf(name, n, "%.63s", scheme);
 }
 
 static int cmd_compress(Args *a) {
@@ -467,30 +442,21 @@ static int cmd_compress(Args *a) {
         require(a, strcmp(input, output) != 0 && !same_file(input, output), "-output must differ from -input (the same file)");
     /* --kv-scheme (or --scheme, -group-size) is checked even when --k-scheme and --v-scheme replace it */
     char composed[64];
-    KvCacheFlags kv;
-    compose_scheme(scheme, group, composed, sizeof composed);
-    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &kv.k);
-    if (check_kv_args(a, composed, &kv)) return usage_error(a);
+    KvCompressRun run = {.input = input, .output = metrics_only ? NULL : output, .json = stdout,
+                         .verbose = verbose ? stderr : NULL,
+                         .o = {.sparsity = sparsity, .lz4 = lz4, .max_rmse = rmse, .min_snr_db = snr,
+                               .min_cosine = cosine, .entropy = entropy}};
+    cli_compose_scheme(scheme, group, composed, sizeof composed);
+    if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &run.kv.k);
+    if (check_kv_args(a, composed, &run.kv)) return usage_error(a);
     Error err;
-    KvCacheRecipe recipe;
-    KvSnapshot snap;
-    int passed;
-    if (kv_cache_recipe_resolve(&recipe, &kv, 0, NULL, NULL, NULL, &err)) return bad_input(a, err.msg);
-    const KvCacheScheme *cs = &recipe.scheme;
-    CompressOptions o = {&cs->k, &cs->v, sparsity, lz4, rmse, snr, cosine, cs->calib, entropy};
-    if (kv_snapshot_load(input, &snap, &err)) {
-        kv_cache_recipe_free(&recipe);
-        return bad_input(a, err.msg);
-    }
-    int rc = kv_compress_print(&snap, &o, metrics_only ? NULL : output, stdout, verbose ? stderr : NULL, &passed, &err);
-    kv_snapshot_free(&snap);
-    kv_cache_recipe_free(&recipe);
-    if (rc) {
-        char where[4200];
-        snprintf(where, sizeof where, "compress: %s", input);
-        print_error(where, err.msg, "");
-    }
-    return rc ? EXIT_BAD_INPUT : passed ? EXIT_OK : EXIT_QUALITY;
+    int passed, input_failed;
+    if (kv_compress_print(&run, &passed, &input_failed, &err) == 0) return passed ? EXIT_OK : EXIT_QUALITY;
+    if (!input_failed) return bad_input(a, err.msg);
+    char where[4200];
+    snprintf(where, sizeof where, "compress: %s", input);
+    print_error(where, err.msg, "");
+    return EXIT_BAD_INPUT;
 }
 
 static int cmd_decompress(Args *a) {
@@ -504,13 +470,7 @@ static int cmd_decompress(Args *a) {
     if (in && out) require(a, strcmp(in, out) != 0 && !same_file(in, out), "-output must differ from -input (the same file)");
     if (a->bad[0]) return usage_error(a);
     Error err;
-    KvCacheFlags kv;
-    KvCacheRecipe recipe;
-    kv_cache_flags_default(&kv, a->calib);
-    if (kv_cache_recipe_resolve(&recipe, &kv, 0, NULL, NULL, NULL, &err)) return bad_input(a, err.msg);
-    int rc = kv_decompress_to(in, recipe.scheme.calib, out, &err);
-    kv_cache_recipe_free(&recipe);
-    return rc ? bad_input(a, err.msg) : EXIT_OK;
+    return kv_decompress_to(in, a->calib, out, &err) ? bad_input(a, err.msg) : EXIT_OK;
 }
 
 /* No flags: what follows is ignored, as it always was (schemes too). */
@@ -636,14 +596,6 @@ static int cmd_help(Args *a) {
 
 /* --- The commands ----------------------------------------------------------------------- */
 
-typedef struct {
-    const char *names[3];       /* its name, then other spellings */
-    int (*run)(Args *a);
-    unsigned takes;             /* the shared flags it takes (TAKES_*) */
-    const CommandHelp *help;    /* its lines of ./run --help and its ./run COMMAND --help, which names
-                                   every flag its parser takes (tests/test_cli_help.py) */
-} Command;
-
 /* In the order of ./run --help. */
 static const Command COMMANDS[] = {
     {{"generate"}, cmd_generate, TAKES_DIR | TAKES_KV_SCHEME | TAKES_CALIB, &HELP_GENERATE},
@@ -679,30 +631,11 @@ static void print_usage(FILE *f) {
     fputs(HELP_OVERVIEW_END, f);
 }
 
-static const Command *find_command(const char *name) {
-    for (int i = 0; i < N_COMMANDS; i++)
-        for (int k = 0; k < 3 && COMMANDS[i].names[k]; k++)
-            if (!strcmp(name, COMMANDS[i].names[k])) return &COMMANDS[i];
-    return NULL;
-}
-
-/* The name of a command nearest to a mistyped one, within MAX_TYPO_EDITS (the first of the
- * nearest, in COMMANDS' order); NULL when none is that near. */
-#define MAX_TYPO_EDITS 2
-static const char *nearest_command(const char *typed) {
-    const char *nearest = NULL;
-    int least = MAX_TYPO_EDITS + 1;
-    for (int i = 0; i < N_COMMANDS; i++)
-        for (int k = 0; k < 3 && COMMANDS[i].names[k]; k++) {
-            int d = cli_edit_distance(typed, COMMANDS[i].names[k]);
-            if (d < least) nearest = COMMANDS[i].names[k], least = d;
-        }
-    return nearest;
-}
+static const Command *find_command(const char *name) { return command_find(COMMANDS, N_COMMANDS, name); }
 
 /* One line, with a guess when the name is near one: "unknown command 'pll'; did you mean 'ppl'?" */
 static int unknown_command(const char *typed) {
-    const char *guess = nearest_command(typed);
+    const char *guess = command_nearest(COMMANDS, N_COMMANDS, typed);
     char msg[400];
     snprintf(msg, sizeof msg, "unknown command '%.256s'%s%s%s (./run --help lists the commands)", typed,
              guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");

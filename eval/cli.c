@@ -1,4 +1,4 @@
-/* eval/cli.c: how ./run reads a command line and writes its errors (see eval/cli.h). */
+/* eval/cli.c: how ./run reads a command line, finds its command and writes its errors (see eval/cli.h). */
 #include "eval/cli.h"
 #include <errno.h>
 #include <limits.h>
@@ -209,4 +209,31 @@ int cli_edit_distance(const char *a, const char *b) {
         }
     }
     return row[m];
+}
+
+void cli_compose_scheme(const char *scheme, int group, char *name, size_t n) {
+    const char *asym = strstr(scheme, "-asym");
+    size_t stem = asym ? (size_t)(asym - scheme) : strlen(scheme);
+    int plain_int = !strncmp(scheme, "int", 3) && strspn(scheme + 3, "0123456789") == stem - 3 && stem > 3;
+    if (plain_int) snprintf(name, n, "%.*s-g%d%s", (int)stem, scheme, group, asym ? "-asym" : "");
+    else snprintf(name, n, "%.63s", scheme);
+}
+
+const Command *command_find(const Command *commands, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3 && commands[i].names[k]; k++)
+            if (!strcmp(name, commands[i].names[k])) return &commands[i];
+    return NULL;
+}
+
+#define MAX_TYPO_EDITS 2   /* "pll" finds ppl, "sweeep" sweep; a farther name is a different word */
+const char *command_nearest(const Command *commands, int n, const char *typed) {
+    const char *nearest = NULL;
+    int least = MAX_TYPO_EDITS + 1;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3 && commands[i].names[k]; k++) {
+            int d = cli_edit_distance(typed, commands[i].names[k]);
+            if (d < least) nearest = commands[i].names[k], least = d;
+        }
+    return nearest;
 }

@@ -1,12 +1,14 @@
 /* eval/cli.h: how ./run reads a command line, below run.c's commands: flags with one or two dashes
  * and --flag=value, their values checked into one usage error (the first found), the flags that
  * commands share (each takes some: TAKES_*) and their checks, and text written on one line whatever
- * bytes it holds (run.c prints its errors with it). run.c's cmd_* functions read their own flags
- * with flag() and the value parsers, the shared ones with next_arg(). */
+ * bytes it holds (run.c prints its errors with it), and how a command is found by its name in
+ * run.c's table of them. run.c's cmd_* functions read their own flags with flag() and the value
+ * parsers, the shared ones with next_arg(). */
 #ifndef KVQ_CLI_H
 #define KVQ_CLI_H
 
 #include <stdio.h>
+#include "eval/cli_help.h"
 #include "model/formats/error.h"
 #include "quant/scheme.h"
 
@@ -79,6 +81,25 @@ int parse_scheme(Args *a, const char *text, KvSide side, KvLayered *out);
  * of keys (k) and values (v; NULL for one scheme), default_scheme for a side no flag names. 1 when
  * there is a usage error. */
 int check_args(Args *a, const char *default_scheme, KvLayered *k, KvLayered *v);
+
+/* "--scheme int4 -group-size 64" -> "int4-g64" (compress's flags from the seed); any other
+ * spelling of --scheme is kept. */
+void cli_compose_scheme(const char *scheme, int group, char *name, size_t n);
+
+/* One of ./run's commands (run.c's table of them). */
+typedef struct {
+    const char *names[3];       /* its name, then other spellings */
+    int (*run)(Args *a);
+    unsigned takes;             /* the shared flags it takes (TAKES_*) */
+    const CommandHelp *help;    /* its lines of ./run --help and its ./run COMMAND --help, which names
+                                   every flag its parser takes (tests/test_cli_help.py) */
+} Command;
+
+/* The command of n that has the name, or NULL. */
+const Command *command_find(const Command *commands, int n, const char *name);
+/* The name of a command nearest to a mistyped one, within two edits (the first of the nearest,
+ * in the table's order); NULL when none is that near. */
+const char *command_nearest(const Command *commands, int n, const char *typed);
 
 /* text on f as one line, whatever bytes it holds (a path, a --config, a file's text): control
  * bytes, DEL, C1 controls and bytes that are not UTF-8 are written as \n, \t, \r or \xHH. */

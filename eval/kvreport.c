@@ -1,4 +1,6 @@
-/* eval/kvreport.c: compress / kv-info output, kv-info itself and the quick test on its synthetic cache. */
+/* eval/kvreport.c: the KV cache file commands below ./run's flags (kv-extract, compress,
+ * decompress, kv-info: their --calib resolved, their work and output) and the quick test on its
+ * synthetic cache. */
 #include "eval/kvreport.h"
 #include "eval/json_out.h"
 #include "model/config.h"
@@ -183,8 +185,15 @@ double kv_snapshot_rms(const KvSnapshot *s) {
     return n ? sqrt(sum / (2.0 * n)) : 0;
 }
 
-int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration *calib, int json, int *n_mismatches,
-            Error *err) {
+/* --calib of a command on KV cache files, as the recipe of flags that name no scheme. */
+static int calib_of_flag(KvCacheRecipe *recipe, const char *calib_path, Error *err) {
+    KvCacheFlags kv;
+    kv_cache_flags_default(&kv, calib_path);
+    return kv_cache_recipe_resolve(recipe, &kv, 0, NULL, NULL, NULL, err);
+}
+
+static int kv_info_with(FILE *f, const char *path, const char *model_dir, const Calibration *calib, int json,
+                        int *n_mismatches, Error *err) {
     KvSnapshot snap;
     char k_scheme[512], v_scheme[512];
     KvTensorBits *bits = NULL;
@@ -221,6 +230,15 @@ int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration 
     kv_snapshot_free(&snap);
     free(bits);
     return 0;
+}
+
+int kv_info(FILE *f, const char *path, const char *model_dir, const char *calib_path, int json, int *n_mismatches,
+            Error *err) {
+    KvCacheRecipe recipe;
+    if (calib_of_flag(&recipe, calib_path, err)) return -1;
+    int rc = kv_info_with(f, path, model_dir, recipe.scheme.calib, json, n_mismatches, err);
+    kv_cache_recipe_free(&recipe);
+    return rc;
 }
 
 int quick_test_run(FILE *f, int *passed, Error *err) {
@@ -278,8 +296,8 @@ static int kv_extract_save(const Model *m, const char *model_dir, const int *ids
     return rc ? -1 : 0;
 }
 
-int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
-                      FILE *verbose, int *passed, Error *err) {
+static int kv_compress_snapshot(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
+                                FILE *verbose, int *passed, Error *err) {
     CompressReport r;
     if (kv_compress(snap, o, output, &r, NULL, err)) return -1;
     report_compress_json(json, &r, o, 1);
@@ -287,6 +305,23 @@ int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const ch
     *passed = r.passed;
     compress_report_free(&r);
     return 0;
+}
+
+int kv_compress_print(const KvCompressRun *run, int *passed, int *input_failed, Error *err) {
+    KvCacheRecipe recipe;
+    KvSnapshot snap;
+    *input_failed = 0;
+    if (kv_cache_recipe_resolve(&recipe, &run->kv, 0, NULL, NULL, NULL, err)) return -1;
+    CompressOptions o = run->o;
+    o.k_scheme = &recipe.scheme.k, o.v_scheme = &recipe.scheme.v, o.calib = recipe.scheme.calib;
+    *input_failed = 1;
+    int rc = kv_snapshot_load(run->input, &snap, err);
+    if (rc == 0) {
+        rc = kv_compress_snapshot(&snap, &o, run->output, run->json, run->verbose, passed, err);
+        kv_snapshot_free(&snap);
+    }
+    kv_cache_recipe_free(&recipe);
+    return rc;
 }
 
 int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
@@ -305,10 +340,15 @@ int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *i
     return rc;
 }
 
-int kv_decompress_to(const char *in, const Calibration *calib, const char *out, Error *err) {
+int kv_decompress_to(const char *in, const char *calib_path, const char *out, Error *err) {
+    KvCacheRecipe recipe;
     KvSnapshot snap;
-    if (kv_decompress_file(in, calib, &snap, err)) return -1;
-    int rc = kv_snapshot_save(out, &snap, DT_F32, err);
-    kv_snapshot_free(&snap);
+    if (calib_of_flag(&recipe, calib_path, err)) return -1;
+    int rc = kv_decompress_file(in, recipe.scheme.calib, &snap, err);
+    if (rc == 0) {
+        rc = kv_snapshot_save(out, &snap, DT_F32, err);
+        kv_snapshot_free(&snap);
+    }
+    kv_cache_recipe_free(&recipe);
     return rc;
 }

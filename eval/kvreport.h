@@ -1,9 +1,11 @@
-/* eval/kvreport.h: the KV cache file commands below ./run's flags — kv-extract, compress and
- * kv-info, their printing — and the seed's quick test on a synthetic cache (--quick-test). */
+/* eval/kvreport.h: the KV cache file commands below ./run's flags — kv-extract, compress,
+ * decompress and kv-info: their --calib resolved, their work and printing — and the seed's quick
+ * test on a synthetic cache (--quick-test). */
 #ifndef KVQ_KVREPORT_H
 #define KVQ_KVREPORT_H
 
 #include <stdio.h>
+#include "eval/calibration.h"
 #include "model/formats/compress.h"
 #include "model/model.h"
 
@@ -32,21 +34,31 @@ void report_kv_info(FILE *f, const KvInfo *info, int json);
 int kv_extract_from_dir(const char *model_dir, const char *prompt, const char *ids_text, const char *path,
                         DType dtype, int *n_tokens, int *n_layers, Error *err);
 
-/* ./run decompress: a compressed KV file back to an F32 cache file; calib (NULL: none) is the
- * calibration a file packed with fitted bases records (model/formats/compress.h). */
-int kv_decompress_to(const char *in, const Calibration *calib, const char *out, Error *err);
+/* The commands on KV cache files have no model: calib_path (--calib; NULL: none) is loaded with
+ * every check calibration_load makes of a file alone (eval/calibration.h), never a default file. */
 
-/* ./run compress: the cache quantized with o (into the file output unless NULL); its JSON
- * report on json, a few human lines on verbose (NULL: none). *passed: the thresholds held. */
-int kv_compress_print(const KvSnapshot *snap, const CompressOptions *o, const char *output, FILE *json,
-                      FILE *verbose, int *passed, Error *err);
+/* ./run decompress: a compressed KV file back to an F32 cache file; calib_path names the
+ * calibration a file packed with fitted bases records (model/formats/compress.h). */
+int kv_decompress_to(const char *in, const char *calib_path, const char *out, Error *err);
+
+/* ./run compress past its flags: kv's schemes and --calib resolved, input loaded and quantized
+ * with o's sparsity, stages and thresholds (o's schemes and calib are kv's), into the file output
+ * unless NULL; the JSON report on json, a few human lines on verbose (NULL: none). */
+typedef struct {
+    const char *input, *output;
+    KvCacheFlags kv;
+    CompressOptions o;
+    FILE *json, *verbose;
+} KvCompressRun;
+/* *passed: the thresholds held. *input_failed: the failure was the input's (loading or
+ * compressing it: run.c names the file), 0 when it was --calib's. */
+int kv_compress_print(const KvCompressRun *run, int *passed, int *input_failed, Error *err);
 
 /* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
  * with model_dir, checked against that model's config.json and, when the file records one,
- * its model_id (*n_mismatches: how many fields differ, -1 without a model); calib as for
- * kv_decompress_to. Nothing is printed when loading
- * fails. */
-int kv_info(FILE *f, const char *path, const char *model_dir, const Calibration *calib, int json, int *n_mismatches,
+ * its model_id (*n_mismatches: how many fields differ, -1 without a model); calib_path as for
+ * kv_decompress_to. Nothing is printed when loading fails. */
+int kv_info(FILE *f, const char *path, const char *model_dir, const char *calib_path, int json, int *n_mismatches,
             Error *err);
 
 /* ./run --quick-test: the synthetic cache below (seed 42) compressed with int4-g64 and held to

@@ -165,11 +165,25 @@ int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const SweepRun *ru
     return sweep_run_and_report_as(&d, s, run, err);
 }
 
-int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
-                         Error *err) {
+static int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
+                                Error *err) {
     SensGrid g;
     if (sens_grid_of(s, &g)) return sens_finish_report(out, out_dir, s, t, &g, json, err);
     return sweep_finish(out, out_dir, s, t, json, err);
+}
+
+int sweep_merge_run(char *const *dirs, int n, const char *out_dir, FILE *out, int json, Error *err) {
+    SweepSettings s;
+    SweepTotals t = {0};
+    int rc = sweep_merge(dirs, n, &s, &t, err);
+    if (rc == 0) {
+        RunLock lock = {.fd = -1};
+        rc = sweep_merge_claim_out_dir(out_dir, &lock, err) || sens_or_sweep_finish(out, out_dir, &s, &t, json, err) ? -1 : 0;
+        run_lock_release(&lock);
+        free(s.configs);
+    }
+    sweep_totals_free(&t);
+    return rc;
 }
 
 /* ---- sensitivity.json, read back ---- */

@@ -42,10 +42,10 @@ int sens_grid_of(const SweepSettings *s, SensGrid *g);
  * into out_dir (sweep_run_and_report_as), then writes and prints the report (a shard: its line). */
 int sensitivity_run_and_report(SweepSettings *s, SensGrid *g, const SweepRun *run, Error *err);
 
-/* What ./run sweep-merge ends with: for a sensitivity's configurations its report (the sweep's
- * results.* and the sensitivity.* files, the table printed), otherwise sweep_finish. */
-int sens_or_sweep_finish(FILE *out, const char *out_dir, const SweepSettings *s, const SweepTotals *t, int json,
-                         Error *err);
+/* ./run sweep-merge past its flags: the shards' directories merged (sweep_merge), out_dir claimed
+ * (sweep_merge_claim_out_dir) and, for a sensitivity's configurations, its report (the sweep's
+ * results.* and the sensitivity.* files, the table printed on out), otherwise sweep_finish's. */
+int sweep_merge_run(char *const *dirs, int n, const char *out_dir, FILE *out, int json, Error *err);
 
 /* ---- DIR/sensitivity.json, read back (./run allocate) ---- */
 
