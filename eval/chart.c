@@ -1,4 +1,5 @@
-/* eval/chart.c: the SVG chart of a quantization sweep (see eval/chart.h). One pass of fprintf
+/* eval/chart.c: the SVG chart of a quantization sweep drawn (see eval/chart.h; which points are on
+ * the fronts and where each number goes is decided in eval/chart_layout.c). One pass of fprintf
  * calls over a fixed layout: header band (title), the KL panel with its legend, the delta-ppl
  * panel with its legend, the shared x axis, then the key of the points' numbers. Every
  * coordinate goes through fit() so no input can put NaN, inf or a point outside the viewBox into
@@ -11,6 +12,7 @@
  * by its box (text widths of DejaVu Sans, the widest usual sans-serif face, rounded up), so none
  * covers another number or a marker or leaves its panel. */
 #include "eval/chart.h"
+#include "eval/chart_layout.h"
 #include "eval/svg.h"
 #include <math.h>
 #include <stdlib.h>
@@ -26,18 +28,15 @@
 #define KEY_X0 24.0         /* the key's three columns span KEY_X0 .. W - KEY_X0 */
 #define KEY_COLUMNS 3
 #define LEGEND_FS 11.0
-#define MARKER_R 4.0
 #define ASCENT 0.93         /* a line of text's box above and below its baseline, in em (DejaVu Sans) */
 #define DESCENT 0.24
 #define VALUE_LIMIT 1e15    /* larger magnitudes are drawn at this, so spans stay finite */
-#define PI 3.14159265358979323846
 
 static const char FRONT_COLOR[] = "#d62728", DFRONT_COLOR[] = "#2ca02c", OTHER_COLOR[] = "#1f77b4",
                   BAR_COLOR[] = "#666", GRID[] = "stroke=\"#e3e3e3\"";
 
 typedef struct { double top, bottom; } Panel;
 typedef struct { double lo, hi, step; } Axis;    /* linear, ticks at the multiples of step */
-typedef struct { double x0, y0, x1, y1; } Box;
 
 static const Panel TOP = {60, 340}, BOTTOM = {372, 620};
 
@@ -49,6 +48,7 @@ typedef struct {
     int numbered;                   /* points carry numbers and the key lists them (n small enough) */
     int unplaced;                   /* numbers for which no free box was found (left out) */
     Box *boxes;                     /* obstacles in the current panel: markers, bars, numbers (3n) */
+    double *mx, *my;                /* per point: its marker's centre in the current panel */
     int *order;                     /* scratch: point indices */
     int *crowd;                     /* per point: markers near it in the current panel */
     unsigned char *shown, *front, *dfront;   /* per point: drawn (finite bits and dppl); on each front */
@@ -57,40 +57,6 @@ typedef struct {
     double kpad;
     ChartStyle style;
 } Chart;
-
-/* --- the fronts ------------------------------------------------------------------------------- */
-
-/* A KL of -1e-12 is rounding, not a better configuration than one with KL 0. */
-static double kl_key(const ChartPoint *p) { return p->kl_mean < 0 ? 0 : p->kl_mean; }
-
-/* The value a panel ranks points by (lower is better): KL (which 0) or delta ppl % (which 1). */
-static double quality(const ChartPoint *p, int which) { return which ? p->dppl_pct : kl_key(p); }
-
-static int takes_part(const ChartPoint *p, int which) {
-    return isfinite(p->bits) && isfinite(which ? p->dppl_pct : p->kl_mean);
-}
-
-static int dominates(const ChartPoint *a, const ChartPoint *b, int which) {
-    double qa = quality(a, which), qb = quality(b, which);
-    return a->bits <= b->bits && qa <= qb && (a->bits < b->bits || qa < qb);
-}
-
-/* The front of panel `which` among the points with mask[i] set (mask NULL: all points). */
-static void front_among(const ChartPoint *p, int n, const unsigned char *mask, int which, unsigned char *front) {
-    for (int i = 0; i < n; i++) {
-        front[i] = takes_part(&p[i], which) && (!mask || mask[i]);
-        for (int j = 0; j < n && front[i]; j++)
-            if (j != i && takes_part(&p[j], which) && (!mask || mask[j]) && dominates(&p[j], &p[i], which)) front[i] = 0;
-    }
-}
-
-void chart_pareto_front(const ChartPoint *points, int n, unsigned char *front) {
-    front_among(points, n, NULL, 0, front);
-}
-
-void chart_pareto_front_dppl(const ChartPoint *points, int n, unsigned char *front) {
-    front_among(points, n, NULL, 1, front);
-}
 
 /* --- axes ------------------------------------------------------------------------------------- */
 
@@ -316,117 +282,10 @@ static void bars(Chart *c) {
     }
 }
 
-/* --- the points' numbers, placed by their boxes ------------------------------------------------- */
-
-static int overlaps(const Chart *c, Box b) {
-    for (int i = 0; i < c->n_boxes; i++) {
-        const Box *o = &c->boxes[i];
-        if (b.x0 < o->x1 && o->x0 < b.x1 && b.y0 < o->y1 && o->y0 < b.y1) return 1;
-    }
-    return 0;
-}
-
-static int inside(Box b, Panel pn) {
-    return b.x0 >= PLOT_L + 1 && b.x1 <= PLOT_R - 1 && b.y0 >= pn.top + 1 && b.y1 <= pn.bottom - 1;
-}
-
-/* The box of a number w wide centred at (cx, cy): a line of text's box, 1 unit of padding around. */
-static Box box_at(double cx, double cy, double w, double h) {
-    Box b = {cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2};
-    return b;
-}
-
-/* Rings of distance from the marker's edge, and directions (degrees, counter-clockwise from
- * right: beside the point first, then above and below, then the diagonals). */
-static const double RINGS[] = {0, 3, 7, 12, 18, 26, 36, 48, 64, 84, 110, 140, 180, 230, 290, 360, 450, 560, 700, 860};
-static const double ANGLES[] = {0, 180, 90, 270, 45, 135, 315, 225, 22.5, 157.5, 337.5, 202.5, 67.5, 112.5, 292.5, 247.5};
-#define N_RINGS (int)(sizeof RINGS / sizeof RINGS[0])
-#define N_ANGLES (int)(sizeof ANGLES / sizeof ANGLES[0])
-#define TOUCHING_RING 3     /* RINGS[3], 12 units: the first ring a leader line shows at */
-
-/* The leader line a number in box b would get from the marker at (px, py): from the marker's edge
- * to the box's nearest point; 0 when the number sits beside the marker and needs none (unless
- * other markers touch this one: which of them a number beside them belongs to is not clear). */
-static int leader(double px, double py, Box b, int touching, double seg[4]) {
-    double nx = fmin(fmax(px, b.x0), b.x1), ny = fmin(fmax(py, b.y0), b.y1), dist = hypot(nx - px, ny - py);
-    if (!(dist > MARKER_R + 6 || (touching && dist > MARKER_R + 2))) return 0;
-    double s = (MARKER_R + 1) / dist;
-    seg[0] = px + (nx - px) * s, seg[1] = py + (ny - py) * s, seg[2] = nx, seg[3] = ny;
-    return 1;
-}
-
-/* 1 if the segment seg (x0 y0 x1 y1) passes through box b (the slab method). */
-static int segment_meets(const double seg[4], Box b) {
-    double t0 = 0, t1 = 1, p[2] = {seg[0], seg[1]}, d[2] = {seg[2] - seg[0], seg[3] - seg[1]};
-    double lo[2] = {b.x0, b.y0}, hi[2] = {b.x1, b.y1};
-    for (int k = 0; k < 2; k++) {
-        if (fabs(d[k]) < 1e-12) {
-            if (p[k] < lo[k] || p[k] > hi[k]) return 0;
-            continue;
-        }
-        double ta = (lo[k] - p[k]) / d[k], tb = (hi[k] - p[k]) / d[k];
-        t0 = fmax(t0, fmin(ta, tb)), t1 = fmin(t1, fmax(ta, tb));
-        if (t0 > t1) return 0;
-    }
-    return 1;
-}
-
-/* Where a number goes: its point i at (px, py), its box's size, whether other markers touch its own. */
-typedef struct {
-    int i, top, touching;
-    double px, py, w, h;
-} Placing;
-
-/* 1 if box b is free for q's number: inside the panel, on no obstacle, nearer to its own marker than
- * to any other, and its leader line (if it gets one) through no other marker. Markers on this one's
- * place (within 2 units) are left out of both: a number there is theirs as much. */
-static int room_for(const Chart *c, const Placing *q, Panel pn, Box b) {
-    if (!inside(b, pn) || overlaps(c, b)) return 0;
-    double seg[4] = {0}, own = hypot(fmin(fmax(q->px, b.x0), b.x1) - q->px, fmin(fmax(q->py, b.y0), b.y1) - q->py);
-    int line = leader(q->px, q->py, b, q->touching, seg);
-    for (int j = 0; j < c->n; j++) {
-        if (j == q->i || !c->shown[j]) continue;
-        double x = map_x(c, c->p[j].bits), y = point_y(c, j, q->top);
-        if (hypot(x - q->px, y - q->py) <= 2) continue;
-        Box m = {x - MARKER_R, y - MARKER_R, x + MARKER_R, y + MARKER_R};
-        if (hypot(fmin(fmax(x, b.x0), b.x1) - x, fmin(fmax(y, b.y0), b.y1) - y) < own) return 0;
-        if (line && segment_meets(seg, m)) return 0;
-    }
-    return 1;
-}
-
-/* The free box nearest to q's point: around it ring by ring (from a line's length away when other
- * markers touch it), else anywhere in the panel on a grid of 4 units. 0 when there is none. */
-static int find_room(const Chart *c, const Placing *q, Panel pn, Box *out) {
-    for (int r = q->touching ? TOUCHING_RING : 0; r < N_RINGS; r++)
-        for (int a = 0; a < N_ANGLES; a++) {
-            double ux = cos(ANGLES[a] * PI / 180), uy = -sin(ANGLES[a] * PI / 180), g = MARKER_R + 1 + RINGS[r];
-            Box b = box_at(q->px + ux * (g + q->w / 2), q->py + uy * (g + q->h / 2), q->w, q->h);
-            if (room_for(c, q, pn, b)) { *out = b; return 1; }
-        }
-    double best = INFINITY;
-    for (double cy = pn.top + 1 + q->h / 2; cy <= pn.bottom - 1 - q->h / 2; cy += 4)
-        for (double cx = PLOT_L + 1 + q->w / 2; cx <= PLOT_R - 1 - q->w / 2; cx += 4) {
-            Box b = box_at(cx, cy, q->w, q->h);
-            double dist = hypot(cx - q->px, cy - q->py);
-            if (dist < best && room_for(c, q, pn, b)) best = dist, *out = b;
-        }
-    return best < INFINITY;
-}
-
-/* How many other drawn points' markers lie within `radius` units of point i in this panel. */
-static int neighbours(const Chart *c, int i, int top, double radius) {
-    int k = 0;
-    double x = map_x(c, c->p[i].bits), y = point_y(c, i, top);
-    for (int j = 0; j < c->n; j++)
-        k += j != i && c->shown[j] && hypot(map_x(c, c->p[j].bits) - x, point_y(c, j, top) - y) < radius;
-    return k;
-}
-
 /* q's number in the box b, with its leader line. */
 static void draw_number(const Chart *c, const Placing *q, Box b) {
     double seg[4];
-    if (leader(q->px, q->py, b, q->touching, seg))
+    if (chart_leader(q->px, q->py, b, q->touching, seg))
         line(c, seg[0], seg[1], seg[2], seg[3], "stroke=\"#888\" stroke-width=\"0.7\"");
     fprintf(c->f, "<text class=\"num\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" font-size=\"%.0f\">%d</text>\n",
             fit((b.x0 + b.x1) / 2, W), fit(b.y1 - 1 - DESCENT * NUM_FS, c->h), NUM_FS, q->i + 1);
@@ -437,7 +296,10 @@ static void draw_number(const Chart *c, const Placing *q, Box b) {
 static void numbers(Chart *c, Panel pn, int top) {
     int *order = c->order, m = 0;
     for (int i = 0; i < c->n; i++)
-        if (c->shown[i]) c->crowd[i] = neighbours(c, i, top, 30);
+        if (c->shown[i]) c->mx[i] = map_x(c, c->p[i].bits), c->my[i] = point_y(c, i, top);
+    NumberRoom room = {{PLOT_L, pn.top, PLOT_R, pn.bottom}, c->mx, c->my, c->shown, c->n, c->boxes, c->n_boxes};
+    for (int i = 0; i < c->n; i++)
+        if (c->shown[i]) c->crowd[i] = chart_neighbours(&room, i, 30);
     for (int i = 0; i < c->n; i++) {
         if (!c->shown[i]) continue;
         int j = m++;
@@ -446,16 +308,17 @@ static void numbers(Chart *c, Panel pn, int top) {
     }
     for (int k = 0; k < m; k++) {
         char num[16];
-        Placing q = {.i = order[k], .top = top};
+        Placing q = {.i = order[k]};
         snprintf(num, sizeof num, "%d", q.i + 1);
-        q.px = map_x(c, c->p[q.i].bits), q.py = point_y(c, q.i, top);
+        q.px = c->mx[q.i], q.py = c->my[q.i];
         q.w = text_width(num, NUM_FS) + 2, q.h = (ASCENT + DESCENT) * NUM_FS + 2;
-        q.touching = neighbours(c, q.i, top, 2 * MARKER_R + 4) > 0;
+        q.touching = chart_neighbours(&room, q.i, 2 * MARKER_R + 4) > 0;
         Box b;
-        if (!find_room(c, &q, pn, &b)) { c->unplaced++; continue; }
-        c->boxes[c->n_boxes++] = b;
+        if (!chart_find_room(&room, &q, &b)) { c->unplaced++; continue; }
+        room.boxes[room.n_boxes++] = b;
         draw_number(c, &q, b);
     }
+    c->n_boxes = room.n_boxes;
 }
 
 /* A panel's points: its markers (the front filled in the panel's colour), and the numbers placed
@@ -643,8 +506,8 @@ static int draw(Chart *c) {
         drawn += c->shown[i];
     }
     c->numbered = drawn <= CHART_MAX_NUMBERED;
-    front_among(c->p, c->n, c->shown, 0, c->front);
-    front_among(c->p, c->n, c->shown, 1, c->dfront);
+    chart_front_among(c->p, c->n, c->shown, 0, c->front);
+    chart_front_among(c->p, c->n, c->shown, 1, c->dfront);
     c->x = data_axis(c, 0);
     c->d = data_axis(c, 1);
     kl_decades(c);
@@ -687,10 +550,12 @@ int chart_write_svg_styled(FILE *f, const ChartStyle *style, const ChartPoint *p
     c.style = *style;
     c.f = f, c.p = points, c.n = n > 0 ? n : 0;
     size_t m = (size_t)c.n + 1;    /* + 1: calloc(0) may return NULL */
-    /* One block, most aligned first: 3m boxes (markers, bars, numbers), 2m ints, 3m bytes. */
-    c.boxes = calloc(m, 3 * sizeof *c.boxes + 2 * sizeof *c.order + 3);
+    /* One block, most aligned first: 3m boxes (markers, bars, numbers), 2m doubles, 2m ints, 3m bytes. */
+    c.boxes = calloc(m, 3 * sizeof *c.boxes + 2 * sizeof *c.mx + 2 * sizeof *c.order + 3);
     if (!c.boxes) return -1;
-    c.order = (int *)(c.boxes + 3 * m);
+    c.mx = (double *)(c.boxes + 3 * m);
+    c.my = c.mx + m;
+    c.order = (int *)(c.my + m);
     c.crowd = c.order + m;
     c.shown = (unsigned char *)(c.crowd + m);
     c.front = c.shown + m;
