@@ -2,7 +2,7 @@
  *   - tests/fixtures/reference/ggml-kv-blocks.json (8 blocks quantized by llama.cpp's own C
  *     quantize_row_iq4_nl_ref): bytes and dequantized floats bit for bit (the all-zero block:
  *     d and the decoded zeros, its codes being undefined in llama.cpp);
- *   - a restatement of SCHEMES.md section 8 written here without the codec's code: ggml's
+ *   - a restatement of SCHEMES.md section 8 (tests/iq4nl_ref.h), without the codec's code: ggml's
  *     bisection for best_index_int8, every float product and sum rounded through a volatile
  *     (so no compiler can fuse them), fp16 and the layout from tests/ggml_ref.h; on the fixture,
  *     hand-made rows (ties, zero, constant, magnitudes, NaN, inf) and seeded random rows;
@@ -21,99 +21,16 @@
 #include "quant/hadamard.h"
 #include "quant/scheme.h"
 #include "tests/ggml_ref.h"
+#include "tests/iq4nl_ref.h"
 #include "tests/test.h"
 #include "tests/test_rows.h"
 
 #define FIXTURE "tests/fixtures/reference/ggml-kv-blocks.json"
-#define BB 18         /* block bytes */
 #define MAX_N 256
-
-/* ggml's kvalues_iq4nl, as SCHEMES.md section 8 lists them. */
-static const int KV[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 static void hex(const unsigned char *p, int n, char *out) {
     for (int i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", p[i]);
     out[2 * n] = 0;
-}
-
-/* ---- the definition, restated ---- */
-
-/* One rounded float operation each: a volatile store cannot be fused with what follows. */
-static float fmul(float a, float b) {
-    volatile float r = a * b;
-    return r;
-}
-static float fadd(float a, float b) {
-    volatile float r = a + b;
-    return r;
-}
-
-/* best_index_int8 as ggml writes it: ends, then bisection, then the nearer neighbour (ties up). */
-static int ref_best_index(float x) {
-    if (x <= (float)KV[0]) return 0;
-    if (x >= (float)KV[15]) return 15;
-    int lo = 0, hi = 15;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (x < (float)KV[mid]) hi = mid;
-        else lo = mid;
-    }
-    return x - (float)KV[hi - 1] < (float)KV[hi] - x ? hi - 1 : hi;
-}
-
-typedef struct {
-    int zero;       /* max|x| < 1e-15: d = 0, codes undefined in ggml (the codec's choice: 8) */
-    float d0, d;    /* d0 = max / -127 picks the codes; d is the refit, before fp16 */
-    int q[QK];
-} IqRef;
-
-static IqRef iq_ref_codes(const float *x) {
-    IqRef r;
-    memset(&r, 0, sizeof r);
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < QK; j++)
-        if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
-    if (amax < 1e-15f) {
-        r.zero = 1;
-        for (int j = 0; j < QK; j++) r.q[j] = 8;
-        return r;
-    }
-    r.d0 = max / (float)KV[0];
-    float id = 1.0f / r.d0, sumqx = 0.0f, sumq2 = 0.0f;
-    for (int j = 0; j < QK; j++) {
-        r.q[j] = ref_best_index(fmul(id, x[j]));
-        float k = (float)KV[r.q[j]], w = fmul(x[j], x[j]);
-        sumqx = fadd(sumqx, fmul(fmul(w, k), x[j]));
-        sumq2 = fadd(sumq2, fmul(fmul(w, k), k));
-    }
-    r.d = sumqx / sumq2;
-    return r;
-}
-
-static void iq_ref_pack(uint16_t d, const int q[QK], unsigned char *blk) {
-    blk[0] = (unsigned char)(d & 255);
-    blk[1] = (unsigned char)(d >> 8);
-    for (int j = 0; j < QK / 2; j++) blk[2 + j] = (unsigned char)(q[j] | q[j + QK / 2] << 4);
-}
-
-static void iq_ref_encode_block(const float *x, unsigned char *blk) {
-    IqRef r = iq_ref_codes(x);
-    iq_ref_pack(t_fp16(r.d), r.q, blk);
-}
-
-/* Low nibble of byte j holds value j, the high nibble value j + 16. */
-static int code_at(const unsigned char *blk, int j) { return j < QK / 2 ? blk[2 + j] & 15 : blk[2 + j - QK / 2] >> 4; }
-
-static void iq_ref_decode_block(const unsigned char *blk, float *out) {
-    float d = t_half_value((uint16_t)(blk[0] | blk[1] << 8));
-    for (int j = 0; j < QK; j++) out[j] = d * (float)KV[code_at(blk, j)];
-}
-
-/* fp16 d fields equal, any NaN matching any NaN; the codes equal. */
-static int same_iq_block(const unsigned char *got, const unsigned char *want) {
-    uint16_t g = (uint16_t)(got[0] | got[1] << 8), w = (uint16_t)(want[0] | want[1] << 8);
-    if (fp16_is_nan(w) ? !fp16_is_nan(g) : g != w) return 0;
-    return memcmp(got + 2, want + 2, BB - 2) == 0;
 }
 
 /* ---- the codec ---- */
