@@ -109,7 +109,7 @@ no_file "decompress: bad input leaves no output" "$T/o10.st"
 
 # a compressed file whose scales are NaN, and one whose packed units are short: made format-2
 # files (no checksums, still read) so that the checks past the CRCs answer; a format-3 file so
-# edited is refused by its CRC-32C first (tests/test_kvfile_hostile.c, tests/test_cli_integrity.sh)
+# edited is refused by its CRC-32C first (tests/test_kvfile_checksums.c, tests/test_cli_integrity.sh)
 python3 - "$T" <<'PY'
 import json, struct, sys
 t = sys.argv[1]
