@@ -149,7 +149,7 @@ MUTATIONS = [
           "test_scheme", "llama.cpp's key order applied to values too"),
     run_m("mixed-view-split", "model/attention.c",
           "int quantized = p0 + p < own;", "int quantized = p0 + p <= own;",
-          "test_kvcache", "attention's two views split at Q inclusive (< -> <=)"),
+          "test_kvcache_forward", "attention's two views split at Q inclusive (< -> <=)"),
     run_m("fp16-ties-away", "quant/half.c",
           "if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))", "if (rest >= 0x1000u)",
           "test_codec_float", "float -> fp16 ties away from zero, not to even"),
