@@ -13,6 +13,7 @@
 #include "model/formats/calibration.h"
 #include "model/formats/fileio.h"
 #include "model/formats/st_checksum.h"
+#include "tests/byte_flips.h"
 #include "tests/test.h"
 
 #define FILE_NAME "flipped.safetensors"
@@ -77,35 +78,13 @@ static int decode(const unsigned char *buf, size_t len, Calibration *c, Error *e
     return rc;
 }
 
-typedef struct {
-    long flips, refused, harmless, harmful, first_harmful;
-    int bad_message;   /* a refusal that is not one line naming the file */
-} FlipCount;
-
-static void flip_every_byte(unsigned char *buf, size_t len, const Calibration *intact, FlipCount *n) {
-    uint64_t header = 0;
-    for (int i = 7; i >= 0; i--) header = header << 8 | buf[i];
-    size_t padding_from = 8 + (size_t)header;
-    while (padding_from > 8 && buf[padding_from - 1] == ' ') padding_from--;
-    for (size_t i = 0; i < len; i++)
-        for (int m = 0; m < 9; m++) {
-            unsigned char mask = m < 8 ? (unsigned char)(1u << m) : 0xff;
-            buf[i] ^= mask;
-            Calibration out;
-            Error err;
-            n->flips++;
-            if (decode(buf, len, &out, &err) != 0) {
-                n->refused++;
-                if (strncmp(err.msg, FILE_NAME ": ", strlen(FILE_NAME) + 2) || strchr(err.msg, '\n')) n->bad_message = 1;
-            } else {
-                int harmless = same_calibration(&out, intact) && i >= padding_from && i < 8 + (size_t)header;
-                n->harmless += harmless;
-                n->harmful += !harmless;
-                if (!harmless && n->first_harmful < 0) n->first_harmful = (long)i;
-                calibration_free(&out);
-            }
-            buf[i] ^= mask;
-        }
+/* A flipped copy read back: refused (-1), or whether it reads as the intact calibration. */
+static int read_flipped(const unsigned char *buf, size_t len, const void *intact, Error *err) {
+    Calibration out;
+    if (decode(buf, len, &out, err) != 0) return -1;
+    int same = same_calibration(&out, intact);
+    calibration_free(&out);
+    return same;
 }
 
 static void test_flips(const char *dir) {
@@ -124,7 +103,7 @@ static void test_flips(const char *dir) {
         return;
     }
     FlipCount n = {0, 0, 0, 0, -1, 0};
-    flip_every_byte(buf, len, &intact, &n);
+    flip_every_byte(buf, len, FILE_NAME, read_flipped, &intact, &n);
     printf("     calibration of %zu bytes: %ld flips, %ld refused, %ld harmless (header padding), %ld harmful\n", len,
            n.flips, n.refused, n.harmless, n.harmful);
     check(n.flips == 9 * (long)len && n.harmful == 0,

@@ -9,6 +9,8 @@
  * - Below the CRCs (each section re-sealed here, so only the deeper check stands): a table whose
  *   counts do not add up to the stream's length, a stream cut short, a stream with a byte left
  *   over, bytes after the last section, a header of another shape: refused, naming the part. */
+#include "tests/byte_flips.h"
+#include "tests/kv_file_bytes.h"
 #include "tests/test.h"
 #include "model/formats/compress.h"
 #include "model/formats/crc32c.h"
@@ -22,52 +24,11 @@
 #define FILE_NAME "entropy.st"
 
 static void synthetic_cache(KvSnapshot *s, int layers, int heads, int seq, int dim, uint64_t seed) {
-    memset(s, 0, sizeof *s);
-    s->n_layers = layers, s->n_kv_heads = heads, s->seq_len = seq, s->head_dim = dim;
-    snprintf(s->model_name, sizeof s->model_name, "synthetic");
-    snprintf(s->dtype, sizeof s->dtype, "float32");
-    Error err;
-    kv_snapshot_alloc(s, &err);
-    size_t n = kv_snapshot_layer_size(s) * (size_t)layers;
+    size_t n = kv_cache_of_shape(s, layers, heads, seq, dim);
     for (size_t i = 0; i < n; i++) {   /* skewed values: a channel's codes are not uniform */
         float u = rnd(&seed);
         s->k[i] = 2 * u * u * u + 0.1f * (float)(i % 7), s->v[i] = u * fabsf(u);
     }
-}
-
-/* The file kv_compress writes, in a malloc'd buffer; the report into r. */
-static unsigned char *file_bytes(const KvSnapshot *s, const char *k_text, const char *v_text, int entropy, size_t *len,
-                                 CompressReport *r) {
-    char why[160], path[64];
-    KvLayered k, v;
-    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) || kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why))
-        return NULL;
-    CompressOptions o = {&k, &v, 0.0, 0, 1, 0, 0, NULL, entropy};
-    Error err;
-    snprintf(path, sizeof path, "/tmp/kvq-entropy-%ld.st", (long)getpid());
-    if (kv_compress(s, &o, path, r, NULL, &err)) {
-        printf("  (kv_compress: %s)\n", err.msg);
-        return NULL;
-    }
-    compress_report_free(r);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(*len);
-    *len = fread(buf, 1, *len, f);
-    fclose(f);
-    unlink(path);
-    return buf;
-}
-
-static int decode(const unsigned char *buf, size_t len, KvSnapshot *out, Error *err) {
-    SafeTensors st;
-    err->msg[0] = '\0';
-    if (st_open_memory(&st, buf, len, FILE_NAME, err)) return -1;
-    int rc = kv_decompress_safetensors(&st, NULL, out, err);
-    st_close(&st);
-    return rc;
 }
 
 static int same_values(const KvSnapshot *a, const KvSnapshot *b) {
@@ -84,16 +45,16 @@ static void test_round_trips(const KvSnapshot *cache) {
     for (size_t i = 0; i < sizeof SCHEMES / sizeof SCHEMES[0]; i++) {
         size_t la, lb;
         CompressReport ra, rb;
-        unsigned char *a = file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 0, &la, &ra);
-        unsigned char *b = file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 1, &lb, &rb);
+        unsigned char *a = kv_file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 0, 0, &la, &ra);
+        unsigned char *b = kv_file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 0, 1, &lb, &rb);
         KvSnapshot xa, xb;
         Error err;
         char name[200];
         snprintf(name, sizeof name, "entropy file: keys %s, values %s decode to the fixed-rate file's values", SCHEMES[i].k,
                  SCHEMES[i].v);
-        int ok = a && b && decode(a, la, &xa, &err) == 0;
+        int ok = a && b && kv_file_decode(a, la, FILE_NAME, &xa, &err) == 0;
         if (ok) {
-            if (decode(b, lb, &xb, &err) == 0) {
+            if (kv_file_decode(b, lb, FILE_NAME, &xb, &err) == 0) {
                 ok = same_values(&xa, &xb);
                 kv_snapshot_free(&xb);
             } else {
@@ -115,36 +76,29 @@ static void test_round_trips(const KvSnapshot *cache) {
     }
 }
 
-static void flip_every_byte(const KvSnapshot *cache, const char *k, const char *v, long counts[3], int *bad_message) {
+/* A flipped copy read back: refused (-1), or whether it decodes to the intact values. */
+static int read_flipped(const unsigned char *buf, size_t len, const void *intact, Error *err) {
+    KvSnapshot out;
+    if (kv_file_decode(buf, len, FILE_NAME, &out, err) != 0) return -1;
+    int same = same_values(&out, intact);
+    kv_snapshot_free(&out);
+    return same;
+}
+
+/* The entropy-coded file of cache under k and v, its bytes flipped into n (a file that is not
+ * written or does not read back counts as harmful). */
+static void flip_file(const KvSnapshot *cache, const char *k, const char *v, FlipCount *n) {
     size_t len;
     CompressReport r;
-    unsigned char *buf = file_bytes(cache, k, v, 1, &len, &r);
-    KvSnapshot intact, out;
+    unsigned char *buf = kv_file_bytes(cache, k, v, 0, 1, &len, &r);
+    KvSnapshot intact;
     Error err;
-    if (!buf || decode(buf, len, &intact, &err)) {
-        counts[2]++;
+    if (!buf || kv_file_decode(buf, len, FILE_NAME, &intact, &err)) {
+        n->harmful++;
         free(buf);
         return;
     }
-    uint64_t header = 0;
-    for (int i = 7; i >= 0; i--) header = header << 8 | buf[i];
-    size_t padding_from = 8 + (size_t)header;
-    while (padding_from > 8 && buf[padding_from - 1] == ' ') padding_from--;
-    for (size_t i = 0; i < len; i++)
-        for (int m = 0; m < 9; m++) {
-            unsigned char mask = m < 8 ? (unsigned char)(1u << m) : 0xff;
-            buf[i] ^= mask;
-            if (decode(buf, len, &out, &err) != 0) {
-                counts[0]++;
-                if (strncmp(err.msg, FILE_NAME ": ", strlen(FILE_NAME) + 2) || strchr(err.msg, '\n')) *bad_message = 1;
-            } else {
-                int harmless = same_values(&out, &intact) && i >= padding_from && i < 8 + (size_t)header;
-                counts[harmless ? 1 : 2]++;
-                if (!harmless) printf("     harmful: byte %zu of %zu, mask %02x\n", i, len, mask);
-                kv_snapshot_free(&out);
-            }
-            buf[i] ^= mask;
-        }
+    flip_every_byte(buf, len, FILE_NAME, read_flipped, &intact, n);
     kv_snapshot_free(&intact);
     free(buf);
 }
@@ -152,15 +106,14 @@ static void flip_every_byte(const KvSnapshot *cache, const char *k, const char *
 static void test_byte_flips(void) {
     KvSnapshot small;
     synthetic_cache(&small, 1, 2, 9, 32, 3);
-    long counts[3] = {0, 0, 0};   /* refused, harmless, harmful */
-    int bad_message = 0;
-    flip_every_byte(&small, "int4-g32", "tq2", counts, &bad_message);
-    flip_every_byte(&small, "int2-t8-asym", "int3-g32+out1", counts, &bad_message);
-    printf("     entropy-coded byte flips: %ld refused, %ld harmless (header padding), %ld harmful\n", counts[0], counts[1],
-           counts[2]);
-    check(counts[0] > 1000 && counts[2] == 0, "entropy file: every bit of every byte flipped, every byte inverted: refused or harmless",
-          "%ld harmful of %ld", counts[2], counts[0] + counts[1] + counts[2]);
-    check(!bad_message, "entropy file: every refused flip is one line naming the file", "");
+    FlipCount n = {0, 0, 0, 0, -1, 0};
+    flip_file(&small, "int4-g32", "tq2", &n);
+    flip_file(&small, "int2-t8-asym", "int3-g32+out1", &n);
+    printf("     entropy-coded byte flips: %ld refused, %ld harmless (header padding), %ld harmful\n", n.refused, n.harmless,
+           n.harmful);
+    check(n.refused > 1000 && n.harmful == 0, "entropy file: every bit of every byte flipped, every byte inverted: refused or harmless",
+          "%ld harmful of %ld (first at byte %ld)", n.harmful, n.refused + n.harmless + n.harmful, n.first_harmful);
+    check(!n.bad_message, "entropy file: every refused flip is one line naming the file", "");
     kv_snapshot_free(&small);
 }
 

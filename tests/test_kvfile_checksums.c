@@ -10,6 +10,8 @@
 #include <string.h>
 #include "model/formats/compress.h"
 #include "model/formats/kvfile.h"
+#include "tests/byte_flips.h"
+#include "tests/kv_file_bytes.h"
 #include "tests/test.h"
 #include <unistd.h>
 
@@ -19,55 +21,10 @@
 
 /* A seeded cache of the given shape, recording a model (model_id, model_sha256). */
 static void synthetic_cache(KvSnapshot *s, int layers, int heads, int seq, int dim, uint64_t seed) {
-    memset(s, 0, sizeof *s);
-    s->n_layers = layers, s->n_kv_heads = heads, s->seq_len = seq, s->head_dim = dim;
-    snprintf(s->model_name, sizeof s->model_name, "synthetic");
-    snprintf(s->dtype, sizeof s->dtype, "float32");
+    size_t n = kv_cache_of_shape(s, layers, heads, seq, dim);
     memset(s->model_id, 'a', 64);
     memset(s->model_sha256, 'b', 64);
-    Error err;
-    kv_snapshot_alloc(s, &err);
-    size_t n = kv_snapshot_layer_size(s) * (size_t)layers;
     for (size_t i = 0; i < n; i++) s->k[i] = 2 * rnd(&seed), s->v[i] = rnd(&seed);
-}
-
-/* The file kv_compress writes for s under the schemes, in a malloc'd buffer. */
-static unsigned char *compressed_bytes(const KvSnapshot *s, const char *k_text, const char *v_text, int lz4,
-                                       size_t *len) {
-    char why[160], path[64];
-    KvLayered k, v;
-    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &k, why, sizeof why) ||
-        kv_layered_parse(v_text, KV_SIDE_VALUES, &v, why, sizeof why)) {
-        printf("  (%s)\n", why);
-        return NULL;
-    }
-    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL, 0};
-    CompressReport r;
-    Error err;
-    snprintf(path, sizeof path, "/tmp/kvq-hostile-%ld.st", (long)getpid());
-    if (kv_compress(s, &o, path, &r, NULL, &err)) {
-        printf("  (kv_compress: %s)\n", err.msg);
-        return NULL;
-    }
-    compress_report_free(&r);
-    FILE *f = fopen(path, "rb");
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc(*len);
-    *len = fread(buf, 1, *len, f);
-    fclose(f);
-    unlink(path);
-    return buf;
-}
-
-static int decode(const unsigned char *buf, size_t len, KvSnapshot *out, Error *err) {
-    SafeTensors st;
-    err->msg[0] = '\0';
-    if (st_open_memory(&st, buf, len, FILE_NAME, err)) return -1;
-    int rc = kv_decompress_safetensors(&st, NULL, out, err);
-    st_close(&st);
-    return rc;
 }
 
 static int same_cache(const KvSnapshot *a, const KvSnapshot *b) {
@@ -78,39 +35,13 @@ static int same_cache(const KvSnapshot *a, const KvSnapshot *b) {
            !memcmp(a->k, b->k, n * sizeof(float)) && !memcmp(a->v, b->v, n * sizeof(float));
 }
 
-typedef struct {
-    long flips, detected, harmless, harmful;
-    long first_harmful;      /* byte offset of the first harmful flip, -1 none */
-    int bad_message;         /* a refusal that is not one line naming the file */
-} FlipCount;
-
-/* Each bit of each byte flipped in turn, then each byte inverted: refused, or the same cache as
- * the intact file's with the byte in the header's padding (the spaces after its closing brace,
- * which JSON reads as nothing): harmless. Anything else is harmful. */
-static void flip_every_byte(unsigned char *buf, size_t len, const KvSnapshot *intact, FlipCount *c) {
-    uint64_t header = 0;
-    for (int i = 7; i >= 0; i--) header = header << 8 | buf[i];
-    size_t padding_from = 8 + (size_t)header;
-    while (padding_from > 8 && buf[padding_from - 1] == ' ') padding_from--;
-    for (size_t i = 0; i < len; i++)
-        for (int m = 0; m < 9; m++) {
-            unsigned char mask = m < 8 ? (unsigned char)(1u << m) : 0xff;
-            buf[i] ^= mask;
-            KvSnapshot out;
-            Error err;
-            c->flips++;
-            if (decode(buf, len, &out, &err) != 0) {
-                c->detected++;
-                if (strncmp(err.msg, FILE_NAME ": ", strlen(FILE_NAME) + 2) || strchr(err.msg, '\n')) c->bad_message = 1;
-            } else {
-                int harmless = same_cache(&out, intact) && i >= padding_from && i < 8 + (size_t)header;
-                c->harmless += harmless;
-                c->harmful += !harmless;
-                if (!harmless && c->first_harmful < 0) c->first_harmful = (long)i;
-                kv_snapshot_free(&out);
-            }
-            buf[i] ^= mask;
-        }
+/* A flipped copy read back: refused (-1), or whether it decodes to the intact cache. */
+static int read_flipped(const unsigned char *buf, size_t len, const void *intact, Error *err) {
+    KvSnapshot out;
+    if (kv_file_decode(buf, len, FILE_NAME, &out, err) != 0) return -1;
+    int same = same_cache(&out, intact);
+    kv_snapshot_free(&out);
+    return same;
 }
 
 /* The bytes of `what` in buf, or NULL. */
@@ -124,7 +55,7 @@ static unsigned char *find_bytes(unsigned char *buf, size_t len, const char *wha
 static void expect_bytes_refused(const char *name, const unsigned char *buf, size_t len, const char *want) {
     KvSnapshot out;
     Error err;
-    int rc = decode(buf, len, &out, &err);
+    int rc = kv_file_decode(buf, len, FILE_NAME, &out, &err);
     if (rc == 0) kv_snapshot_free(&out);
     check(rc == -1 && !strncmp(err.msg, FILE_NAME ": ", strlen(FILE_NAME) + 2) && !strchr(err.msg, '\n') &&
               strstr(err.msg, want), name, "rc %d, message '%s' (want '%s')", rc, err.msg, want);
@@ -141,30 +72,30 @@ static void test_format3(void) {
     FlipCount total = {0, 0, 0, 0, -1, 0};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         size_t len;
-        unsigned char *buf = compressed_bytes(&cache, files[f].k, files[f].v, files[f].lz4, &len);
+        unsigned char *buf = kv_file_bytes(&cache, files[f].k, files[f].v, files[f].lz4, 0, &len, NULL);
         KvSnapshot intact;
         Error err;
         char name[160];
         snprintf(name, sizeof name, "format 3: keys %s, values %s%s decodes, recording its model", files[f].k,
                  files[f].v, files[f].lz4 ? ", LZ4," : "");
-        if (!check(buf && decode(buf, len, &intact, &err) == 0 && !strcmp(intact.model_id, cache.model_id) &&
-                       !strcmp(intact.model_sha256, cache.model_sha256) &&
+        if (!check(buf && kv_file_decode(buf, len, FILE_NAME, &intact, &err) == 0 &&
+                       !strcmp(intact.model_id, cache.model_id) && !strcmp(intact.model_sha256, cache.model_sha256) &&
                        find_bytes(buf, len, "\"format\":\"kvq-compressed-3\""),
                    name, "%s", buf ? err.msg : "not written")) {
             free(buf);
             continue;
         }
         FlipCount c = {0, 0, 0, 0, -1, 0};
-        flip_every_byte(buf, len, &intact, &c);
+        flip_every_byte(buf, len, FILE_NAME, read_flipped, &intact, &c);
         printf("     %s : %s%s, %zu bytes: %ld flips, %ld refused, %ld harmless (header padding), %ld harmful\n",
-               files[f].k, files[f].v, files[f].lz4 ? " (LZ4)" : "", len, c.flips, c.detected, c.harmless, c.harmful);
-        total.flips += c.flips, total.detected += c.detected, total.harmless += c.harmless, total.harmful += c.harmful;
+               files[f].k, files[f].v, files[f].lz4 ? " (LZ4)" : "", len, c.flips, c.refused, c.harmless, c.harmful);
+        total.flips += c.flips, total.refused += c.refused, total.harmless += c.harmless, total.harmful += c.harmful;
         if (c.harmful && total.first_harmful < 0) total.first_harmful = c.first_harmful;
         total.bad_message |= c.bad_message;
         kv_snapshot_free(&intact);
         free(buf);
     }
-    printf("     format 3 byte flips in all: %ld, refused %ld, harmless %ld, harmful %ld\n", total.flips, total.detected,
+    printf("     format 3 byte flips in all: %ld, refused %ld, harmless %ld, harmful %ld\n", total.flips, total.refused,
            total.harmless, total.harmful);
     check(total.flips > 0 && total.harmful == 0,
           "format 3: each bit of each byte of 3 files flipped, and each byte inverted: refused or harmless (padding)",
@@ -173,7 +104,7 @@ static void test_format3(void) {
 
     /* edits, each named */
     size_t len;
-    unsigned char *buf = compressed_bytes(&cache, "int4-g32", "int4-g32", 0, &len);
+    unsigned char *buf = kv_file_bytes(&cache, "int4-g32", "int4-g32", 0, 0, &len, NULL);
     if (!buf) return;
     unsigned char *p;
     KvSnapshot intact, out;
@@ -181,9 +112,9 @@ static void test_format3(void) {
     uint64_t header = 0;
     for (int i = 7; i >= 0; i--) header = header << 8 | buf[i];
     p = buf + 8 + header - 1;   /* the header's last byte: padding when the header was padded */
-    if (*p == ' ' && decode(buf, len, &intact, &err) == 0) {
+    if (*p == ' ' && kv_file_decode(buf, len, FILE_NAME, &intact, &err) == 0) {
         *p = '\t';   /* an edit, not a flip: the one content-free byte class, whitespace in the padding */
-        int rc = decode(buf, len, &out, &err);
+        int rc = kv_file_decode(buf, len, FILE_NAME, &out, &err);
         check(rc == 0 && same_cache(&out, &intact), "format 3: a padding space made a tab (whitespace) decodes the same",
               "%s", rc ? err.msg : "another cache");
         if (rc == 0) kv_snapshot_free(&out);
