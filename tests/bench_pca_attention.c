@@ -1,0 +1,104 @@
+/* tests/bench_pca_attention.c: CPU time of one layer's decode-step attention at a long context,
+ * per cache scheme, on random TinyLlama weights with a calibration of them: what a pca cache's
+ * reads cost against fp32's, without the matmuls that the whole step (`./run bench`) adds and
+ * that a shared machine's load makes noisy. Not a test (no PASS/FAIL; `make test` does not run it):
+ *   make build/rel/tests/bench_pca_attention &&
+ *   OMP_NUM_THREADS=1 build/rel/tests/bench_pca_attention CALIB [ctx] [reps] [exact]
+ * CALIB: `./run calibrate --random tinyllama --fit pca2+prerope+aw --fit pca2+aw ...`. Layer 0's
+ * cache holds ctx - 1 seeded positions; each rep writes position ctx - 1 and runs the attention
+ * of its 32 query heads (forward_attention_replay, T = 1). Reports the thread's CPU ms per rep
+ * (minimum and median) and that x 22 layers: one decode step's attention. exact: f32 attention
+ * instead of bf16 pairs (bench's default precision is bf16). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "model/model.h"
+#include "model/formats/calibration.h"
+#include "model/kernels/kernels.h"
+#include "tests/test.h"
+
+#define CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
+
+static double cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void time_scheme(const Model *m, const Calibration *calib, const char *k_text, const char *v_text, int ctx,
+                        int reps) {
+    const Config *c = &m->config;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    KvCacheScheme scheme = {.calib = calib};
+    char why[256];
+    Error err;
+    if (kv_layered_parse(k_text, KV_SIDE_KEYS, &scheme.k, why, sizeof why) ||
+        kv_layered_parse(v_text, KV_SIDE_VALUES, &scheme.v, why, sizeof why)) {
+        printf("%s / %s: %s\n", k_text, v_text, why);
+        return;
+    }
+    KvCache kv;
+    RunState s;
+    if (runstate_init(&s, c, 1, &err) || kv_cache_init(&kv, c, ctx, 1, &scheme, m->rope_inv_freq, &err)) {
+        printf("%s / %s: %s\n", k_text, v_text, err.msg);
+        return;
+    }
+    float *k = malloc(kv_dim * sizeof(float)), *v = malloc(kv_dim * sizeof(float)), *q = malloc(c->dim * sizeof(float)),
+          *out = malloc(c->dim * sizeof(float)), cs[512];
+    double *ms = malloc((size_t)reps * sizeof *ms);
+    uint64_t seed = 7;
+    for (int p = 0; p < ctx - 1; p++) {
+        for (size_t i = 0; i < kv_dim; i++) k[i] = (float)rnd(&seed), v[i] = (float)rnd(&seed);
+        rope_angles(p, c->head_dim, m->rope_inv_freq, cs);
+        kv_cache_write(&kv, 0, p, k, v, cs);
+        kv_cache_commit(&kv, 0, p, p + 1);
+    }
+    kv.len = ctx - 1;
+    for (int i = 0; i < c->dim; i++) q[i] = (float)rnd(&seed);
+    for (int r = 0; r < reps; r++) {
+        AttentionReplay ar = {.layer = 0, .k_pre = k, .v = v, .q = q, .T = 1, .pos = ctx - 1, .from = 0, .out = out};
+        double t0 = cpu_ms();
+        forward_attention_replay(m, &s, &kv, &ar);
+        ms[r] = cpu_ms() - t0;
+    }
+    qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
+    printf("%-22s %-14s ctx %d: layer attention min %.3f median %.3f ms CPU; x %d layers: %.1f ms (min)\n", k_text,
+           v_text, ctx, ms[0], ms[reps / 2], c->n_layers, ms[0] * c->n_layers);
+    free(k), free(v), free(q), free(out), free(ms);
+    kv_cache_free(&kv);
+    runstate_free(&s);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s CALIB [ctx] [reps] [exact]\n", argv[0]);
+        return 2;
+    }
+    int ctx = argc > 2 ? atoi(argv[2]) : 2048, reps = argc > 3 ? atoi(argv[3]) : 100;
+    Model m;
+    Error err;
+    if (model_init_random(&m, CONFIG, DT_BF16, 1, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    m.precision = argc > 4 && !strcmp(argv[4], "exact") ? MATMUL_EXACT : MATMUL_BF16_ACT;
+    CalibModel geometry = {m.config.n_layers, m.config.n_heads, m.config.n_kv_heads, m.config.head_dim, NULL};
+    Calibration calib = {0};
+    if (calibration_load(argv[1], &geometry, &calib, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    printf("precision %s\n", m.precision == MATMUL_EXACT ? "exact (f32 attention)" : "bf16");
+    time_scheme(&m, &calib, "fp32", "fp32", ctx, reps);
+    time_scheme(&m, &calib, "pca2+prerope+aw", "pca2+aw", ctx, reps);
+    time_scheme(&m, &calib, "pca2+aw", "pca2+aw", ctx, reps);
+    calibration_free(&calib);
+    model_free(&m);
+    return 0;
+}
