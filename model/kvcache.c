@@ -96,8 +96,12 @@ static int init_rope_table(KvCache *c, const float *rope_inv_freq, Error *err) {
     if (!any) return 0;
     if (!rope_inv_freq) return error_set(err, "KV cache: +prerope keys need the model's RoPE frequencies");
     c->rope_cos_sin = malloc((size_t)c->max_seq * c->head_dim * sizeof(float));
-    if (!c->rope_cos_sin) return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
+    c->rope_by_angle = malloc((size_t)c->max_seq * c->head_dim * sizeof(float));
+    if (!c->rope_cos_sin || !c->rope_by_angle) return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
     for (int p = 0; p < c->max_seq; p++) rope_angles(p, c->head_dim, rope_inv_freq, c->rope_cos_sin + (size_t)p * c->head_dim);
+    for (int p = 0; p < c->max_seq; p++)
+        for (int i = 0; i < c->head_dim; i++)
+            c->rope_by_angle[(size_t)i * c->max_seq + p] = c->rope_cos_sin[(size_t)p * c->head_dim + i];
     return 0;
 }
 
@@ -146,8 +150,9 @@ void kv_cache_free(KvCache *c) {
     free(c->keys);
     free(c->values);
     free(c->rope_cos_sin);
+    free(c->rope_by_angle);
     c->keys = c->values = NULL;
-    c->rope_cos_sin = NULL;
+    c->rope_cos_sin = c->rope_by_angle = NULL;
 }
 
 /* The block layout goes too: what remains is the path before any of them. */
@@ -349,16 +354,17 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
 }
 
 /* rope() on a transposed block kt[i * 64 + p] of np rows from position p0: the same
- * products, with the positions innermost. */
+ * products, with the positions innermost (and so the angles' table by angle, contiguous). */
 static void rope_t64(const KvCache *c, float *kt, int p0, int np) {
-    int d = c->head_dim, half = d / 2;
+    int half = c->head_dim / 2;
     for (int i = 0; i < half; i++) {
         float *x = kt + (size_t)i * 64, *y = kt + (size_t)(i + half) * 64;
+        const float *cos_i = c->rope_by_angle + (size_t)i * c->max_seq + p0;
+        const float *sin_i = c->rope_by_angle + (size_t)(half + i) * c->max_seq + p0;
         for (int p = 0; p < np; p++) {
-            const float *cs = c->rope_cos_sin + (size_t)(p0 + p) * d;
-            float a = x[p], b = y[p], cos_i = cs[i], sin_i = cs[half + i];
-            x[p] = a * cos_i - b * sin_i;
-            y[p] = b * cos_i + a * sin_i;
+            float a = x[p], b = y[p];
+            x[p] = a * cos_i[p] - b * sin_i[p];
+            y[p] = b * cos_i[p] + a * sin_i[p];
         }
     }
 }

@@ -69,6 +69,7 @@ typedef struct {
     KvLayered k_scheme, v_scheme;   /* bound to this model: kv_layered_bind */
     KvStore *keys, *values;         /* [n_layers] */
     float *rope_cos_sin;            /* [max_seq][head_dim] when a key layer is +prerope, else NULL */
+    float *rope_by_angle;           /* the same transposed, [head_dim][max_seq]: positions innermost */
     int len;                        /* positions written so far (the caller advances it) */
 } KvCache;
 

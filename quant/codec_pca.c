@@ -187,6 +187,24 @@ static void code_reader(const PcaHead *h, size_t unit_bytes, CodeReader *cr) {
     }
 }
 
+/* code_reader's count, comp, bits and segment alone: what reading a block needs (worked out
+ * once per block of 64 rows, so the rest would cost a few % of the read). */
+static void block_reader(const PcaHead *h, size_t unit_bytes, CodeReader *cr) {
+    int at = 0, limit = 8 * (int)unit_bytes, segment = 0, k = 0;
+    for (int i = 0; i < h->d; i++) {
+        int bits = component_bits(h, i);
+        if (!bits) continue;
+        cr->comp[k] = (short)i;
+        cr->bits[k] = (unsigned char)(at + bits <= limit ? bits : 0);   /* code_reader's rule */
+        cr->segment[k] = (short)segment;
+        segment += 8 * cr->bits[k];
+        at += bits;
+        k++;
+    }
+    cr->count = k;
+    cr->unit_bytes = unit_bytes;
+}
+
 /* The stored components' values of one row: y[k] for the reader's k-th component. */
 static void read_coefficients(const PcaHead *h, const CodeReader *cr, const unsigned char *row, float *y) {
     unsigned char padded[PCA_TABLE_STRIDE + 2];   /* a row is at most 8 x 256 bits; a code may end in its last byte */
@@ -481,7 +499,7 @@ static void pca_block_read(const KvBase *b, const void *block, int n, int count,
     PcaHead h;
     pca_head_view(b->table, n, &h);
     CodeReader cr;
-    code_reader(&h, pca_unit_bytes(b, n), &cr);
+    block_reader(&h, pca_unit_bytes(b, n), &cr);
     if (form == KV_BLOCK_DECODED_T64) {
         float roots[PCA_TABLE_STRIDE];
         short k_of[PCA_TABLE_STRIDE];
