@@ -257,6 +257,7 @@ static unsigned char *head_block(const KvStore *st, int head, int row) {
 static void store_blocks(const KvCache *c, KvStore *st, int first, int end) {
     int s = sinks_of(st), from = first - s < st->blocks_end ? first - s : st->blocks_end, to = end - s;
     if (from < 0) from = 0;
+    #pragma omp parallel for schedule(static) if (to - from > 64)   /* heads' blocks are apart: a prefill's split */
     for (int h = 0; h < c->n_kv_heads; h++) {
         const KvBase *b = &st->head_specs[h].base;
         for (int r = from; r < to;) {

@@ -130,7 +130,7 @@ void kv_cache_read_value(const KvCache *c, int layer, int head, int pos, float *
 
 /* Bytes of one position's stored form over every layer, side and KV head (units / group). */
 double kv_cache_position_bytes(const KvCache *c);
-/* Bytes the cache holds (units, sinks, windows). */
+/* Bytes the cache holds (units, their block layout where a codec has one, sinks, windows). */
 size_t kv_cache_bytes(const KvCache *c);
 
 /* ---- entropy bits per value (SCHEMES.md §9) ----

@@ -446,24 +446,42 @@ static void pca_block_codes(const KvBase *b, const void *units, int n, int r0, i
 
 /* dst[row_of[k] * 64 + p] = the k-th stored component's value in row p of the block, p < 64
  * (rows past those written hold some table entry). */
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* For codes of `bits` bits back to back: lane i of pick[q] selects the two 16-bit words that
+ * hold code 16q + i (as one 32-bit word), shift and mask then take it out. */
+typedef struct {
+    __m512i pick[4], shift, mask;
+} CodeSpread;
+
+static void code_spread(int bits, CodeSpread *s) {
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i lane_bit = _mm512_mullo_epi32(iota, _mm512_set1_epi32(bits));
+    __m512i word = _mm512_srli_epi32(lane_bit, 4);
+    s->shift = _mm512_and_si512(lane_bit, _mm512_set1_epi32(15));
+    s->mask = _mm512_set1_epi32((1 << bits) - 1);
+    for (int q = 0; q < 4; q++) {
+        __m512i w = _mm512_add_epi32(word, _mm512_set1_epi32(q * bits));
+        s->pick[q] = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_add_epi32(w, _mm512_set1_epi32(1)), 16));
+    }
+}
+#endif
+
 static void block_values(const PcaHead *h, const CodeReader *cr, const unsigned char *block, const short *row_of,
                          float *dst) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    CodeSpread spread[PCA_MAX_BITS + 1];
+    for (int bits = 0; bits <= PCA_MAX_BITS; bits++) code_spread(bits, &spread[bits]);
+#endif
     for (int k = 0; k < cr->count; k++) {
         const float *table = h->tables + (size_t)cr->comp[k] * PCA_TABLE_STRIDE;
         const unsigned char *segment = block + cr->segment[k];
         float *out = dst + (size_t)row_of[k] * 64;
         int bits = cr->bits[k];
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-        const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const CodeSpread *sp = &spread[bits];
         __m512i codes = _mm512_maskz_loadu_epi8(bits == 8 ? ~0ull : (1ull << (8 * bits)) - 1u, segment);
-        __m512i lane_bit = _mm512_mullo_epi32(iota, _mm512_set1_epi32(bits));
-        __m512i word = _mm512_srli_epi32(lane_bit, 4), shift = _mm512_and_si512(lane_bit, _mm512_set1_epi32(15));
-        __m512i mask = _mm512_set1_epi32((1 << bits) - 1);
         for (int q = 0; q < 4; q++) {
-            /* lane i: the 16-bit words w and w + 1 holding row 16q + i's code, as one 32-bit word */
-            __m512i w = _mm512_add_epi32(word, _mm512_set1_epi32(q * bits));
-            __m512i pick = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_add_epi32(w, _mm512_set1_epi32(1)), 16));
-            __m512i code = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi16(pick, codes), shift), mask);
+            __m512i code = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi16(sp->pick[q], codes), sp->shift), sp->mask);
             __m512 v = bits <= 4   ? _mm512_permutexvar_ps(code, _mm512_loadu_ps(table))
                        : bits == 5 ? _mm512_permutex2var_ps(_mm512_loadu_ps(table), code, _mm512_loadu_ps(table + 16))
                                    : _mm512_i32gather_ps(code, table, 4);
