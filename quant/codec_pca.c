@@ -433,13 +433,17 @@ static void pca_block_codes(const KvBase *b, const void *units, int n, int r0, i
     unsigned char *out = block;
     for (int i = 0; i < count; i++) {
         const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + i) * cr.unit_bytes;
-        size_t p = (size_t)((r0 + i) % 64);
+        int p = (r0 + i) % 64;
         for (int k = 0; k < cr.count; k++) {
-            int bits = cr.bits[k];
-            unsigned code = get_bits(row, (size_t)cr.byte[k] * 8 + cr.shift[k], bits);
-            unsigned char *segment = out + cr.segment[k];
-            for (int j = 0; j < bits; j++) segment[(p * bits + j) / 8] &= (unsigned char)~(1u << ((p * bits + j) % 8));
-            put_bits(segment, p * bits, bits, code);
+            /* a code of at most 8 bits spans at most two bytes: the second only touched when it does */
+            int bits = cr.bits[k], from = cr.byte[k], shift = cr.shift[k];
+            unsigned two = row[from] | (shift + bits > 8 ? (unsigned)row[from + 1] << 8 : 0u);
+            unsigned code = two >> shift & cr.mask[k];
+            unsigned char *at = out + cr.segment[k] + p * bits / 8;
+            int to = p * bits % 8;
+            unsigned keep = ~(((1u << bits) - 1u) << to);
+            at[0] = (unsigned char)((at[0] & keep) | code << to);
+            if (to + bits > 8) at[1] = (unsigned char)((at[1] & keep >> 8) | code >> (8 - to));
         }
     }
 }
