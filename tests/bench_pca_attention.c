@@ -8,8 +8,9 @@
  * layer's cache holds ctx - 1 seeded positions; each rep writes position ctx - 1 and runs the
  * attention of its 32 query heads (forward_attention_replay, T = 1) in every layer: one decode
  * step's attention, fp32's 88 MiB read from memory as in a real step. Reports the thread's CPU
- * ms per rep (minimum and median). exact: f32 attention instead of bf16 pairs (bench's default
- * precision is bf16). */
+ * ms per rep (minimum and median); then a prefill of 512 tokens from position 0 in every layer
+ * (writes, commits, attention: what a cache scheme changes in bench's prefill 512). exact: f32
+ * attention instead of bf16 pairs (bench's default precision is bf16). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "tests/test.h"
 
 #define CONFIG "data/tinyllama-1.1b-chat-v1.0/config.json"
+#define PREFILL 512
 
 static double cpu_ms(void) {
     struct timespec t;
@@ -46,7 +48,7 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
     }
     KvCache kv;
     RunState s;
-    if (runstate_init(&s, c, 1, &err) || kv_cache_init(&kv, c, ctx, 1, &scheme, m->rope_inv_freq, &err)) {
+    if (runstate_init(&s, c, PREFILL, &err) || kv_cache_init(&kv, c, ctx, PREFILL, &scheme, m->rope_inv_freq, &err)) {
         printf("%s / %s: %s\n", k_text, v_text, err.msg);
         return;
     }
@@ -75,6 +77,24 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
     qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
     printf("%-22s %-14s ctx %d: a decode step's attention (%d layers) min %.1f median %.1f ms CPU\n", k_text, v_text,
            ctx, c->n_layers, ms[0], ms[reps / 2]);
+    /* a prefill of PREFILL tokens from position 0: the cache writes (encode, commit) and attention */
+    float *kp = malloc(PREFILL * kv_dim * sizeof(float)), *vp = malloc(PREFILL * kv_dim * sizeof(float)),
+          *qp = malloc((size_t)PREFILL * c->dim * sizeof(float)), *outp = malloc((size_t)PREFILL * c->dim * sizeof(float));
+    for (size_t i = 0; i < PREFILL * kv_dim; i++) kp[i] = (float)rnd(&seed), vp[i] = (float)rnd(&seed);
+    for (size_t i = 0; i < (size_t)PREFILL * c->dim; i++) qp[i] = (float)rnd(&seed);
+    int prefill_reps = reps < 5 ? reps : 5;
+    for (int r = 0; r < prefill_reps; r++) {
+        double t0 = cpu_ms();
+        for (int l = 0; l < c->n_layers; l++) {
+            AttentionReplay ar = {.layer = l, .k_pre = kp, .v = vp, .q = qp, .T = PREFILL, .pos = 0, .from = 0, .out = outp};
+            forward_attention_replay(m, &s, &kv, &ar);
+        }
+        ms[r] = cpu_ms() - t0;
+    }
+    qsort(ms, (size_t)prefill_reps, sizeof *ms, compare_doubles);
+    printf("%-22s %-14s prefill %d: its attention and cache writes (%d layers) min %.1f ms CPU\n", k_text, v_text,
+           PREFILL, c->n_layers, ms[0]);
+    free(kp), free(vp), free(qp), free(outp);
     free(k), free(v), free(q), free(out), free(ms);
     kv_cache_free(&kv);
     runstate_free(&s);

@@ -5,7 +5,9 @@
  * again (a new window). The table is synthetic (d = 64): components of every width 0..8 in
  * turn, so the AVX-512 path's permute (<= 4 bits), two-table permute (5) and gather (6..8) and
  * the portable loop are all compared with the same units; +aw weights, one of them 0; and a
- * hostile table whose widths add up past the row's bits (those components read code 0). */
+ * hostile table whose widths add up past the row's bits (those components read code 0). Also
+ * the row transform's sums (pca_project, pca_query_to_coefficients), 16 components at a time,
+ * against each component's sum in channel order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,40 @@ static void check_case(const char *name, const char *label, float *table, int aw
     free(c.blocks);
 }
 
+/* pca_project and pca_query_to_coefficients (vectorized over components) against each
+ * component's sum in channel order, written out here, bit for bit: at d = 64 (16 rows at a
+ * time) and d = 24 (the rows one by one). */
+static void check_projections(int d, uint64_t *seed) {
+    float *t = calloc(pca_head_floats(d), sizeof(float)), x[64], w[64], y[64], want[64], v[64];
+    PcaHead h;
+    pca_head_view(t, d, &h);
+    float *mean = (float *)h.mean, *basis = (float *)h.basis, *bits = (float *)h.bits;
+    for (int i = 0; i < d; i++) mean[i] = rnd(seed), x[i] = 3 * rnd(seed), w[i] = 0.6f + 0.5f * rnd(seed);
+    for (int i = 0; i < d * d; i++) basis[i] = rnd(seed);
+    for (int i = 0; i < d; i++) bits[i] = (float)(i % 3);   /* every third component stores nothing */
+    double worst = 0;
+    pca_project(&h, w, x, y);
+    for (int c = 0; c < d; c++) v[c] = w[c] * x[c] - mean[c];
+    for (int i = 0; i < d; i++) {
+        float s = basis[(size_t)i * d] * v[0];
+        for (int c = 1; c < d; c++) s = s + basis[(size_t)i * d + c] * v[c];
+        want[i] = s;
+    }
+    worst = max_or_inf(worst, max_abs_diff(y, want, (size_t)d));
+    pca_query_to_coefficients(&h, w, x, y);
+    for (int c = 0; c < d; c++) v[c] = x[c] / w[c];
+    for (int i = 0; i < d; i++) {
+        float s = basis[(size_t)i * d] * v[0];
+        for (int c = 1; c < d; c++) s = s + basis[(size_t)i * d + c] * v[c];
+        want[i] = i % 3 ? s : 0.0f;
+    }
+    worst = max_or_inf(worst, max_abs_diff(y, want, (size_t)d));
+    char name[160];
+    snprintf(name, sizeof name, "pca blocks: d = %d: pca_project and pca_query_to_coefficients = the sums in channel order, bit for bit", d);
+    check(worst == 0, name, "off by %.3g", worst);
+    free(t);
+}
+
 int main(void) {
     uint64_t seed = 91;
     float *table = synthetic_table(&seed);
@@ -115,5 +151,7 @@ int main(void) {
     check_case("pca4", "pca4, no weights", table, 0, &seed);
     check_case("pca1", "pca1+aw, widths past the row's 64 bits (hostile)", table, 1, &seed);
     free(table);
+    check_projections(64, &seed);
+    check_projections(24, &seed);
     return test_exit_code();
 }
