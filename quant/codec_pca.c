@@ -13,7 +13,9 @@
  * block (pca_head_view: mean, basis, bits, tables); KvBase.weights the head's +aw weights. Rows
  * decode to the natural domain (decode, and decode_t64 into attention's transposed key blocks);
  * attention may instead read a row's coefficients (decode_coefficients, coefficients: quant/pca.h,
- * model/kvcache.h's Coefficient reads), O(d) a row where decoding is O(d^2). Edge cases: no
+ * model/kvcache.h's Coefficient reads), O(d) a row where decoding is O(d^2). Both reads also come
+ * from a copy of 64 rows' codes laid out component by component (block_codes, block_read), which
+ * the cache keeps beside the units so that 16 rows' codes load without a gather. Edge cases: no
  * table bound -> codes 0 and rows of 0; a
  * NaN component takes code 0 (lloyd_nearest's rule); a bits entry outside 0..8 (a hostile table)
  * is read as 0. */
