@@ -71,6 +71,11 @@ static int store_init(KvStore *st, const KvSpec *spec, const KvCache *c, const C
     }
     if (!st->plain && st->group > 1 && !(st->pack_rows = malloc(heads * 2 * (size_t)st->group * d * sizeof(float))))
         return out_of_memory(c, err);
+    if ((st->coefficient_reads || st->transposed_rope) && spec->base.codec->block_codes && st->group == 1) {
+        st->head_blocks = (st->head_units + 63) / 64;
+        if (!(st->blocks = huge_calloc(heads * (st->head_blocks ? st->head_blocks : 1), 64 * st->unit_bytes)))
+            return out_of_memory(c, err);
+    }
     return 0;
 }
 
@@ -80,6 +85,7 @@ static void store_free(KvStore *st) {
     free(st->sinks);
     free(st->window);
     free(st->pack_rows);
+    free(st->blocks);
     memset(st, 0, sizeof *st);
 }
 
@@ -90,8 +96,12 @@ static int init_rope_table(KvCache *c, const float *rope_inv_freq, Error *err) {
     if (!any) return 0;
     if (!rope_inv_freq) return error_set(err, "KV cache: +prerope keys need the model's RoPE frequencies");
     c->rope_cos_sin = malloc((size_t)c->max_seq * c->head_dim * sizeof(float));
-    if (!c->rope_cos_sin) return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
+    c->rope_by_angle = malloc((size_t)c->max_seq * c->head_dim * sizeof(float));
+    if (!c->rope_cos_sin || !c->rope_by_angle) return error_set(err, "KV cache: out of memory for %d positions", c->max_seq);
     for (int p = 0; p < c->max_seq; p++) rope_angles(p, c->head_dim, rope_inv_freq, c->rope_cos_sin + (size_t)p * c->head_dim);
+    for (int p = 0; p < c->max_seq; p++)
+        for (int i = 0; i < c->head_dim; i++)
+            c->rope_by_angle[(size_t)i * c->max_seq + p] = c->rope_cos_sin[(size_t)p * c->head_dim + i];
     return 0;
 }
 
@@ -140,14 +150,24 @@ void kv_cache_free(KvCache *c) {
     free(c->keys);
     free(c->values);
     free(c->rope_cos_sin);
+    free(c->rope_by_angle);
     c->keys = c->values = NULL;
-    c->rope_cos_sin = NULL;
+    c->rope_cos_sin = c->rope_by_angle = NULL;
+}
+
+/* The block layout goes too: what remains is the path before any of them. */
+static void stop_fast_reads(KvStore *st) {
+    st->coefficient_reads = st->transposed_rope = 0;
+    free(st->blocks);
+    st->blocks = NULL;
+    st->head_blocks = 0;
+    st->blocks_end = 0;
 }
 
 void kv_cache_decoded_reads(KvCache *c) {
     for (int l = 0; l < c->n_layers; l++) {
-        c->keys[l].coefficient_reads = c->keys[l].transposed_rope = 0;
-        c->values[l].coefficient_reads = c->values[l].transposed_rope = 0;
+        stop_fast_reads(&c->keys[l]);
+        stop_fast_reads(&c->values[l]);
     }
 }
 
@@ -156,7 +176,8 @@ size_t kv_cache_bytes(const KvCache *c) {
     for (int side = 0; side < 2; side++)
         for (int l = 0; l < c->n_layers; l++) {
             const KvStore *st = side ? &c->values[l] : &c->keys[l];
-            total += heads * (st->head_units * st->unit_bytes + ((size_t)sinks_of(st) + st->window_rows) * d * sizeof(float));
+            total += heads * (st->head_units * st->unit_bytes + st->head_blocks * 64 * st->unit_bytes +
+                              ((size_t)sinks_of(st) + st->window_rows) * d * sizeof(float));
         }
     return total;
 }
@@ -227,9 +248,31 @@ void kv_cache_write(KvCache *c, int layer, int pos, const float *k, const float 
     }
 }
 
+static unsigned char *head_block(const KvStore *st, int head, int row) {
+    return st->blocks + ((size_t)head * st->head_blocks + (size_t)row / 64) * 64 * st->unit_bytes;
+}
+
+/* The block layout of the units' rows written since the last commit (a gap left by positions
+ * never committed is filled from the units too, where rows not yet written read code 0). */
+static void store_blocks(const KvCache *c, KvStore *st, int first, int end) {
+    int s = sinks_of(st), from = first - s < st->blocks_end ? first - s : st->blocks_end, to = end - s;
+    if (from < 0) from = 0;
+    #pragma omp parallel for schedule(static) if (to - from > 64)   /* heads' blocks are apart: a prefill's split */
+    for (int h = 0; h < c->n_kv_heads; h++) {
+        const KvBase *b = &st->head_specs[h].base;
+        for (int r = from; r < to;) {
+            int n = 64 - r % 64 < to - r ? 64 - r % 64 : to - r;
+            b->codec->block_codes(b, head_units(st, h), c->head_dim, r, n, head_block(st, h, r));
+            r += n;
+        }
+    }
+    if (to > from) st->blocks_end = to;
+}
+
 /* Packs the token-axis groups that positions below end completed. */
 static void store_commit(const KvCache *c, KvStore *st, int first, int end) {
     int d = c->head_dim, g = st->group, s = sinks_of(st);
+    if (st->blocks) store_blocks(c, st, first, end);
     if (st->plain || g == 1) return;
     if (st->encoded_end > first) st->encoded_end = first <= s ? s : s + g * ((first - s) / g);
     int from = st->encoded_end, groups = end - from < g ? 0 : (end - from) / g;
@@ -266,12 +309,20 @@ static void full_row(const KvCache *c, const KvStore *st, const float *src, int 
     else kv_spec_to_domain(st->spec, out, c->head_dim);
 }
 
+/* Quantized rows [p0, p0+n) are the first of one block of the block layout (coefficient reads
+ * have no sinks, so attention's blocks of 64 positions are the layout's). */
+static int in_blocks(const KvStore *st, int p0, int n) {
+    int r = p0 - sinks_of(st);
+    return st->blocks && r >= 0 && r % 64 == 0 && n <= 64 && r + n <= st->blocks_end;
+}
+
 /* Quantized rows [p0, p0+n) decoded into the read domain. */
 static void quantized_rows(const KvCache *c, const KvStore *st, int head, int p0, int n, float *out) {
     int d = c->head_dim;
     if (st->coefficient_reads) {
         const KvBase *b = &st->head_specs[head].base;
-        b->codec->decode_coefficients(b, head_units(st, head), d, p0 - sinks_of(st), n, out);
+        if (in_blocks(st, p0, n)) b->codec->block_read(b, head_block(st, head, p0), d, n, KV_BLOCK_COEFFICIENTS, out);
+        else b->codec->decode_coefficients(b, head_units(st, head), d, p0 - sinks_of(st), n, out);
         return;
     }
     kv_spec_decode(&st->head_specs[head], head_units(st, head), d, p0 - sinks_of(st), n, out);
@@ -304,26 +355,33 @@ const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0
 }
 
 /* rope() on a transposed block kt[i * 64 + p] of np rows from position p0: the same
- * products, with the positions innermost. */
+ * products, with the positions innermost (and so the angles' table by angle, contiguous). */
 static void rope_t64(const KvCache *c, float *kt, int p0, int np) {
-    int d = c->head_dim, half = d / 2;
+    int half = c->head_dim / 2;
     for (int i = 0; i < half; i++) {
         float *x = kt + (size_t)i * 64, *y = kt + (size_t)(i + half) * 64;
+        const float *cos_i = c->rope_by_angle + (size_t)i * c->max_seq + p0;
+        const float *sin_i = c->rope_by_angle + (size_t)(half + i) * c->max_seq + p0;
         for (int p = 0; p < np; p++) {
-            const float *cs = c->rope_cos_sin + (size_t)(p0 + p) * d;
-            float a = x[p], b = y[p], cos_i = cs[i], sin_i = cs[half + i];
-            x[p] = a * cos_i - b * sin_i;
-            y[p] = b * cos_i + a * sin_i;
+            float a = x[p], b = y[p];
+            x[p] = a * cos_i[p] - b * sin_i[p];
+            y[p] = b * cos_i[p] + a * sin_i[p];
         }
     }
 }
 
 int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt) {
     int s = sinks_of(st);
-    if (st->plain || st->coefficient_reads || (st->natural_reads && !st->transposed_rope) || p0 < s ||
-        p0 + np > q_end || !kv_spec_has_decode_t64(st->spec))
-        return 0;
-    kv_spec_decode_t64(&st->head_specs[head], head_units(st, head), c->head_dim, p0 - s, np, kt);
+    const KvBase *b = &st->head_specs[head].base;
+    if (st->plain || (st->natural_reads && !st->transposed_rope) || p0 < s || p0 + np > q_end) return 0;
+    if (st->coefficient_reads) {
+        if (!in_blocks(st, p0, np)) return 0;
+        b->codec->block_read(b, head_block(st, head, p0), c->head_dim, np, KV_BLOCK_COEFFICIENTS_T64, kt);
+        return 1;
+    }
+    if (!kv_spec_has_decode_t64(st->spec)) return 0;
+    if (in_blocks(st, p0, np)) b->codec->block_read(b, head_block(st, head, p0), c->head_dim, np, KV_BLOCK_DECODED_T64, kt);
+    else kv_spec_decode_t64(&st->head_specs[head], head_units(st, head), c->head_dim, p0 - s, np, kt);
     if (st->natural_reads) rope_t64(c, kt, p0, np);
     return 1;
 }

@@ -29,7 +29,9 @@
  * of 0 bits reads 1 in every row and so carries sum(p): quant/pca.h's unit slot; 1 where there is none). That is O(d) a row
  * instead of decoding each at O(d^2) for every query step. +prerope pca keys cannot move the
  * query (RoPE turns it by the row's own position): they are decoded straight into transposed
- * blocks (the codec's decode_t64) and rotated there. */
+ * blocks (the codec's decode_t64) and rotated there. Both read a codec's block layout where it
+ * has one (pca: each 64 rows' codes component by component, KvCodec.block_codes), a copy of the
+ * units that kv_cache_commit keeps: twice the packed bytes, still a fraction of fp32's. */
 #ifndef KVQ_KVCACHE_H
 #define KVQ_KVCACHE_H
 
@@ -56,6 +58,10 @@ typedef struct {
     int window_rows;
     int encoded_end;           /* token axis: positions [S, encoded_end) are in units */
     float *pack_rows;          /* token axis, per head: 2 * G * head_dim floats, one group and the encoder's scratch */
+    unsigned char *blocks;     /* [n_kv_heads][head_blocks][64 * unit_bytes]: the units of each 64 rows in the
+                                  codec's block layout (block_codes), for its fast reads; or NULL */
+    size_t head_blocks;
+    int blocks_end;            /* rows [0, blocks_end) of the units are in blocks (kv_cache_commit) */
 } KvStore;
 
 typedef struct {
@@ -63,6 +69,7 @@ typedef struct {
     KvLayered k_scheme, v_scheme;   /* bound to this model: kv_layered_bind */
     KvStore *keys, *values;         /* [n_layers] */
     float *rope_cos_sin;            /* [max_seq][head_dim] when a key layer is +prerope, else NULL */
+    float *rope_by_angle;           /* the same transposed, [head_dim][max_seq]: positions innermost */
     int len;                        /* positions written so far (the caller advances it) */
 } KvCache;
 
@@ -123,7 +130,7 @@ void kv_cache_read_value(const KvCache *c, int layer, int head, int pos, float *
 
 /* Bytes of one position's stored form over every layer, side and KV head (units / group). */
 double kv_cache_position_bytes(const KvCache *c);
-/* Bytes the cache holds (units, sinks, windows). */
+/* Bytes the cache holds (units, their block layout where a codec has one, sinks, windows). */
 size_t kv_cache_bytes(const KvCache *c);
 
 /* ---- entropy bits per value (SCHEMES.md §9) ----

@@ -25,6 +25,9 @@
 
 typedef enum { KV_AXIS_CHANNELS = 0, KV_AXIS_TOKENS = 1 } KvAxis;
 typedef enum { KV_TO_INNER = 0, KV_FROM_INNER = 1 } KvRotation;
+/* What a codec's block_read gives (see KvCodec): decode_t64's rows, or the coefficients
+ * transposed (kt[i * 64 + p]) or as rows (decode_coefficients' out[count][n]). */
+typedef enum { KV_BLOCK_DECODED_T64 = 0, KV_BLOCK_COEFFICIENTS_T64 = 1, KV_BLOCK_COEFFICIENTS = 2 } KvBlockForm;
 
 typedef struct KvCodec KvCodec;
 
@@ -151,6 +154,13 @@ struct KvCodec {
     int (*coefficients_ready)(const KvBase *b, int n);
     void (*decode_coefficients)(const KvBase *b, const void *units, int n, int r0, int count, float *out);
     void (*coefficients)(const KvBase *b, float *x, int n, KvRotation direction);
+    /* Optional (pca): the codes of 64 rows laid out for reading 16 rows at a time (per component,
+     * the 64 rows' codes back to back), a copy the cache keeps beside its units: 64 x unit_bytes
+     * bytes a block. block_codes: rows r0 .. r0+count-1 of units (inside one block: r0 % 64 + count
+     * <= 64) written into their block; block_read: the block's first count rows in a form of
+     * KvBlockForm, what decode_t64 or decode_coefficients give (transposed: 0 beyond count). */
+    void (*block_codes)(const KvBase *b, const void *units, int n, int r0, int count, void *block);
+    void (*block_read)(const KvBase *b, const void *block, int n, int count, KvBlockForm form, float *out);
     /* 1 when the codec transforms whole rows itself (pca's basis): +had and +out are refused. */
     int own_transform;
     /* 1 when key rows are coded in llama.cpp's channel order (its block types; quant/scheme.h). */

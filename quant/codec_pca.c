@@ -13,7 +13,9 @@
  * block (pca_head_view: mean, basis, bits, tables); KvBase.weights the head's +aw weights. Rows
  * decode to the natural domain (decode, and decode_t64 into attention's transposed key blocks);
  * attention may instead read a row's coefficients (decode_coefficients, coefficients: quant/pca.h,
- * model/kvcache.h's Coefficient reads), O(d) a row where decoding is O(d^2). Edge cases: no
+ * model/kvcache.h's Coefficient reads), O(d) a row where decoding is O(d^2). Both reads also come
+ * from a copy of 64 rows' codes laid out component by component (block_codes, block_read), which
+ * the cache keeps beside the units so that 16 rows' codes load without a gather. Edge cases: no
  * table bound -> codes 0 and rows of 0; a
  * NaN component takes code 0 (lloyd_nearest's rule); a bits entry outside 0..8 (a hostile table)
  * is read as 0. */
@@ -158,6 +160,10 @@ typedef struct {
      * byte word[k] (the code's, or the row's last four) and the shift from there */
     short word[PCA_TABLE_STRIDE];
     unsigned char word_shift[PCA_TABLE_STRIDE];
+    /* in a block of 64 rows (block_codes): the code's width (0 past the row's bytes) and where
+     * its 64 rows' codes start, in bytes */
+    unsigned char bits[PCA_TABLE_STRIDE];
+    short segment[PCA_TABLE_STRIDE];
     size_t unit_bytes;
 } CodeReader;
 
@@ -176,9 +182,29 @@ static void code_reader(const PcaHead *h, size_t unit_bytes, CodeReader *cr) {
         int last_word = unit_bytes >= 4 ? (int)unit_bytes - 4 : 0;
         cr->word[k] = cr->byte[k] < last_word ? cr->byte[k] : (short)last_word;
         cr->word_shift[k] = (unsigned char)(cr->shift[k] + 8 * (cr->byte[k] - cr->word[k]));
+        cr->bits[k] = (unsigned char)(fits ? bits : 0);
+        cr->segment[k] = (short)(k ? cr->segment[k - 1] + 8 * cr->bits[k - 1] : 0);
         cr->count++;
         at += (size_t)bits;
     }
+}
+
+/* code_reader's count, comp, bits and segment alone: what reading a block needs (worked out
+ * once per block of 64 rows, so the rest would cost a few % of the read). */
+static void block_reader(const PcaHead *h, size_t unit_bytes, CodeReader *cr) {
+    int at = 0, limit = 8 * (int)unit_bytes, segment = 0, k = 0;
+    for (int i = 0; i < h->d; i++) {
+        int bits = component_bits(h, i);
+        if (!bits) continue;
+        cr->comp[k] = (short)i;
+        cr->bits[k] = (unsigned char)(at + bits <= limit ? bits : 0);   /* code_reader's rule */
+        cr->segment[k] = (short)segment;
+        segment += 8 * cr->bits[k];
+        at += bits;
+        k++;
+    }
+    cr->count = k;
+    cr->unit_bytes = unit_bytes;
 }
 
 /* The stored components' values of one row: y[k] for the reader's k-th component. */
@@ -333,6 +359,46 @@ static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt
     for (; c0 < n; c0++) affine_sums64(h->mean[c0], h->basis + c0, n, cr->comp, cr->count, yt, kt + (size_t)c0 * 64);
 }
 
+/* A decoded transposed block's last step: / sqrt(w) (0 where it is 0), and 0 for p >= count. */
+static void finish_t64(const float *sqrt_w, int n, int count, float *kt) {
+    for (int c = 0; c < n; c++) {
+        float *out = kt + (size_t)c * 64;
+        if (sqrt_w)
+            for (int p = 0; p < count; p++) out[p] = sqrt_w[c] > 0 ? out[p] / sqrt_w[c] : 0.0f;
+        for (int p = count; p < 64; p++) out[p] = 0.0f;
+    }
+}
+
+#if defined(__AVX512F__)
+/* dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 16, in registers: interleaving
+ * 32-bit, then 64-bit pairs within 128-bit lanes, then the lanes twice; register m then holds
+ * column m. */
+static void transpose16(const float *src, size_t src_stride, float *dst, size_t dst_stride) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (size_t)i * src_stride);
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+    }
+    for (int m = 0; m < 16; m++) _mm512_storeu_ps(dst + (size_t)m * dst_stride, r[m]);
+}
+#endif
+
 /* Rows decoded straight into a transposed block, kt[c * 64 + p] (0 for p >= count): the same
  * sums as pca_decode (mu, then the stored components in order, then / sqrt(w)), but with the
  * 64 positions innermost, which the compiler turns into vector multiply-adds; +prerope keys,
@@ -350,12 +416,130 @@ static void pca_decode_t64(const KvBase *b, const void *units, int n, int r0, in
     float yt[PCA_TABLE_STRIDE * W];   /* [stored component][position]: at most 64 KiB of stack */
     read_block(&h, &cr, (const unsigned char *)units + (size_t)r0 * cr.unit_bytes, count, yt);
     affine_block(&h, &cr, yt, kt);
-    for (int c = 0; c < n; c++) {
-        float *out = kt + (size_t)c * W;
-        if (sqrt_w)
-            for (int p = 0; p < count; p++) out[p] = sqrt_w[c] > 0 ? out[p] / sqrt_w[c] : 0.0f;
-        for (int p = count; p < W; p++) out[p] = 0.0f;
+    finish_t64(sqrt_w, n, count, kt);
+}
+
+/* ---- blocks of 64 rows, component by component (KvCodec.block_codes) ----
+ * In a block, the k-th stored component's codes of its 64 rows lie back to back from byte
+ * cr->segment[k] (row p's code at bit p * bits of there): 16 rows' codes are then 2 x bits
+ * contiguous bytes, which AVX-512 spreads over 16 lanes with one permute of 16-bit words, a
+ * shift and a mask, where the row-major units need a gather of 16 rows (read_block), several
+ * times slower. The block holds as many bits as its 64 rows' units. */
+
+static void pca_block_codes(const KvBase *b, const void *units, int n, int r0, int count, void *block) {
+    if (!b->table) return;
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    CodeReader cr;
+    code_reader(&h, pca_unit_bytes(b, n), &cr);
+    unsigned char *out = block;
+    for (int i = 0; i < count; i++) {
+        const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + i) * cr.unit_bytes;
+        int p = (r0 + i) % 64;
+        for (int k = 0; k < cr.count; k++) {
+            /* a code of at most 8 bits spans at most two bytes: the second only touched when it does */
+            int bits = cr.bits[k], from = cr.byte[k], shift = cr.shift[k];
+            unsigned two = row[from] | (shift + bits > 8 ? (unsigned)row[from + 1] << 8 : 0u);
+            unsigned code = two >> shift & cr.mask[k];
+            unsigned char *at = out + cr.segment[k] + p * bits / 8;
+            int to = p * bits % 8;
+            unsigned keep = ~(((1u << bits) - 1u) << to);
+            at[0] = (unsigned char)((at[0] & keep) | code << to);
+            if (to + bits > 8) at[1] = (unsigned char)((at[1] & keep >> 8) | code >> (8 - to));
+        }
     }
+}
+
+/* dst[row_of[k] * 64 + p] = the k-th stored component's value in row p of the block, p < 64
+ * (rows past those written hold some table entry). */
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* For codes of `bits` bits back to back: lane i of pick[q] selects the two 16-bit words that
+ * hold code 16q + i (as one 32-bit word), shift and mask then take it out. */
+typedef struct {
+    __m512i pick[4], shift, mask;
+} CodeSpread;
+
+static void code_spread(int bits, CodeSpread *s) {
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i lane_bit = _mm512_mullo_epi32(iota, _mm512_set1_epi32(bits));
+    __m512i word = _mm512_srli_epi32(lane_bit, 4);
+    s->shift = _mm512_and_si512(lane_bit, _mm512_set1_epi32(15));
+    s->mask = _mm512_set1_epi32((1 << bits) - 1);
+    for (int q = 0; q < 4; q++) {
+        __m512i w = _mm512_add_epi32(word, _mm512_set1_epi32(q * bits));
+        s->pick[q] = _mm512_or_si512(w, _mm512_slli_epi32(_mm512_add_epi32(w, _mm512_set1_epi32(1)), 16));
+    }
+}
+#endif
+
+static void block_values(const PcaHead *h, const CodeReader *cr, const unsigned char *block, const short *row_of,
+                         float *dst) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    CodeSpread spread[PCA_MAX_BITS + 1];
+    for (int bits = 0; bits <= PCA_MAX_BITS; bits++) code_spread(bits, &spread[bits]);
+#endif
+    for (int k = 0; k < cr->count; k++) {
+        const float *table = h->tables + (size_t)cr->comp[k] * PCA_TABLE_STRIDE;
+        const unsigned char *segment = block + cr->segment[k];
+        float *out = dst + (size_t)row_of[k] * 64;
+        int bits = cr->bits[k];
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+        const CodeSpread *sp = &spread[bits];
+        __m512i codes = _mm512_maskz_loadu_epi8(bits == 8 ? ~0ull : (1ull << (8 * bits)) - 1u, segment);
+        for (int q = 0; q < 4; q++) {
+            __m512i code = _mm512_and_si512(_mm512_srlv_epi32(_mm512_permutexvar_epi16(sp->pick[q], codes), sp->shift), sp->mask);
+            __m512 v = bits <= 4   ? _mm512_permutexvar_ps(code, _mm512_loadu_ps(table))
+                       : bits == 5 ? _mm512_permutex2var_ps(_mm512_loadu_ps(table), code, _mm512_loadu_ps(table + 16))
+                                   : _mm512_i32gather_ps(code, table, 4);
+            _mm512_storeu_ps(out + 16 * q, v);
+        }
+#else
+        for (int p = 0; p < 64; p++) out[p] = table[get_bits(segment, (size_t)p * bits, bits)];
+#endif
+    }
+}
+
+/* out[p * n + c] = kt[c * 64 + p] for p < count: coefficient rows from their transpose. */
+static void transpose_from_t64(const float *kt, int n, int count, float *out) {
+    int c0 = 0;
+#if defined(__AVX512F__)
+    if (count == 64)
+        for (; c0 + 16 <= n; c0 += 16)
+            for (int p0 = 0; p0 < 64; p0 += 16) transpose16(kt + (size_t)c0 * 64 + p0, 64, out + (size_t)p0 * n + c0, n);
+#endif
+    for (int p = 0; p < count; p++)
+        for (int c = c0; c < n; c++) out[(size_t)p * n + c] = kt[(size_t)c * 64 + p];
+}
+
+static void pca_block_read(const KvBase *b, const void *block, int n, int count, KvBlockForm form, float *out) {
+    enum { W = 64 };
+    float kt[PCA_TABLE_STRIDE * W];   /* a transposed block, or the decode's yt: at most 64 KiB of stack */
+    float *t = form == KV_BLOCK_COEFFICIENTS ? kt : out;
+    if (form != KV_BLOCK_DECODED_T64 || !b->table) memset(t, 0, sizeof(float) * (size_t)n * W);
+    if (!b->table) {
+        if (form == KV_BLOCK_COEFFICIENTS) memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
+        return;
+    }
+    PcaHead h;
+    pca_head_view(b->table, n, &h);
+    CodeReader cr;
+    block_reader(&h, pca_unit_bytes(b, n), &cr);
+    if (form == KV_BLOCK_DECODED_T64) {
+        float roots[PCA_TABLE_STRIDE];
+        short k_of[PCA_TABLE_STRIDE];
+        for (int k = 0; k < cr.count; k++) k_of[k] = (short)k;
+        block_values(&h, &cr, block, k_of, kt);
+        affine_block(&h, &cr, kt, out);
+        finish_t64(root_weights(b, n, roots), n, count, out);
+        return;
+    }
+    /* the coefficients: each stored component's row at its own index, the unit slot's 1 */
+    block_values(&h, &cr, block, cr.comp, t);
+    int slot = pca_unit_slot(&h);
+    for (int p = 0; slot >= 0 && p < W; p++) t[(size_t)slot * W + p] = 1.0f;
+    for (int c = 0; c < n; c++)
+        for (int p = count; p < W; p++) t[(size_t)c * W + p] = 0.0f;
+    if (form == KV_BLOCK_COEFFICIENTS) transpose_from_t64(t, n, count, out);
 }
 
 /* ---- code streams (SCHEMES.md §9: one a component) ---- */
@@ -502,6 +686,8 @@ const KvCodec kv_codec_pca = {
     .coefficients_ready = pca_coefficients_ready,
     .decode_coefficients = pca_decode_coefficients,
     .coefficients = pca_coefficients_move,
+    .block_codes = pca_block_codes,
+    .block_read = pca_block_read,
     .own_transform = 1,
     .fit = &PCA_FIT,
 };

@@ -3,6 +3,9 @@
 #include <math.h>
 #include <string.h>
 #include "quant/lloyd.h"
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 /* y = U x and x = U^T y must be computed as written (float32, left to right), like lloyd.c's
  * distance: clang would otherwise fuse multiply-adds. */
@@ -273,16 +276,70 @@ static int stored_bits(const PcaHead *h, int i) {
     return v >= 1 && v <= PCA_MAX_BITS ? (int)v : 0;
 }
 
+#if defined(__AVX512F__)
+/* Rows i0..i0+15, channels c0..c0+15 of the d x d basis, transposed into col[16]: col[j] lane m
+ * = basis[i0 + m][c0 + j] (interleaving 32-bit, then 64-bit pairs within 128-bit lanes, then
+ * the lanes twice). */
+static void basis_tile_t(const float *basis, int d, int i0, int c0, __m512 col[16]) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(basis + (size_t)(i0 + i) * d + c0);
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
+        }
+    for (int j = 0; j < 8; j++) {
+        col[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        col[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+    }
+}
+#endif
+
+/* out[i] = U_i . v for every row i, each summed in channel order (s = u[0] v[0], then s = s +
+ * u[c] v[c]). The rows are independent: AVX-512 sums 16 of them at once, one a lane, in that
+ * same order, from transposed 16 x 16 tiles of U (one row's sum alone is a chain of dependent
+ * adds, which ran at the add's latency: the top of a pca prefill's profile). */
+static void basis_dots(const float *basis, int d, const float *v, float *out) {
+    int i0 = 0;
+#if defined(__AVX512F__)
+    if (d % 16 == 0)
+        for (; i0 < d; i0 += 16) {
+            __m512 acc = _mm512_setzero_ps(), col[16];
+            for (int c0 = 0; c0 < d; c0 += 16) {
+                basis_tile_t(basis, d, i0, c0, col);
+                __m512 vs = _mm512_loadu_ps(v + c0);
+                for (int j = 0; j < 16; j++) {
+                    __m512 term = _mm512_mul_ps(col[j], _mm512_permutexvar_ps(_mm512_set1_epi32(j), vs));
+                    acc = c0 + j == 0 ? term : _mm512_add_ps(acc, term);
+                }
+            }
+            _mm512_storeu_ps(out + i0, acc);
+        }
+#endif
+    for (; i0 < d; i0++) {
+        const float *u = basis + (size_t)i0 * d;
+        float s = u[0] * v[0];
+        for (int c = 1; c < d; c++) s = s + u[c] * v[c];
+        out[i0] = s;
+    }
+}
+
 void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y) {
     int d = h->d;
     float centered[4096];
+    centered[0] = 0.0f;   /* d >= 1; said so for the compiler's uninitialized-use check */
     for (int c = 0; c < d; c++) centered[c] = (sqrt_w ? sqrt_w[c] * x[c] : x[c]) - h->mean[c];
-    for (int i = 0; i < d; i++) {
-        const float *u = h->basis + (size_t)i * d;
-        float s = u[0] * centered[0];
-        for (int c = 1; c < d; c++) s = s + u[c] * centered[c];
-        y[i] = s;
-    }
+    basis_dots(h->basis, d, centered, y);
 }
 
 void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8_t *codes) {
@@ -341,15 +398,9 @@ void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes,
 void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, float *out) {
     int d = h->d;
     float scaled[4096];
+    scaled[0] = 0.0f;   /* d >= 1; said so for the compiler's uninitialized-use check */
     for (int c = 0; c < d; c++) scaled[c] = !sqrt_w ? q[c] : sqrt_w[c] > 0 ? q[c] / sqrt_w[c] : 0.0f;
-    for (int i = 0; i < d; i++) {
-        if (stored_bits(h, i) == 0) {   /* every stored row's coefficient i is 0 */
-            out[i] = 0.0f;
-            continue;
-        }
-        const float *u = h->basis + (size_t)i * d;
-        float s = u[0] * scaled[0];
-        for (int c = 1; c < d; c++) s = s + u[c] * scaled[c];
-        out[i] = s;
-    }
+    basis_dots(h->basis, d, scaled, out);
+    for (int i = 0; i < d; i++)
+        if (stored_bits(h, i) == 0) out[i] = 0.0f;   /* every stored row's coefficient i is 0 */
 }

@@ -280,7 +280,8 @@ static void check_rows_t64(ReadBack *rb, const KvCache *c, const RefSpec *refs, 
                     double d = 0;
                     for (int i = 0; i < RB_DIM; i++)
                         for (int p = 0; p < 64; p++) {
-                            float want = p < np ? rb->exp[l][side][h].q_dom[p0 + p][i] : 0.0f;
+                            const Expected *e = &rb->exp[l][side][h];
+                            float want = p >= np ? 0.0f : st->coefficient_reads ? e->q_coef[p0 + p][i] : e->q_dom[p0 + p][i];
                             d = max_or_inf(d, fabs((double)kt[i * 64 + p] - want));
                         }
                     tally(&rb->t[T_ROWS_T64], d == 0,

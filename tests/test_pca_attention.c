@@ -17,8 +17,9 @@
  * paths' rounding can flip a code of a later layer's key, which then moves logits by 1e-2: not
  * a test of attention.)
  *
- * Also each coefficient-read cache must actually read coefficients (a silently disabled fast
- * path would pass the comparison). */
+ * Also each coefficient-read cache must actually read coefficients, and its fast-path stores keep
+ * every row in the block layout the fast reads use (a silently disabled fast path would pass the
+ * comparison). */
 #include "tests/test.h"
 #include "tests/calib_known.h"
 #include "model/model.h"
@@ -37,9 +38,10 @@ typedef struct {
 } Inputs;
 
 /* Every layer's attention outputs [layer][position][dim] with a cache of these schemes.
- * decoded: attention on decoded rows. *coefficients, *transposed: stores taking each fast path. */
+ * decoded: attention on decoded rows. *coefficients, *transposed: stores taking each fast path;
+ * *in_blocks: stores whose block layout (KvCodec.block_codes) holds every row at the end. */
 static float *replay(const Model *m, const Calibration *calib, const Inputs *in, const char *k_text, const char *v_text,
-                     int decoded, int *coefficients, int *transposed, char *why, size_t why_len) {
+                     int decoded, int *coefficients, int *transposed, int *in_blocks, char *why, size_t why_len) {
     const Config *c = &m->config;
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, dim = (size_t)c->dim;
     RunState s;
@@ -64,6 +66,7 @@ static float *replay(const Model *m, const Calibration *calib, const Inputs *in,
         *coefficients += kv.keys[l].coefficient_reads + kv.values[l].coefficient_reads;
         *transposed += kv.keys[l].transposed_rope;
     }
+    int blocked = 0;   /* stores whose block layout holds every row: a layout never written would pass the rest */
     float *out = malloc((size_t)c->n_layers * N_POSITIONS * dim * sizeof(float));
     for (int l = 0; out && l < c->n_layers; l++)
         for (int pos = 0; pos < N_POSITIONS;) {
@@ -74,6 +77,12 @@ static float *replay(const Model *m, const Calibration *calib, const Inputs *in,
             forward_attention_replay(m, &s, &kv, &r);
             pos += T;
         }
+    for (int l = 0; l < c->n_layers; l++)
+        for (int side = 0; side < 2; side++) {
+            const KvStore *st = side ? &kv.values[l] : &kv.keys[l];
+            blocked += st->blocks != NULL && st->blocks_end == N_POSITIONS - st->spec->sinks;
+        }
+    *in_blocks = blocked;
     kv_cache_free(&kv);
     runstate_free(&s);
     return out;
@@ -83,15 +92,19 @@ static float *replay(const Model *m, const Calibration *calib, const Inputs *in,
 static void check_cache(const Model *m, const Calibration *calib, const Inputs *in, const char *k_text,
                         const char *v_text, int want_coefficients, int want_transposed) {
     char why[200] = "", name[256];
-    int coef_fast, t_fast, coef_slow, t_slow;
-    float *fast = replay(m, calib, in, k_text, v_text, 0, &coef_fast, &t_fast, why, sizeof why);
-    float *slow = fast ? replay(m, calib, in, k_text, v_text, 1, &coef_slow, &t_slow, why, sizeof why) : NULL;
+    int coef_fast, t_fast, coef_slow, t_slow, blocks_fast, blocks_slow;
+    float *fast = replay(m, calib, in, k_text, v_text, 0, &coef_fast, &t_fast, &blocks_fast, why, sizeof why);
+    float *slow = fast ? replay(m, calib, in, k_text, v_text, 1, &coef_slow, &t_slow, &blocks_slow, why, sizeof why) : NULL;
     snprintf(name, sizeof name, "pca attention: K %s, V %s: both caches replay every layer", k_text, v_text);
     if (check(fast && slow, name, "%s", why)) {
         snprintf(name, sizeof name, "pca attention: K %s, V %s: fast paths taken where kvcache.h says", k_text, v_text);
         check(coef_fast == want_coefficients && t_fast == want_transposed && coef_slow == 0 && t_slow == 0, name,
               "coefficient reads in %d stores (want %d), transposed RoPE in %d (want %d); decoded: %d and %d", coef_fast,
               want_coefficients, t_fast, want_transposed, coef_slow, t_slow);
+        snprintf(name, sizeof name, "pca attention: K %s, V %s: the fast paths' stores keep every row in the block layout",
+                 k_text, v_text);
+        check(blocks_fast == want_coefficients + want_transposed && blocks_slow == 0, name,
+              "%d stores (want %d); decoded: %d (want 0)", blocks_fast, want_coefficients + want_transposed, blocks_slow);
         size_t count = (size_t)m->config.n_layers * N_POSITIONS * m->config.dim;
         double d = max_abs_diff(fast, slow, count), scale = 0;
         for (size_t i = 0; i < count; i++) scale = fabs(slow[i]) > scale ? fabs(slow[i]) : scale;

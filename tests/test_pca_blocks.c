@@ -1,0 +1,157 @@
+/* tests/test_pca_blocks.c: pca's block layout (KvCodec.block_codes / block_read, quant/codec_pca.c)
+ * against the row-major units it copies, bit for bit: every form block_read gives equals what
+ * decode_t64 and decode_coefficients give from the units, for full and partial blocks, after
+ * rows are written in pieces that do not line up with the blocks and after some are written
+ * again (a new window). The table is synthetic (d = 64): components of every width 0..8 in
+ * turn, so the AVX-512 path's permute (<= 4 bits), two-table permute (5) and gather (6..8) and
+ * the portable loop are all compared with the same units; +aw weights, one of them 0; and a
+ * hostile table whose widths add up past the row's bits (those components read code 0). Also
+ * the row transform's sums (pca_project, pca_query_to_coefficients), 16 components at a time,
+ * against each component's sum in channel order. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "quant/codec.h"
+#include "quant/pca.h"
+#include "tests/test.h"
+
+#define D 64
+#define ROWS 200   /* three blocks and 8 rows of a fourth */
+
+typedef struct {
+    KvBase base;
+    float *table, weights[D];
+    size_t unit_bytes;
+    unsigned char *units, *blocks;   /* [ROWS][unit_bytes], [4][64 * unit_bytes] */
+} Case;
+
+/* The head's table: mean, basis, bits (component i: i % 9 bits), ascending tables. */
+static float *synthetic_table(uint64_t *seed) {
+    float *t = calloc(pca_head_floats(D), sizeof(float));
+    PcaHead h;
+    pca_head_view(t, D, &h);
+    float *mean = (float *)h.mean, *basis = (float *)h.basis, *bits = (float *)h.bits, *tables = (float *)h.tables;
+    for (int i = 0; i < D; i++) mean[i] = rnd(seed);
+    for (int i = 0; i < D * D; i++) basis[i] = rnd(seed);
+    for (int i = 0; i < D; i++) {
+        bits[i] = (float)(i % 9);
+        int entries = i % 9 ? 1 << (i % 9) : 0;
+        float v = -2.0f;
+        for (int j = 0; j < entries; j++) tables[(size_t)i * PCA_TABLE_STRIDE + j] = v += 0.01f + 0.1f * (rnd(seed) + 1.0f);
+    }
+    return t;
+}
+
+static int case_init(Case *c, const char *name, float *table, int aw, uint64_t *seed) {
+    char why[200];
+    memset(c, 0, sizeof *c);
+    if (kv_base_parse(name, &c->base, why, sizeof why)) return 0;
+    c->table = table;
+    c->base.table = table;
+    for (int i = 0; i < D; i++) c->weights[i] = i == 5 ? 0.0f : 0.6f + 0.5f * rnd(seed);
+    c->base.weights = aw ? c->weights : NULL;
+    c->unit_bytes = c->base.codec->unit_bytes(&c->base, D);
+    c->units = malloc(ROWS * c->unit_bytes);
+    c->blocks = calloc(4, 64 * c->unit_bytes);
+    for (size_t i = 0; i < ROWS * c->unit_bytes; i++) c->units[i] = (unsigned char)(rnd(seed) * 128 + 128);
+    return c->units && c->blocks;
+}
+
+/* block_codes for rows [from, to), split at the blocks' edges. */
+static void write_blocks(const Case *c, int from, int to) {
+    for (int r = from; r < to;) {
+        int n = 64 - r % 64 < to - r ? 64 - r % 64 : to - r;
+        c->base.codec->block_codes(&c->base, c->units, D, r, n, c->blocks + (size_t)(r / 64) * 64 * c->unit_bytes);
+        r += n;
+    }
+}
+
+/* Every block's three forms against the units' reads; the largest difference (0: equal). */
+static double compare_blocks(const Case *c) {
+    const KvCodec *codec = c->base.codec;
+    double worst = 0;
+    static float got[D * 64], want[D * 64], rows[64 * D];
+    for (int r0 = 0; r0 < ROWS; r0 += 64) {
+        int count = ROWS - r0 < 64 ? ROWS - r0 : 64;
+        const unsigned char *block = c->blocks + (size_t)(r0 / 64) * 64 * c->unit_bytes;
+        codec->block_read(&c->base, block, D, count, KV_BLOCK_DECODED_T64, got);
+        codec->decode_t64(&c->base, c->units, D, r0, count, want);
+        worst = max_or_inf(worst, max_abs_diff(got, want, D * 64));
+        codec->block_read(&c->base, block, D, count, KV_BLOCK_COEFFICIENTS, got);
+        codec->decode_coefficients(&c->base, c->units, D, r0, count, rows);
+        worst = max_or_inf(worst, max_abs_diff(got, rows, (size_t)count * D));
+        codec->block_read(&c->base, block, D, count, KV_BLOCK_COEFFICIENTS_T64, got);
+        for (int i = 0; i < D; i++)
+            for (int p = 0; p < 64; p++) want[i * 64 + p] = p < count ? rows[p * D + i] : 0.0f;
+        worst = max_or_inf(worst, max_abs_diff(got, want, D * 64));
+    }
+    return worst;
+}
+
+static void check_case(const char *name, const char *label, float *table, int aw, uint64_t *seed) {
+    Case c;
+    char check_name[200];
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: the case builds", label);
+    if (!check(case_init(&c, name, table, aw, seed), check_name, "%s does not parse or out of memory", name)) return;
+    /* pieces that cross the blocks' edges: 1, 62, 3, 70, 64 (to 200) */
+    static const int edges[] = {0, 1, 63, 66, 136, ROWS};
+    for (int i = 0; i + 1 < (int)(sizeof edges / sizeof *edges); i++) write_blocks(&c, edges[i], edges[i + 1]);
+    double d = compare_blocks(&c);
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: block_read = decode_t64 and decode_coefficients of the units, bit for bit", label);
+    check(d == 0, check_name, "off by %.3g", d);
+    /* rows 50..130 written again (a new window from position 50), their blocks updated */
+    for (size_t i = 50 * c.unit_bytes; i < 130 * c.unit_bytes; i++) c.units[i] = (unsigned char)(rnd(seed) * 128 + 128);
+    write_blocks(&c, 50, 130);
+    d = compare_blocks(&c);
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: after rows 50..129 are written again, still bit for bit", label);
+    check(d == 0, check_name, "off by %.3g", d);
+    free(c.units);
+    free(c.blocks);
+}
+
+/* pca_project and pca_query_to_coefficients (vectorized over components) against each
+ * component's sum in channel order, written out here, bit for bit: at d = 64 (16 rows at a
+ * time) and d = 24 (the rows one by one). */
+static void check_projections(int d, uint64_t *seed) {
+    float *t = calloc(pca_head_floats(d), sizeof(float)), x[64], w[64], y[64], want[64], v[64];
+    PcaHead h;
+    pca_head_view(t, d, &h);
+    float *mean = (float *)h.mean, *basis = (float *)h.basis, *bits = (float *)h.bits;
+    for (int i = 0; i < d; i++) mean[i] = rnd(seed), x[i] = 3 * rnd(seed), w[i] = 0.6f + 0.5f * rnd(seed);
+    for (int i = 0; i < d * d; i++) basis[i] = rnd(seed);
+    for (int i = 0; i < d; i++) bits[i] = (float)(i % 3);   /* every third component stores nothing */
+    double worst = 0;
+    pca_project(&h, w, x, y);
+    for (int c = 0; c < d; c++) v[c] = w[c] * x[c] - mean[c];
+    for (int i = 0; i < d; i++) {
+        float s = basis[(size_t)i * d] * v[0];
+        for (int c = 1; c < d; c++) s = s + basis[(size_t)i * d + c] * v[c];
+        want[i] = s;
+    }
+    worst = max_or_inf(worst, max_abs_diff(y, want, (size_t)d));
+    pca_query_to_coefficients(&h, w, x, y);
+    for (int c = 0; c < d; c++) v[c] = x[c] / w[c];
+    for (int i = 0; i < d; i++) {
+        float s = basis[(size_t)i * d] * v[0];
+        for (int c = 1; c < d; c++) s = s + basis[(size_t)i * d + c] * v[c];
+        want[i] = i % 3 ? s : 0.0f;
+    }
+    worst = max_or_inf(worst, max_abs_diff(y, want, (size_t)d));
+    char name[160];
+    snprintf(name, sizeof name, "pca blocks: d = %d: pca_project and pca_query_to_coefficients = the sums in channel order, bit for bit", d);
+    check(worst == 0, name, "off by %.3g", worst);
+    free(t);
+}
+
+int main(void) {
+    uint64_t seed = 91;
+    float *table = synthetic_table(&seed);
+    if (!check(table != NULL, "pca blocks: the synthetic table", "out of memory")) return test_exit_code();
+    check_case("pca4", "pca4+aw, widths 0..8 (252 of 256 bits)", table, 1, &seed);
+    check_case("pca4", "pca4, no weights", table, 0, &seed);
+    check_case("pca1", "pca1+aw, widths past the row's 64 bits (hostile)", table, 1, &seed);
+    free(table);
+    check_projections(64, &seed);
+    check_projections(24, &seed);
+    return test_exit_code();
+}
