@@ -120,7 +120,7 @@ static unsigned get_code(const unsigned char *codes, int i, int bits) {
  * (a 256-bit half each); an 8 x 8 transpose inside each half (unpacks, then 128-bit chunks of
  * the two sets of four registers) leaves channel i of the 16 entries in register i, lane L
  * holding entry c0 + LANE_ENTRY8[L]. */
-static inline __m512 distances16_d8(const float *book, int c0, __m512 e2, __m512 w2, int weighted) {
+static inline __attribute__((always_inline)) __m512 distances16_d8(const float *book, int c0, __m512 e2, __m512 w2, int weighted) {
     __m512 p[8];
     for (int r = 0; r < 8; r++) {
         __m512 t = _mm512_sub_ps(e2, _mm512_loadu_ps(book + (size_t)(c0 + 2 * r) * 8));
