@@ -28,6 +28,7 @@
 #include "quant/lloyd.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#include "quant/nearest_avx512.h"
 #endif
 
 /* The distances are computed as written (lloyd.h's rule): clang would fuse multiply-adds. */
@@ -147,6 +148,7 @@ static int nearest4_avx512(const float *x, const float *book, int k, const float
 static unsigned nearest(const float *z, int D, const float *book, int k, const float *w) {
 #if defined(__AVX512F__)
     if (D == 4 && k % 16 == 0) return (unsigned)nearest4_avx512(z, book, k, w);
+    if (D == 8 && k % 16 == 0) return (unsigned)nearest8_avx512(z, book, k, w);
 #endif
     return w ? (unsigned)aw_nearest(z, D, book, k, w) : (unsigned)lloyd_nearest(z, D, book, k);
 }
