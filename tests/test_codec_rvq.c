@@ -231,6 +231,48 @@ static void test_ties(uint64_t *rng) {
     }
 }
 
+/* Any bytes decode as the layout reads them: codes (j, s) at index j * S + s, r the fp16 after
+ * them (NaN, inf and subnormal r among random ones), x^ = (r / sqrt d) x the entries summed in
+ * stage order; runs of rows decoded at once as row by row. */
+static void test_hostile_bytes(uint64_t *rng) {
+    static const char *const names[] = {"rvq8x2-d8", "rvq8x2-d4", "rvq4x3-d8"};
+    enum { N = 64, ROWS = 70 };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        KvBase b = base_of(names[k]);
+        int C = b.bits, D = b.variant % 32, S = b.variant / 32, K = 1 << C, bad = 0;
+        size_t floats = (size_t)(N / D) * S * K * D, ub = b.codec->unit_bytes(&b, N), cb = ub - 2;
+        float *T = alloc(floats * sizeof(float)), *got = alloc(ROWS * N * sizeof(float)), want[N];
+        unsigned char *units = alloc(ROWS * ub);
+        for (size_t i = 0; i < floats; i++) T[i] = normal(rng);
+        for (size_t i = 0; i < ROWS * ub; i++) units[i] = (unsigned char)next_u64(rng);
+        static const uint16_t special[] = {0x7c01, 0xfe00, 0x7c00, 0xfc00, 0x0001, 0x8000, 0x3c00};
+        for (int r = 0; r < 7; r++) units[r * ub + cb] = special[r] & 0xff, units[r * ub + cb + 1] = special[r] >> 8;
+        b.table = T;
+        b.codec->decode(&b, units, N, 1, ROWS - 1, got);
+        for (int r = 1; r < ROWS; r++) {
+            const unsigned char *u = units + (size_t)r * ub;
+            volatile float scale = f16_to_f32((uint16_t)(u[cb] | u[cb + 1] << 8)) / sqrtf((float)N);
+            for (int j = 0; j < N / D; j++) {
+                float acc[16] = {0};
+                for (int s = 0; s < S; s++) {
+                    size_t bit = (size_t)(j * S + s) * C;
+                    unsigned code = 0;
+                    for (int c = 0; c < C; c++, bit++) code |= (unsigned)(u[bit / 8] >> (bit % 8) & 1u) << c;
+                    const float *e = T + (((size_t)j * S + s) * K + code) * D;
+                    for (int i = 0; i < D; i++) acc[i] = s == 0 ? e[i] : acc[i] + e[i];
+                }
+                for (int i = 0; i < D; i++) want[j * D + i] = scale * acc[i];
+            }
+            for (int i = 0; i < N; i++) bad += to_bits(got[(size_t)(r - 1) * N + i]) != to_bits(want[i]);
+        }
+        char name[200];
+        snprintf(name, sizeof name, "codec rvq: %s, %d rows of random bytes (r NaN, inf, subnormal, -0 among them) decode "
+                 "as the layout reads them, rows 1..%d at once", names[k], ROWS, ROWS - 1);
+        check(bad == 0, name, "%d values differ", bad);
+        free(T); free(got); free(units);
+    }
+}
+
 /* ---- the fit ---- */
 
 static int run_fit(const KvBase *b, const float *units, size_t count, int n, float *table, KvFitShortfall *sf) {
@@ -363,6 +405,7 @@ int main(void) {
     test_rows(&rng);
     test_aw_rows(&rng);
     test_ties(&rng);
+    test_hostile_bytes(&rng);
     test_fit(&rng);
     test_file();
     return test_exit_code();
