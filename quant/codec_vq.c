@@ -97,7 +97,8 @@ static unsigned get_code(const unsigned char *codes, int i, int bits) {
 #if defined(__AVX512F__)
 /* lloyd.h's distances from x (D = 4) to the 16 entries c0 .. c0+15 of a codebook: 4 registers
  * hold them as loaded (entry 4r + q in 128-bit lane q of register r), each minus x (x in every
- * lane) squared, and a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate
+ * lane) squared (times the channel's weight with +aw: weighted, w4 the weights as x4 holds x), and
+ * a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate
  * i in register i, so that ((sq0 + sq1) + sq2) + sq3 is the distance, each step rounded as there
  * (no fma). Lane 4q + r holds entry c0 + 4r + q (see keep_lower). */
 static inline __m512 distances16(const float *book, int c0, __m512 x4, __m512 w4, int weighted) {
