@@ -34,6 +34,9 @@
 #include "quant/half.h"
 #include "quant/aw.h"
 #include "quant/lloyd.h"
+#if defined(__AVX512F__)
+#include "quant/nearest_avx512.h"
+#endif
 
 #define MAX_CODE_BITS 12
 #define MAX_STAGES 4
@@ -108,6 +111,9 @@ static unsigned get_code(const unsigned char *codes, int i, int bits) {
 /* The entry of a stage's book nearest to e: the encoder's and the fit's one rule; with +aw (w:
  * the sub-vector's channel weights, else NULL) §9's weighted distance. */
 static int nearest_entry(const KvBase *b, const float *e, const float *book, const float *w) {
+#if defined(__AVX512F__)
+    if (sub_dim(b) == 8 && entries(b) % 16 == 0) return nearest8_avx512(e, book, entries(b), w);
+#endif
     return w ? aw_nearest(e, sub_dim(b), book, entries(b), w) : lloyd_nearest(e, sub_dim(b), book, entries(b));
 }
 
@@ -136,17 +142,62 @@ static void rvq_encode(const KvBase *b, const float *x, int n, void *unit) {
     }
 }
 
+/* One row with 8-bit codes (a byte each, code (j, s) at byte j * S + s): rvq_decode's sums and
+ * multiply, value for value. D is a constant in each caller's copy, so each entry is a vector
+ * load and the stage sums vector adds. */
+static inline void row_decode_bytes(const KvBase *b, const unsigned char *row, int n, float scale, float *o, const int D) {
+    int S = stages(b);
+    size_t book = book_floats(b);
+    for (int j = 0; j < n / D; j++) {
+        const float *books = b->table + (size_t)j * (size_t)S * book;
+        const unsigned char *code = row + (size_t)j * (size_t)S;
+        float sum[16];
+        for (int i = 0; i < D; i++) sum[i] = books[(size_t)code[0] * D + i];
+        for (int s = 1; s < S; s++)
+            for (int i = 0; i < D; i++) sum[i] = sum[i] + books[s * book + (size_t)code[s] * D + i];
+        for (int i = 0; i < D; i++) o[j * D + i] = scale * sum[i];
+    }
+}
+
+/* The row's codes as bytes, one copy per D with constant loop bounds; 0 when the shape has no
+ * such copy (codes of other widths, D below 4). */
+static int row_decode_fast(const KvBase *b, const unsigned char *row, int n, float scale, float *o) {
+    if (b->bits != 8) return 0;
+    switch (sub_dim(b)) {
+    case 4: row_decode_bytes(b, row, n, scale, o, 4); return 1;
+    case 8: row_decode_bytes(b, row, n, scale, o, 8); return 1;
+    case 16: row_decode_bytes(b, row, n, scale, o, 16); return 1;
+    default: return 0;
+    }
+}
+
+/* Rows' r / sqrt(d), scale[i] for rows r0 .. r0+count-1 (count <= 64): their fp16 r gathered and
+ * widened together (f16_bytes_to_f32: f16_to_f32's values, but for a signalling NaN, which comes
+ * out quiet; the division quiets it anyway), then the one division rvq_decode's header gives
+ * each. One call a block: f16_to_f32 a row was a tenth of the decode. */
+static void row_scales(const KvBase *b, const unsigned char *units, int n, int r0, int count, float *scale) {
+    size_t ub = rvq_unit_bytes(b, n), cb = code_bytes(b, n);
+    unsigned char r16[2 * 64];
+    for (int r = 0; r < count; r++) memcpy(r16 + 2 * r, units + (size_t)(r0 + r) * ub + cb, 2);
+    f16_bytes_to_f32(r16, (size_t)count, scale);
+    float sqrt_d = sqrtf((float)n);
+    for (int r = 0; r < count; r++) scale[r] = scale[r] / sqrt_d;
+}
+
 static void rvq_decode(const KvBase *b, const void *units, int n, int r0, int count, float *out) {
     size_t ub = rvq_unit_bytes(b, n);
     int D = sub_dim(b), S = stages(b);
+    if (!b->table) {   /* no table bound: every row decodes to 0 */
+        memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
+        return;
+    }
+    float scales[64];
     for (int r = 0; r < count; r++) {
         const unsigned char *row = (const unsigned char *)units + (size_t)(r0 + r) * ub;
         float *o = out + (size_t)r * n;
-        if (!b->table) {   /* no table bound: the row decodes to 0 */
-            memset(o, 0, sizeof(float) * (size_t)n);
-            continue;
-        }
-        float scale = f16_to_f32((uint16_t)kv_get_u16(row + code_bytes(b, n))) / sqrtf((float)n);
+        if (r % 64 == 0) row_scales(b, units, n, r0 + r, count - r < 64 ? count - r : 64, scales);
+        float scale = scales[r % 64];
+        if (row_decode_fast(b, row, n, scale, o)) continue;
         for (int j = 0; j < n / D; j++) {
             float sum[16];
             for (int s = 0; s < S; s++) {

@@ -28,6 +28,7 @@
 #include "quant/lloyd.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#include "quant/nearest_avx512.h"
 #endif
 
 /* The distances are computed as written (lloyd.h's rule): clang would fuse multiply-adds. */
@@ -96,14 +97,15 @@ static unsigned get_code(const unsigned char *codes, int i, int bits) {
 #if defined(__AVX512F__)
 /* lloyd.h's distances from x (D = 4) to the 16 entries c0 .. c0+15 of a codebook: 4 registers
  * hold them as loaded (entry 4r + q in 128-bit lane q of register r), each minus x (x in every
- * lane) squared, and a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate
+ * lane) squared (times the channel's weight with +aw: weighted, w4 the weights as x4 holds x), and
+ * a 4 x 4 transpose inside each 128-bit lane gives the squares of coordinate
  * i in register i, so that ((sq0 + sq1) + sq2) + sq3 is the distance, each step rounded as there
  * (no fma). Lane 4q + r holds entry c0 + 4r + q (see keep_lower). */
-static inline __m512 distances16(const float *book, int c0, __m512 x4) {
+static inline __m512 distances16(const float *book, int c0, __m512 x4, __m512 w4, int weighted) {
     __m512 sq[4];
     for (int r = 0; r < 4; r++) {
         __m512 t = _mm512_sub_ps(_mm512_loadu_ps(book + (size_t)(c0 + 4 * r) * 4), x4);
-        sq[r] = _mm512_mul_ps(t, t);
+        sq[r] = weighted ? _mm512_mul_ps(w4, _mm512_mul_ps(t, t)) : _mm512_mul_ps(t, t);
     }
     __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(sq[0], sq[1])), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(sq[0], sq[1]));
     __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(sq[2], sq[3])), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(sq[2], sq[3]));
@@ -120,17 +122,20 @@ static inline void keep_lower(__m512 d, int c0, __m512 *best, __m512i *best_entr
     *best_entry = _mm512_mask_mov_epi32(*best_entry, lower, _mm512_add_epi32(lane_entry, _mm512_set1_epi32(c0)));
 }
 
-/* lloyd_nearest for D = 4 and a codebook of 16k entries, 32 entries a step in two independent
- * sets of lanes. The lowest distance over the 32 lanes with, among equal ones, the lowest entry
- * is the scalar scan's answer; with no distance below +inf (overflow everywhere) every lane
- * still holds +inf and entry 0, and that is entry 0, as there. */
-static int nearest4_avx512(const float *x, const float *book, int k) {
+/* lloyd_nearest (w NULL) or aw_nearest (w: the sub-vector's +aw weights, each square times its
+ * channel's weight before the sums: aw.h's w_e * (t_e * t_e)) for D = 4 and a codebook of 16k
+ * entries, 32 entries a step in two independent sets of lanes. The lowest distance over the 32
+ * lanes with, among equal ones, the lowest entry is the scalar scan's answer; with no distance
+ * below +inf (overflow everywhere) every lane still holds +inf and entry 0, and that is entry 0,
+ * as there. */
+static int nearest4_avx512(const float *x, const float *book, int k, const float *w) {
     const __m512 x4 = _mm512_broadcast_f32x4(_mm_loadu_ps(x));
+    const __m512 w4 = w ? _mm512_broadcast_f32x4(_mm_loadu_ps(w)) : x4;
     __m512 best0 = _mm512_set1_ps(INFINITY), best1 = best0;
     __m512i entry0 = _mm512_setzero_si512(), entry1 = entry0;
     for (int c0 = 0; c0 < k; c0 += 32) {
-        keep_lower(distances16(book, c0, x4), c0, &best0, &entry0);
-        if (c0 + 16 < k) keep_lower(distances16(book, c0 + 16, x4), c0 + 16, &best1, &entry1);
+        keep_lower(distances16(book, c0, x4, w4, w != NULL), c0, &best0, &entry0);
+        if (c0 + 16 < k) keep_lower(distances16(book, c0 + 16, x4, w4, w != NULL), c0 + 16, &best1, &entry1);
     }
     __m512 low = _mm512_set1_ps(_mm512_reduce_min_ps(_mm512_min_ps(best0, best1)));   /* no NaN: either order */
     int e0 = _mm512_mask_reduce_min_epi32(_mm512_cmp_ps_mask(best0, low, _CMP_EQ_OQ), entry0);   /* none: INT_MAX */
@@ -139,12 +144,14 @@ static int nearest4_avx512(const float *x, const float *book, int k) {
 }
 #endif
 
-/* The code of sub-vector z (D values) in its book of k entries: lloyd_nearest's. */
-static unsigned nearest(const float *z, int D, const float *book, int k) {
+/* The code of sub-vector z (D values) in its book of k entries: lloyd_nearest's, or with +aw (w:
+ * the sub-vector's weights, else NULL) aw_nearest's. */
+static unsigned nearest(const float *z, int D, const float *book, int k, const float *w) {
 #if defined(__AVX512F__)
-    if (D == 4 && k % 16 == 0) return (unsigned)nearest4_avx512(z, book, k);
+    if (D == 4 && k % 16 == 0) return (unsigned)nearest4_avx512(z, book, k, w);
+    if (D == 8 && k % 16 == 0) return (unsigned)nearest8_avx512(z, book, k, w);
 #endif
-    return (unsigned)lloyd_nearest(z, D, book, k);
+    return w ? (unsigned)aw_nearest(z, D, book, k, w) : (unsigned)lloyd_nearest(z, D, book, k);
 }
 
 static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
@@ -158,8 +165,7 @@ static void vq_encode(const KvBase *b, const float *x, int n, void *unit) {
     int D = sub_dim(b), k = 1 << b->bits;
     for (int j = 0; j < n / D; j++) {
         const float *book = b->table + (size_t)j * book_floats(b);
-        unsigned code = b->weights ? (unsigned)aw_nearest(z + (size_t)j * D, D, book, k, b->weights + (size_t)j * D)
-                                   : nearest(z + (size_t)j * D, D, book, k);
+        unsigned code = nearest(z + (size_t)j * D, D, book, k, b->weights ? b->weights + (size_t)j * D : NULL);
         if (b->bits == 8) codes[j] = (unsigned char)code;   /* a byte each: the stream's layout */
         else put_code(codes, j, b->bits, code);
     }

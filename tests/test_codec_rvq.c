@@ -76,8 +76,11 @@ static void test_names(void) {
 
 /* The definition: r, z as vq; each sub-vector's stages greedily, residuals in float32; codes
  * (j, s) at index j * S + s of a C-bit stream; x^ = (r / sqrt d) * the stages' entries summed in
- * stage order. */
-static void ref_row(const float *T, int C, int S, int D, const float *x, int n, unsigned char *unit, float *xh) {
+ * stage order. w: +aw's channel weights (each square times its weight, then summed in channel
+ * order), or NULL; ties counts the searches whose nearest distance more than one entry has
+ * (the lower index stays). */
+static void ref_row_aw(const float *T, int C, int S, int D, const float *w, const float *x, int n, unsigned char *unit,
+                       float *xh, int *ties) {
     int K = 1 << C, subs = n / D;
     size_t cb = ((size_t)subs * S * C + 7) / 8;
     memset(unit, 0, cb + 2);
@@ -88,21 +91,24 @@ static void ref_row(const float *T, int C, int S, int D, const float *x, int n, 
     unit[cb] = (unsigned char)(r16 & 0xff), unit[cb + 1] = (unsigned char)(r16 >> 8);
     float r = f16_to_f32(r16), sqrt_d = sqrtf((float)n);
     for (int j = 0; j < subs; j++) {
-        float e[16], acc[16];
+        float e[16], acc[16] = {0};
         for (int i = 0; i < D; i++) e[i] = r16 ? x[j * D + i] * sqrt_d / r : 0.0f;
         for (int s = 0; s < S; s++) {
             const float *book = T + ((size_t)j * S + s) * (size_t)K * D;
-            int best = 0;
+            int best = 0, tied = 0;
             float best_d = INFINITY;
             for (int k = 0; k < K; k++) {
                 float d = 0;
                 for (int i = 0; i < D; i++) {
                     volatile float t = e[i] - book[(size_t)k * D + i];
                     volatile float sq = t * t;
-                    d = d + sq;
+                    volatile float term = w ? w[j * D + i] * sq : sq;
+                    d = d + term;
                 }
-                if (d < best_d) best_d = d, best = k;
+                if (d < best_d) best_d = d, best = k, tied = 0;
+                else if (d == best_d) tied = 1;
             }
+            *ties += tied;
             if (!r16) best = 0;
             for (int i = 0; i < D; i++) {
                 e[i] -= book[(size_t)best * D + i];
@@ -114,6 +120,11 @@ static void ref_row(const float *T, int C, int S, int D, const float *x, int n, 
         }
         for (int i = 0; i < D; i++) xh[j * D + i] = (r / sqrt_d) * acc[i];   /* r = 0: zero (signed as vq's) */
     }
+}
+
+static void ref_row(const float *T, int C, int S, int D, const float *x, int n, unsigned char *unit, float *xh) {
+    int ties = 0;
+    ref_row_aw(T, C, S, D, NULL, x, n, unit, xh, &ties);
 }
 
 static void test_rows(uint64_t *rng) {
@@ -145,6 +156,120 @@ static void test_rows(uint64_t *rng) {
         for (int i = 0; i < n; i++) zero &= got[i] == 0.0f;
         if (k == 0) check(zero, "codec rvq: with no table bound a row decodes to 0", "not zero");
         free(T); free(unit); free(ref);
+    }
+}
+
+/* +aw rows (weights bound as the cache binds them) and a run of rows decoded at once, against
+ * the definition: the shapes with a vector search (D = 8, books of 16k entries) and a byte
+ * decode (8-bit codes, D = 4, 8, 16) and shapes without (3-bit codes). One channel weighs 0. */
+static void test_aw_rows(uint64_t *rng) {
+    static const char *const names[] = {"rvq8x2-d8", "rvq4x3-d8", "rvq8x2-d4", "rvq8x2-d16", "rvq3x2-d8", "rvq8x4-d8"};
+    enum { N = 64, ROWS = 96 };
+    char name[200];
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        KvBase b = base_of(names[k]);
+        int C = b.bits, D = b.variant % 32, S = b.variant / 32, K = 1 << C, ties = 0, bad = 0;
+        size_t floats = (size_t)(N / D) * S * K * D, ub = b.codec->unit_bytes(&b, N);
+        float *T = alloc(floats * sizeof(float)), *x = alloc(ROWS * N * sizeof(float));
+        float *got = alloc(ROWS * N * sizeof(float)), *want = alloc(ROWS * N * sizeof(float)), w[N];
+        for (size_t i = 0; i < floats; i++) T[i] = normal(rng) * (i % 3 == 0 ? 1.0f : 0.3f);
+        for (int i = 0; i < N; i++) w[i] = i == 5 ? 0.0f : (float)(0.05 + 3.0 * uniform(rng));
+        for (int i = 0; i < ROWS * N; i++) x[i] = normal(rng) * (i / N % 4 == 1 ? 30.0f : 1.0f);
+        b.table = T;
+        b.weights = w;
+        unsigned char *units = alloc(ROWS * ub), *ref = alloc(ub);
+        for (int r = 0; r < ROWS; r++) {
+            b.codec->encode(&b, x + (size_t)r * N, N, units + (size_t)r * ub);
+            ref_row_aw(T, C, S, D, w, x + (size_t)r * N, N, ref, want + (size_t)r * N, &ties);
+            bad += memcmp(units + (size_t)r * ub, ref, ub) != 0;
+        }
+        b.codec->decode(&b, units, N, 3, ROWS - 3, got);
+        for (int i = 0; i < (ROWS - 3) * N; i++) bad += to_bits(got[i]) != to_bits(want[3 * N + i]);
+        snprintf(name, sizeof name, "codec rvq: %s+aw, %d rows (a channel of weight 0): bytes = the weighted "
+                 "definition's, rows 3..%d decoded at once = its x^, bit for bit", names[k], ROWS, ROWS - 1);
+        check(bad == 0, name, "%d differ", bad);
+        free(T); free(x); free(got); free(want); free(units); free(ref);
+    }
+}
+
+/* Exact ties in books of 256 entries, both stages, plain and +aw: a search that scans entries in
+ * blocks, lanes or several running minima must still give the first of equal distances. Stage 1
+ * of sub-vector j holds z's sub-vector itself at two entries (the rest far), stage 2 a zero
+ * entry at two others: both stages meet a tie at distance 0, the pairs adjacent, 16, 32, 64 apart,
+ * at the ends. */
+static void test_ties(uint64_t *rng) {
+    enum { N = 64, D = 8, S = 2, K = 256, SUBS = N / D };
+    static const int pairs[SUBS * S][2] = {{3, 35}, {3, 19}, {3, 4},     {17, 34},  {200, 255}, {0, 255}, {16, 32}, {31, 240},
+                                           {100, 101}, {64, 128}, {5, 21}, {250, 251}, {15, 16}, {47, 48}, {1, 2}, {128, 129}};
+    static float T[SUBS * S * K * D];
+    float x[N], w[N], got[N], want[N];
+    unsigned char unit[SUBS * S + 2], ref[SUBS * S + 2];
+    for (int i = 0; i < N; i++) x[i] = (next_u64(rng) & 1) ? 1.0f : -1.0f;   /* r = 8: z = x exactly */
+    for (int i = 0; i < N; i++) w[i] = (float)(0.5 + uniform(rng));
+    for (int i = 0; i < SUBS * S * K * D; i++) T[i] = 5.0f;
+    for (int j = 0; j < SUBS; j++)
+        for (int s = 0; s < S; s++)
+            for (int e = 0; e < 2; e++)
+                for (int i = 0; i < D; i++)
+                    T[(((size_t)j * S + s) * K + (size_t)pairs[j * S + s][e]) * D + i] = s == 0 ? x[j * D + i] : 0.0f;
+    for (int weighted = 0; weighted < 2; weighted++) {
+        KvBase b = base_of("rvq8x2-d8");
+        b.table = T;
+        b.weights = weighted ? w : NULL;
+        int ties = 0, bad = 0;
+        b.codec->encode(&b, x, N, unit);
+        b.codec->decode(&b, unit, N, 0, 1, got);
+        ref_row_aw(T, 8, S, D, b.weights, x, N, ref, want, &ties);
+        bad += memcmp(unit, ref, sizeof unit) != 0;
+        for (int c = 0; c < SUBS * S; c++) bad += unit[c] != pairs[c][0];
+        for (int i = 0; i < N; i++) bad += to_bits(got[i]) != to_bits(want[i]);
+        check(bad == 0 && ties == SUBS * S,
+              weighted ? "codec rvq: rvq8x2-d8+aw exact ties in both stages' books of 256 entries -> the lower index"
+                       : "codec rvq: rvq8x2-d8 exact ties in both stages' books of 256 entries -> the lower index",
+              "%d wrong, %d ties in the reference (want %d), codes %u %u %u %u", bad, ties, SUBS * S, unit[0], unit[1],
+              unit[2], unit[3]);
+    }
+}
+
+/* Any bytes decode as the layout reads them: codes (j, s) at index j * S + s, r the fp16 after
+ * them (NaN, inf and subnormal r among random ones), x^ = (r / sqrt d) x the entries summed in
+ * stage order; runs of rows decoded at once as row by row. */
+static void test_hostile_bytes(uint64_t *rng) {
+    static const char *const names[] = {"rvq8x2-d8", "rvq8x2-d4", "rvq4x3-d8"};
+    enum { N = 64, ROWS = 70 };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        KvBase b = base_of(names[k]);
+        int C = b.bits, D = b.variant % 32, S = b.variant / 32, K = 1 << C, bad = 0;
+        size_t floats = (size_t)(N / D) * S * K * D, ub = b.codec->unit_bytes(&b, N), cb = ub - 2;
+        float *T = alloc(floats * sizeof(float)), *got = alloc(ROWS * N * sizeof(float)), want[N];
+        unsigned char *units = alloc(ROWS * ub);
+        for (size_t i = 0; i < floats; i++) T[i] = normal(rng);
+        for (size_t i = 0; i < ROWS * ub; i++) units[i] = (unsigned char)next_u64(rng);
+        static const uint16_t special[] = {0x7c01, 0xfe00, 0x7c00, 0xfc00, 0x0001, 0x8000, 0x3c00};
+        for (int r = 0; r < 7; r++) units[r * ub + cb] = special[r] & 0xff, units[r * ub + cb + 1] = special[r] >> 8;
+        b.table = T;
+        b.codec->decode(&b, units, N, 1, ROWS - 1, got);
+        for (int r = 1; r < ROWS; r++) {
+            const unsigned char *u = units + (size_t)r * ub;
+            volatile float scale = f16_to_f32((uint16_t)(u[cb] | u[cb + 1] << 8)) / sqrtf((float)N);
+            for (int j = 0; j < N / D; j++) {
+                float acc[16] = {0};
+                for (int s = 0; s < S; s++) {
+                    size_t bit = (size_t)(j * S + s) * C;
+                    unsigned code = 0;
+                    for (int c = 0; c < C; c++, bit++) code |= (unsigned)(u[bit / 8] >> (bit % 8) & 1u) << c;
+                    const float *e = T + (((size_t)j * S + s) * K + code) * D;
+                    for (int i = 0; i < D; i++) acc[i] = s == 0 ? e[i] : acc[i] + e[i];
+                }
+                for (int i = 0; i < D; i++) want[j * D + i] = scale * acc[i];
+            }
+            for (int i = 0; i < N; i++) bad += to_bits(got[(size_t)(r - 1) * N + i]) != to_bits(want[i]);
+        }
+        char name[200];
+        snprintf(name, sizeof name, "codec rvq: %s, %d rows of random bytes (r NaN, inf, subnormal, -0 among them) decode "
+                 "as the layout reads them, rows 1..%d at once", names[k], ROWS, ROWS - 1);
+        check(bad == 0, name, "%d values differ", bad);
+        free(T); free(got); free(units);
     }
 }
 
@@ -278,6 +403,9 @@ int main(void) {
     uint64_t rng = 0x5eed0f1e5ULL;
     test_names();
     test_rows(&rng);
+    test_aw_rows(&rng);
+    test_ties(&rng);
+    test_hostile_bytes(&rng);
     test_fit(&rng);
     test_file();
     return test_exit_code();

@@ -2,7 +2,8 @@
  * hand-made codebooks set in KvBase.table (a calibration fits the real ones), against the
  * definition restated in tests/nuq_vq_ref.h: names, refusals and bits a value; seeded rows and
  * codebooks (C 1-12, D 1-16, d 64 and 128), bytes and x^ bit for bit, runs of rows and
- * decode_t64; exact ties (the lower index, in books of 16 and 256 entries); z rounded as written
+ * decode_t64; +aw's weighted search (rows and exact ties); exact ties (the lower index, in books
+ * of 16 and 256 entries); z rounded as written
  * (nuq's too); r = 0, NaN, inf, huge values, hostile bytes; no table; layouts worked out by
  * hand, byte by byte. nuq is tests/test_codec_nuq.c; the fits and the scheme layer
  * tests/test_codec_nuq_vq_fit.c. */
@@ -444,6 +445,109 @@ static void test_vq_layout(uint64_t *rng) {
                    "padding), then r = fp16(sqrt(11))");
 }
 
+/* ---- +aw (SCHEMES.md §9) ---- */
+
+/* The weighted nearest entry as aw.h defines it: sum over channels in order of w_e * (t_e * t_e),
+ * t = x - entry, each step rounded; the first of equal distances. *tied counts searches whose
+ * nearest distance more than one entry has. */
+static int ref_aw_nearest(const float *x, int dim, const float *book, int k, const float *w, int *tied) {
+    float best = INFINITY;
+    int best_c = 0, tie = 0;
+    for (int c = 0; c < k; c++) {
+        float d = 0.0f;
+        for (int e = 0; e < dim; e++) {
+            volatile float t = x[e] - book[(size_t)c * dim + e];
+            volatile float sq = t * t;
+            volatile float term = w[e] * sq;
+            d = d + term;
+        }
+        if (d < best) best = d, best_c = c, tie = 0;
+        else if (d == best) tie = 1;
+    }
+    *tied += tie;
+    return best_c;
+}
+
+/* vq_ref_row with +aw's weights w[n]: the codes of the weighted search, the rest as there. */
+static void vq_ref_row_aw(const float *T, int C, int D, const float *w, const float *x, int n, uint8_t *want, float *xh,
+                          int *tied) {
+    int ignored = 0;
+    vq_ref_row(T, C, D, x, n, want, xh, &ignored);
+    uint16_t h = get_u16(want + vq_code_bytes(C, D, n));
+    if (h == 0) return;
+    float r = f16_to_f32(h), sqrt_d = sqrtf((float)n), z[KV_MAX_HEAD_DIM];
+    for (int i = 0; i < n; i++) {
+        volatile float p = x[i] * sqrt_d;
+        z[i] = p / r;
+    }
+    volatile float scale = r / sqrt_d;
+    memset(want, 0, vq_code_bytes(C, D, n));
+    for (int j = 0; j < n / D; j++) {
+        const float *book = T + (size_t)j * vq_book_floats(C, D);
+        unsigned code = (unsigned)ref_aw_nearest(z + (size_t)j * D, D, book, 1 << C, w + (size_t)j * D, tied);
+        put_bits(want, (size_t)j, C, code);
+        for (int i = 0; i < D; i++) xh[j * D + i] = scale * book[(size_t)code * D + i];
+    }
+}
+
+/* +aw rows against the weighted definition, where the encoder searches with vectors (D = 4, books
+ * of 16k entries) and where it does not (D = 8, 3-bit codes); one channel weighs 0. Then exact
+ * ties in weighted books of 256 entries (vq8-d4+aw): book j holds z's sub-vector at two entries. */
+static void test_vq_aw(uint64_t *rng) {
+    static const char *const names[] = {"vq8-d4", "vq4-d4", "vq8-d8", "vq3-d4"};
+    enum { N = 64, ROWS = 64 };
+    char name[200];
+    float w[N];
+    for (int i = 0; i < N; i++) w[i] = i == 6 ? 0.0f : (float)(0.05 + 3.0 * uniform(rng));
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        KvBase b = base_of(names[k]);
+        int C = b.bits, D = b.variant, ties = 0, bad = 0;
+        size_t ub = b.codec->unit_bytes(&b, N), tf = (size_t)(N / D) * vq_book_floats(C, D);
+        float *T = alloc(tf * sizeof(float)), x[N], got[N], want[N];
+        uint8_t *unit = alloc(ub), *ref = alloc(ub);
+        for (size_t i = 0; i < tf; i++) T[i] = normal(rng);
+        b.table = T;
+        b.weights = w;
+        for (int r = 0; r < ROWS; r++) {
+            vq_row(r % VQ_ROW_KINDS, x, N, rng);
+            b.codec->encode(&b, x, N, unit);
+            b.codec->decode(&b, unit, N, 0, 1, got);
+            vq_ref_row_aw(T, C, D, w, x, N, ref, want, &ties);
+            bad += memcmp(unit, ref, ub) != 0;
+            for (int i = 0; i < N; i++) bad += !same_float(got[i], want[i]);
+        }
+        snprintf(name, sizeof name, "codec vq: %s+aw, %d seeded rows (a channel of weight 0): codes and x^ = the "
+                 "weighted definition's, bit for bit", names[k], ROWS);
+        check(bad == 0, name, "%d differ", bad);
+        free(T); free(unit); free(ref);
+    }
+    enum { D = 4, K = 256, BOOKS = N / D };
+    static const int pairs[BOOKS][2] = {{3, 35}, {3, 19}, {3, 4},    {17, 34},  {200, 255}, {0, 255},
+                                        {16, 32}, {31, 240}, {100, 101}, {64, 128}, {5, 21},   {250, 251},
+                                        {15, 16}, {47, 48},  {1, 2},     {128, 129}};
+    static float T[BOOKS * K * D];
+    float x[N], out[N], want[N];
+    uint8_t unit[BOOKS + 2], ref[BOOKS + 2];
+    unit_row(x, N, rng);   /* r = 8, z = x exactly */
+    for (int i = 0; i < BOOKS * K * D; i++) T[i] = 5.0f;
+    for (int j = 0; j < BOOKS; j++)
+        for (int e = 0; e < 2; e++)
+            for (int i = 0; i < D; i++) T[((size_t)j * K + (size_t)pairs[j][e]) * D + i] = x[j * D + i];
+    KvBase b = base_of("vq8-d4");
+    b.table = T;
+    b.weights = w;
+    int ties = 0, bad = 0;
+    b.codec->encode(&b, x, N, unit);
+    b.codec->decode(&b, unit, N, 0, 1, out);
+    vq_ref_row_aw(T, 8, D, w, x, N, ref, want, &ties);
+    bad += memcmp(unit, ref, sizeof unit) != 0;
+    for (int j = 0; j < BOOKS; j++) bad += unit[j] != pairs[j][0];
+    for (int i = 0; i < N; i++) bad += !same_float(out[i], want[i]);
+    check(bad == 0 && ties == BOOKS, "codec vq: vq8-d4+aw exact ties in books of 256 entries -> the lower index",
+          "%d wrong, %d ties in the reference (want %d), codes %u %u %u %u", bad, ties, BOOKS, unit[0], unit[1], unit[2],
+          unit[3]);
+}
+
 int main(void) {
     /* The seed's state where test_codec_nuq.c's checks leave it (these were one program): the
      * rows and codebooks are those the checks were written against. */
@@ -459,5 +563,6 @@ int main(void) {
     test_z_rounding(&rng);
     test_vq_special(&rng);
     test_vq_layout(&rng);
+    test_vq_aw(&rng);
     return test_exit_code();
 }
