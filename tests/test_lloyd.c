@@ -8,8 +8,8 @@
  * - Hand-made cases computed on paper: exact ties, an empty cluster, convergence after a known
  *   number of passes, the iteration cap, the two initialisations, NaN and overflowing points.
  * - 1-D fits from §8's initialisation come out ascending.
- * - The ordered 1-D path (pcaB's fits) is lloyd_fit bit for bit; its sort ascends; the objective's
- *   bisection is the scan's sum. */
+ * - The ordered 1-D path (pcaB's fits) is lloyd_fit bit for bit, also at pcaB's sizes and capped
+ *   after any pass; its sort ascends; the objective's bisection is the scan's sum. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,6 +579,81 @@ static void test_fit_ordered(void) {
 }
 
 /* lloyd_objective's bisection (1-D, ascending centroids) against the plain float64 scan. */
+/* pcaB's points: thousands of values of a principal component, bell-shaped around 0. kind 0
+ * smooth; 1 with values so close to 0 that cells around it cannot be summed exactly in any order;
+ * 2 with long runs of equal values (equal centroids at the start: not separated, walked); 3 one
+ * sign only, far from 0 (every cell's sum exact). */
+static float component_point(int kind, uint64_t *seed) {
+    float x = (rnd(seed) + rnd(seed) + rnd(seed)) * 2.0f;
+    switch (kind) {
+    case 0: return x;
+    case 1: return fabsf(x) < 0.05f ? x * 1e-25f : x;
+    case 2: return fabsf(x) < 1.0f ? roundf(x * 4) / 4 : x;
+    default: return 100.0f + x;
+    }
+}
+
+/* The cells-by-bounds passes at pcaB's sizes: every pass count from 1 up, every k of pcaB. */
+static void test_fit_ordered_components(void) {
+    uint64_t seed = 4242;
+    int bad = 0, cases = 0;
+    char where[128] = "";
+    for (int kind = 0; kind < 4; kind++) {
+        size_t n = 6000 + 1000 * (size_t)kind;
+        float *p = malloc(n * sizeof *p), *sorted = malloc(n * sizeof *sorted), init[256];
+        uint32_t *order = malloc(n * sizeof *order);
+        void *scratch = malloc(lloyd_order_scratch_bytes(n));
+        for (size_t i = 0; i < n; i++) p[i] = component_point(kind, &seed);
+        lloyd_sort_order(p, n, order, scratch);
+        for (int k = 2; k <= 256; k *= 2) {
+            lloyd_init_ranks(p, n, k, init, sorted);
+            static const int passes[] = {1, 2, 3, 5, 8, LLOYD_MAX_ITERATIONS};
+            for (size_t a = 0; a < sizeof passes / sizeof passes[0]; a++, cases++)
+                if (!same_as_lloyd_fit(p, n, order, init, k, passes[a])) {
+                    bad++;
+                    snprintf(where, sizeof where, "kind %d k %d passes %d", kind, k, passes[a]);
+                }
+        }
+        free(p);
+        free(sorted);
+        free(order);
+        free(scratch);
+    }
+    check(bad == 0, "lloyd_fit_ordered = lloyd_fit on component-like points, k 2..256, capped at 1..100 passes",
+          "%d of %d differ, last %s", bad, cases, where);
+
+    /* Points all 0 and ascending centroids well apart: cells by bounds with no prefix sums. */
+    float zeros[300] = {0}, init[4] = {-3.0f, -1.0f, 1.0f, 3.0f};
+    uint32_t order[300];
+    char scratch[3 * 300 * 4];
+    lloyd_sort_order(zeros, 300, order, scratch);
+    check(same_as_lloyd_fit(zeros, 300, order, init, 4, LLOYD_MAX_ITERATIONS),
+          "lloyd_fit_ordered on points all 0 = lloyd_fit", "differs");
+
+    /* A cell whose float64 sum in point order rounds: 2 + 2^-21, five 2s, then 12 times -2^-30 and
+     * 2^-30 + 2^-53, then two 0s (32 values). In point order each 2^-53 is lost at 12 (ulp 2^-49):
+     * the sum is 12 + 2^-21 and the mean 0.375 + 2^-26, a float32 tie, rounds to even, 0.375. The
+     * exact sum, 12 + 2^-21 + 12 x 2^-53, rounds in float64 to 12 + 2^-21 + 2^-49, whose mean
+     * rounds up to 0.375 + 2^-25. Every value is a multiple of 2^-53 (the prefix sums' resolution
+     * here): the mean must not come from them. The other cell: eight 5s. */
+    float cell[40];
+    cell[0] = 2.0f + 0x1p-21f;
+    for (int i = 1; i < 6; i++) cell[i] = 2.0f;
+    for (int i = 0; i < 12; i++) {
+        cell[6 + 2 * i] = -0x1p-30f;
+        cell[7 + 2 * i] = 0x1p-30f + 0x1p-53f;
+    }
+    cell[30] = cell[31] = 0.0f;
+    for (int i = 32; i < 40; i++) cell[i] = 5.0f;
+    float two[2] = {0.375f, 5.0f};
+    uint32_t cell_order[40];
+    char cell_scratch[3 * 40 * 4];
+    lloyd_sort_order(cell, 40, cell_order, cell_scratch);
+    check(same_as_lloyd_fit(cell, 40, cell_order, two, 2, 1),
+          "lloyd_fit_ordered sums a cell in point order where float64 rounds (mean 0.375, not 0.375 + 2^-25)",
+          "differs");
+}
+
 static void test_objective_ascending(void) {
     uint64_t seed = 123;
     int bad = 0;
@@ -622,6 +697,7 @@ int main(void) {
     test_large_1d();
     test_sort_order();
     test_fit_ordered();
+    test_fit_ordered_components();
     test_objective_ascending();
     return test_exit_code();
 }
