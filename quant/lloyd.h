@@ -51,6 +51,15 @@ size_t lloyd_scratch_bytes(int dim, int k);
 LloydResult lloyd_fit(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
                       uint16_t *codes, void *scratch);
 
+/* lloyd_fit's result (codes, passes, centroids bit for bit), faster when most points keep their
+ * centroid from pass to pass (vq's and rvq's codebooks of 256 entries): each point carries bounds
+ * on its distances (Hamerly's algorithm, widened by more than float32's rounding), and only points
+ * whose bounds do not settle their code are scanned. Points or centroids beyond 2^40 in magnitude
+ * (or NaN) take lloyd_fit's scan. Scratch lloyd_bounded_scratch_bytes(n, dim, k) bytes. */
+size_t lloyd_bounded_scratch_bytes(size_t n, int dim, int k);
+LloydResult lloyd_fit_bounded(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
+                              uint16_t *codes, void *scratch);
+
 /* 1-D points fitted many times (pcaB fits 8 tables to each component): their ascending order,
  * computed once, makes each pass O(n) instead of O(n k).
  * lloyd_sort_order: order[0..n) = the points' indices by ascending value (-0 before +0, equal
