@@ -66,11 +66,13 @@ LloydResult lloyd_fit_bounded(const float *points, size_t n, int dim, float *cen
  * values by index; a stable radix sort), scratch lloyd_order_scratch_bytes(n) bytes.
  * lloyd_fit_ordered: exactly lloyd_fit(points, n, 1, ...) (codes, passes, centroids bit for bit),
  * given that order; scratch lloyd_ordered_scratch_bytes(n, k) bytes. While the centroids are
- * ascending a pass finds each point's nearest by walking the points in order (the first centroid
- * >= x moves only forward; the least distance is at it or the one before, see lloyd.c) and moves
- * each centroid to the mean of its run of points: summed in any order when the sum is provably
- * exact in float64 (then every order gives it), else in point order. Otherwise, and for points
- * holding a NaN or fewer than 32 centroids, the scan.
+ * ascending and well apart (every gap >= 2^-16 of the largest magnitude), each centroid's points
+ * are a run of the order whose ends a bisection finds (O(k log n) a pass, see lloyd.c); merely
+ * ascending, a pass walks the points in order (the first centroid >= x moves only forward; the
+ * least distance is at it or the one before). Each centroid moves to the mean of its run: the
+ * sum is taken from exact integer prefix sums, or in any order, when it is provably exact in
+ * float64 (then every order gives it), else in point order. Otherwise, and for points holding a
+ * NaN or a single centroid, the scan.
  * lloyd_init_ranks_ordered: lloyd_init_ranks' centroids from the order (no sort). */
 size_t lloyd_order_scratch_bytes(size_t n);
 size_t lloyd_ordered_scratch_bytes(size_t n, int k);
