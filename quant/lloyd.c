@@ -552,10 +552,10 @@ static int prefix_sums(const float *values, size_t n, int64_t *prefix, int *expo
 
 /* The least magnitude of the nonzero values in [lo, hi) (ascending), +inf when all are zero: at
  * one end of a cell of one sign, else on either side of its zeros. */
-static double least_nonzero(const float *values, size_t lo, size_t hi) {
+static float least_nonzero(const float *values, size_t lo, size_t hi) {
     float first = values[lo], last = values[hi - 1];
     if (first > 0) return first;
-    if (last < 0) return -(double)last;
+    if (last < 0) return -last;
     size_t a = lo, b = hi;   /* a: the first value >= 0 (-0 included) */
     while (a < b) {
         size_t mid = a + (b - a) / 2;
@@ -568,17 +568,22 @@ static double least_nonzero(const float *values, size_t lo, size_t hi) {
         if (values[mid] > 0) b = mid;
         else z = mid + 1;
     }
-    double least = INFINITY;
-    if (a > lo) least = -(double)values[a - 1];
-    if (z < hi) least = fmin(least, values[z]);
+    float least = INFINITY;
+    if (a > lo) least = -values[a - 1];
+    if (z < hi && values[z] < least) least = values[z];
     return least;
 }
 
-/* The float32 ulp of a value of magnitude m > 0: what every float32 of magnitude >= m is a multiple of. */
-static double ulp_of(double m) {
-    int e;
-    frexp(m, &e);   /* 2^(e - 1) <= m < 2^e */
-    return ldexp(1.0, e - 24 < -149 ? -149 : e - 24);
+/* The ulp of float32 x != 0: what every float32 of magnitude >= |x| is a multiple of; 2^-149 for
+ * a subnormal. Read from x's exponent field and built as a float64 power of two. */
+static double ulp_of(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int field = (int)(bits >> 23 & 0xffu);   /* |x| in [2^(field - 127), 2^(field - 126)) when field > 0 */
+    uint64_t power = (uint64_t)((field > 0 ? field : 1) - 150 + 1023) << 52;
+    double ulp;
+    memcpy(&ulp, &power, sizeof ulp);
+    return ulp;
 }
 
 /* move_ordered for cells given by their bounds. Every value of a cell is a multiple of u, the
@@ -594,14 +599,14 @@ static void move_bounded(const float *points, const uint32_t *order, const float
         size_t lo = bounds[c], hi = bounds[c + 1];
         if (hi == lo) continue;
         double sum, count = (double)(hi - lo);
-        float first = values[lo], last = values[hi - 1];
-        double high = fmax(fabs(first), fabs(last)), least = least_nonzero(values, lo, hi);
+        float first = values[lo], last = values[hi - 1], least = least_nonzero(values, lo, hi);
+        double high = fmax(fabs(first), fabs(last));
         double u = isinf(least) ? INFINITY : ulp_of(least);   /* all zeros: any unit */
         int one_sign = first > 0 || last < 0;
         int any_order = one_sign && count * high < 536870912.0 * least;   /* exact_sum's bound */
         int exact = any_order || count * high < 0x1p53 * u;
         if (prefix && exact && u >= resolution)
-            sum = ldexp((double)(prefix[hi] - prefix[lo]), exponent);
+            sum = (double)(prefix[hi] - prefix[lo]) * resolution;   /* a power of two: exact */
         else if (!any_order || !exact_sum(values + lo, hi - lo, &sum))
             sum = sum_in_point_order(points, order, lo, hi, bits);
         centroids[c] = (float)(sum / count);
@@ -915,6 +920,30 @@ static double objective_ascending(const float *points, size_t n, const float *c,
             }
         total += best;
     }
+    return total;
+}
+
+double lloyd_objective_ordered(const float *points, size_t n, const uint32_t *order, const float *centroids, int k,
+                               double *distances) {
+    int nan = 0;
+    for (size_t i = 0; i < n; i++) nan |= isnan(points[i]);
+    if (nan || !ascending(centroids, k)) return lloyd_objective(points, n, 1, centroids, k);
+    /* objective_ascending's least distance of each point, the first centroid >= x found by a
+     * walk along the order instead of a bisection, then summed in point order as there */
+    int lo = 0;
+    for (size_t s = 0; s < n; s++) {
+        float x = points[order[s]];
+        while (lo < k && centroids[lo] < x) lo++;
+        double best = INFINITY;
+        for (int j = lo - 1; j <= lo; j++)
+            if (j >= 0 && j < k) {
+                double u = (double)x - (double)centroids[j];
+                if (u * u < best) best = u * u;
+            }
+        distances[order[s]] = best;
+    }
+    double total = 0;
+    for (size_t i = 0; i < n; i++) total += distances[i];
     return total;
 }
 

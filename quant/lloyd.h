@@ -102,4 +102,9 @@ void lloyd_init_spread(const float *points, size_t n, int dim, int k, float *cen
  * ascending centroids the nearest is found by bisection (the same sum, bit for bit). */
 double lloyd_objective(const float *points, size_t n, int dim, const float *centroids, int k);
 
+/* lloyd_objective(points, n, 1, centroids, k) bit for bit, for 1-D points in lloyd_sort_order's
+ * order: a walk along it instead of a bisection a point. distances: n doubles of scratch. */
+double lloyd_objective_ordered(const float *points, size_t n, const uint32_t *order, const float *centroids, int k,
+                               double *distances);
+
 #endif

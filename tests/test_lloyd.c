@@ -716,7 +716,7 @@ static void test_fit_ordered_components(void) {
 
 static void test_objective_ascending(void) {
     uint64_t seed = 123;
-    int bad = 0;
+    int bad = 0, bad_ordered = 0;
     for (int kind = 0; kind < 4; kind++)
         for (int k = 1; k <= 256; k *= 2) {
             size_t n = 700;
@@ -736,12 +736,26 @@ static void test_objective_ascending(void) {
             }
             double got = lloyd_objective(p, n, 1, cen, k);
             bad += memcmp(&got, &want, sizeof got) != 0;
+            uint32_t *order = malloc(n * sizeof *order);
+            double *distances = malloc(n * sizeof *distances);
+            void *sort_scratch = malloc(lloyd_order_scratch_bytes(n));
+            lloyd_sort_order(p, n, order, sort_scratch);
+            got = lloyd_objective_ordered(p, n, order, cen, k, distances);
+            bad_ordered += memcmp(&got, &want, sizeof got) != 0;
+            free(order);
+            free(distances);
+            free(sort_scratch);
             free(p);
             free(sorted);
         }
     float q[3] = {0.5f, NAN, 2.0f}, c2[2] = {0.0f, 1.0f};
     bad += !isinf(lloyd_objective(q, 3, 1, c2, 2));   /* the scan's best stays +inf for a NaN point */
     check(bad == 0, "lloyd_objective with ascending 1-D centroids = the float64 scan bit for bit", "%d differ", bad);
+    uint32_t q_order[3] = {0, 2, 1};
+    double q_distances[3];
+    bad_ordered += !isinf(lloyd_objective_ordered(q, 3, q_order, c2, 2, q_distances));
+    check(bad_ordered == 0, "lloyd_objective_ordered = the float64 scan bit for bit (and +inf with a NaN point)",
+          "%d differ", bad_ordered);
 }
 
 int main(void) {
