@@ -218,13 +218,18 @@ static void rvq_fit_layout(const KvBase *b, int n, KvFitLayout *layout) {
     layout->tensors[0] = (KvFitTensor){.name = "", .ndim = 4, .dims = {n / sub_dim(b), stages(b), entries(b), sub_dim(b)}};
 }
 
-/* Scratch: one sub-vector's points (then residuals), Lloyd's codes and sums. */
-static size_t rvq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
-    return lloyd_scratch_bytes(sub_dim(b), entries(b)) + rows->count * (sub_dim(b) * sizeof(float) + sizeof(uint16_t));
+/* Scratch: Lloyd's (sums, and the bounds of lloyd_fit_bounded), then one sub-vector's points (then
+ * residuals) and Lloyd's codes. */
+static size_t lloyd_bytes(const KvBase *b, size_t count) {
+    return lloyd_bounded_scratch_bytes(count, sub_dim(b), entries(b));
 }
 
-static float *scratch_points(const KvBase *b, void *scratch) {
-    return (float *)((char *)scratch + lloyd_scratch_bytes(sub_dim(b), entries(b)));
+static size_t rvq_fit_scratch_bytes(const KvBase *b, const KvFitRows *rows) {
+    return lloyd_bytes(b, rows->count) + rows->count * (sub_dim(b) * sizeof(float) + sizeof(uint16_t));
+}
+
+static float *scratch_points(const KvBase *b, const KvFitRows *rows, void *scratch) {
+    return (float *)((char *)scratch + lloyd_bytes(b, rows->count));
 }
 
 /* What stage `book` leaves of each point: the point minus its nearest entry (w: as nearest_entry;
@@ -242,7 +247,7 @@ static void leave_residuals(const KvBase *b, float *points, size_t n, const floa
 
 static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *scratch, KvFitShortfall *shortfall) {
     int D = sub_dim(b), K = entries(b);
-    float *points = scratch_points(b, scratch);
+    float *points = scratch_points(b, rows, scratch);
     uint16_t *codes = (uint16_t *)(points + rows->count * (size_t)D);
     for (int j = 0; j < rows->n / D; j++) {
         size_t n = kv_subvector_points(rows->units, rows->count, rows->n, sub_dim(b), j, points);
@@ -261,7 +266,7 @@ static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
             float *book = (float *)stage_book(b, table, j, s);
             if (s > 0) leave_residuals(b, points, n, stage_book(b, table, j, s - 1), NULL, codes);
             lloyd_init_spread(points, n, D, K, book);
-            lloyd_fit(points, n, D, book, K, LLOYD_MAX_ITERATIONS, codes, scratch);
+            lloyd_fit_bounded(points, n, D, book, K, LLOYD_MAX_ITERATIONS, codes, scratch);   /* = lloyd_fit */
         }
         for (int s = 0; s < stages(b) && rows->weights; s++)
             aw_unscale_centroids((float *)stage_book(b, table, j, s), K, D, sqrt_w);
@@ -272,7 +277,7 @@ static int rvq_fit(const KvBase *b, const KvFitRows *rows, float *table, void *s
 /* Σ over the points of |what the last stage leaves|^2, in float64. */
 static double rvq_fit_objective(const KvBase *b, const KvFitRows *rows, const float *table, void *scratch) {
     int D = sub_dim(b);
-    float *points = scratch_points(b, scratch);
+    float *points = scratch_points(b, rows, scratch);
     uint16_t *codes = (uint16_t *)(points + rows->count * (size_t)D);
     double sum = 0;
     for (int j = 0; j < rows->n / D; j++) {

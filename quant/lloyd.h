@@ -51,17 +51,28 @@ size_t lloyd_scratch_bytes(int dim, int k);
 LloydResult lloyd_fit(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
                       uint16_t *codes, void *scratch);
 
+/* lloyd_fit's result (codes, passes, centroids bit for bit), faster when most points keep their
+ * centroid from pass to pass (vq's and rvq's codebooks of 256 entries): each point carries bounds
+ * on its distances (Hamerly's algorithm, widened by more than float32's rounding), and only points
+ * whose bounds do not settle their code are scanned. Points or centroids beyond 2^40 in magnitude
+ * (or NaN) take lloyd_fit's scan. Scratch lloyd_bounded_scratch_bytes(n, dim, k) bytes. */
+size_t lloyd_bounded_scratch_bytes(size_t n, int dim, int k);
+LloydResult lloyd_fit_bounded(const float *points, size_t n, int dim, float *centroids, int k, int max_iterations,
+                              uint16_t *codes, void *scratch);
+
 /* 1-D points fitted many times (pcaB fits 8 tables to each component): their ascending order,
  * computed once, makes each pass O(n) instead of O(n k).
  * lloyd_sort_order: order[0..n) = the points' indices by ascending value (-0 before +0, equal
  * values by index; a stable radix sort), scratch lloyd_order_scratch_bytes(n) bytes.
  * lloyd_fit_ordered: exactly lloyd_fit(points, n, 1, ...) (codes, passes, centroids bit for bit),
  * given that order; scratch lloyd_ordered_scratch_bytes(n, k) bytes. While the centroids are
- * ascending a pass finds each point's nearest by walking the points in order (the first centroid
- * >= x moves only forward; the least distance is at it or the one before, see lloyd.c) and moves
- * each centroid to the mean of its run of points: summed in any order when the sum is provably
- * exact in float64 (then every order gives it), else in point order. Otherwise, and for points
- * holding a NaN or fewer than 32 centroids, the scan.
+ * ascending and well apart (every gap >= 2^-16 of the largest magnitude), each centroid's points
+ * are a run of the order whose ends a bisection finds (O(k log n) a pass, see lloyd.c); merely
+ * ascending, a pass walks the points in order (the first centroid >= x moves only forward; the
+ * least distance is at it or the one before). Each centroid moves to the mean of its run: the
+ * sum is taken from exact integer prefix sums, or in any order, when it is provably exact in
+ * float64 (then every order gives it), else in point order. Otherwise, and for points holding a
+ * NaN or a single centroid, the scan.
  * lloyd_init_ranks_ordered: lloyd_init_ranks' centroids from the order (no sort). */
 size_t lloyd_order_scratch_bytes(size_t n);
 size_t lloyd_ordered_scratch_bytes(size_t n, int k);
@@ -90,5 +101,10 @@ void lloyd_init_spread(const float *points, size_t n, int dim, int k, float *cen
  * objective Lloyd lowers, for comparing two codebooks of the same points. For 1-D points and
  * ascending centroids the nearest is found by bisection (the same sum, bit for bit). */
 double lloyd_objective(const float *points, size_t n, int dim, const float *centroids, int k);
+
+/* lloyd_objective(points, n, 1, centroids, k) bit for bit, for 1-D points in lloyd_sort_order's
+ * order: a walk along it instead of a bisection a point. distances: n doubles of scratch. */
+double lloyd_objective_ordered(const float *points, size_t n, const uint32_t *order, const float *centroids, int k,
+                               double *distances);
 
 #endif

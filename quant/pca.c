@@ -157,8 +157,8 @@ double pca_allocate(const double *cost, int d, int budget, int *bits, void *scra
 
 /* The scratch of pca_fit_head, carved from one block (doubles first for alignment). */
 typedef struct {
-    double *cov, *vectors, *values, *eigen_scratch, *cost, *dp;
-    float *x, *y, *all_tables;
+    double *cov, *vectors, *values, *eigen_scratch, *cost, *dp, *distances;
+    float *x, *y, *all_tables, *basis_t;
     uint32_t *order, *order_scratch;
     uint16_t *codes;
     void *lloyd;
@@ -183,12 +183,14 @@ static size_t carve(FitScratch *s, void *base, size_t n, int d, int budget) {
     s->eigen_scratch = take(p, &at, (size_t)d * (sizeof(double) + sizeof(int)));
     s->cost = take(p, &at, (size_t)d * (PCA_MAX_BITS + 1) * sizeof(double));
     s->dp = take(p, &at, pca_allocate_scratch_bytes(d, budget));
+    s->distances = take(p, &at, n * sizeof(double));
     s->lloyd = take(p, &at, lloyd_ordered_scratch_bytes(n, PCA_TABLE_STRIDE));
     s->x = take(p, &at, n * d * sizeof(float));
     s->y = take(p, &at, n * d * sizeof(float));
     s->order = take(p, &at, n * sizeof(uint32_t));
     s->order_scratch = take(p, &at, lloyd_order_scratch_bytes(n));
     s->all_tables = take(p, &at, (size_t)d * PCA_MAX_BITS * PCA_TABLE_STRIDE * sizeof(float));
+    s->basis_t = take(p, &at, (size_t)d * d * sizeof(float));
     s->codes = take(p, &at, n * sizeof(uint16_t));
     s->bits = take(p, &at, (size_t)d * sizeof(int));
     return at;
@@ -232,7 +234,26 @@ static void fit_component(const float *y, size_t n, float *tables, double *cost,
         float *t = tables + (size_t)(b - 1) * PCA_TABLE_STRIDE;
         lloyd_init_ranks_ordered(y, n, s->order, k, t);
         lloyd_fit_ordered(y, n, s->order, t, k, LLOYD_MAX_ITERATIONS, s->codes, s->lloyd);
-        cost[b] = lloyd_objective(y, n, 1, t, k);
+        cost[b] = lloyd_objective_ordered(y, n, s->order, t, k, s->distances);   /* = lloyd_objective */
+    }
+}
+
+/* pca_project of each of the n rows into y transposed (component i's n values together), bit for
+ * bit: every component's sum in pca_project's order, but the components side by side (the basis
+ * transposed into basis_t, d x d), so that the loop over them vectorizes. */
+static void project_rows(const PcaHead *h, const float *x, size_t n, float *basis_t, float *y) {
+    int d = h->d;
+    for (int i = 0; i < d; i++)
+        for (int c = 0; c < d; c++) basis_t[(size_t)c * d + i] = h->basis[(size_t)i * d + c];
+    for (size_t r = 0; r < n; r++) {
+        float centered[4096], sum[4096];
+        for (int c = 0; c < d; c++) centered[c] = x[r * d + c] - h->mean[c];
+        for (int i = 0; i < d; i++) sum[i] = basis_t[i] * centered[0];
+        for (int c = 1; c < d; c++) {
+            const float *column = basis_t + (size_t)c * d;
+            for (int i = 0; i < d; i++) sum[i] = sum[i] + column[i] * centered[c];
+        }
+        for (int i = 0; i < d; i++) y[(size_t)i * n + r] = sum[i];
     }
 }
 
@@ -247,11 +268,7 @@ double pca_fit_head(const float *rows, size_t n, int d, const float *sqrt_w, int
     pca_eigen(s.cov, d, s.values, s.vectors, s.eigen_scratch);
     for (size_t i = 0; i < (size_t)d * d; i++) basis[i] = (float)s.vectors[i];
     PcaHead h = {.d = d, .mean = mean, .basis = basis};
-    for (size_t r = 0; r < n; r++) {   /* components, transposed: component i's n values together */
-        float y[4096];
-        pca_project(&h, NULL, s.x + r * d, y);
-        for (int i = 0; i < d; i++) s.y[(size_t)i * n + r] = y[i];
-    }
+    project_rows(&h, s.x, n, s.basis_t, s.y);
     for (int i = 0; i < d; i++)
         fit_component(s.y + (size_t)i * n, n, s.all_tables + (size_t)i * PCA_MAX_BITS * PCA_TABLE_STRIDE,
                       s.cost + (size_t)i * (PCA_MAX_BITS + 1), &s);

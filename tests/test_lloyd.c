@@ -8,8 +8,9 @@
  * - Hand-made cases computed on paper: exact ties, an empty cluster, convergence after a known
  *   number of passes, the iteration cap, the two initialisations, NaN and overflowing points.
  * - 1-D fits from §8's initialisation come out ascending.
- * - The ordered 1-D path (pcaB's fits) is lloyd_fit bit for bit; its sort ascends; the objective's
- *   bisection is the scan's sum. */
+ * - lloyd_fit_bounded (Hamerly's bounds) is lloyd_fit bit for bit.
+ * - The ordered 1-D path (pcaB's fits) is lloyd_fit bit for bit, also at pcaB's sizes and capped
+ *   after any pass; its sort ascends; the objective's bisection is the scan's sum. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +473,65 @@ static void test_large_1d(void) {
 }
 
 
+/* ---- lloyd_fit_bounded ---- */
+
+/* lloyd_fit_bounded must be lloyd_fit: codes, passes, convergence, centroids bit for bit. */
+static int bounded_same(const float *p, size_t n, int dim, const float *init, int k, int max_it) {
+    Fit want = run_fit(p, n, dim, init, k, max_it);
+    float *got = malloc((size_t)k * dim * sizeof *got);
+    uint16_t *codes = malloc(n * sizeof *codes);
+    void *scratch = malloc(lloyd_bounded_scratch_bytes(n, dim, k));
+    memcpy(got, init, (size_t)k * dim * sizeof *got);
+    LloydResult r = lloyd_fit_bounded(p, n, dim, got, k, max_it, codes, scratch);
+    int same = r.iterations == want.result.iterations && r.converged == want.result.converged &&
+               !memcmp(got, want.centroids, (size_t)k * dim * sizeof *got) && !memcmp(codes, want.codes, n * sizeof *codes);
+    free_fit(&want);
+    free(got);
+    free(codes);
+    free(scratch);
+    return same;
+}
+
+/* Random and grid points (exact ties) of every specialised dim and others, K up to 256, from
+ * the spread start, run to the cap or capped after a few passes; clustered points (rvq's second
+ * stage: residuals near 0, many passes); points beyond the bounds' range (the scan). */
+static void test_fit_bounded(void) {
+    static const int dims[] = {1, 2, 3, 4, 8, 16};
+    static const int ks[] = {2, 16, 256};
+    uint64_t seed = 515;
+    int bad = 0, cases = 0;
+    char where[128] = "";
+    for (size_t a = 0; a < sizeof dims / sizeof dims[0]; a++)
+        for (size_t b = 0; b < sizeof ks / sizeof ks[0]; b++)
+            for (int grid = 0; grid < 2; grid++) {
+                int dim = dims[a], k = ks[b];
+                size_t n = 4 * (size_t)k + 301;
+                float *p = random_points(n, dim, &seed, grid), *init = malloc((size_t)k * dim * sizeof *init);
+                for (size_t i = 0; grid == 0 && i < n * (size_t)dim; i++) p[i] *= (float)(1 + i % 3);   /* uneven spread */
+                lloyd_init_spread(p, n, dim, k, init);
+                for (int cap = 2; cap <= LLOYD_MAX_ITERATIONS; cap *= 7, cases++)   /* 2, 14, 98 */
+                    if (!bounded_same(p, n, dim, init, k, cap)) {
+                        bad++;
+                        snprintf(where, sizeof where, "dim %d k %d grid %d cap %d", dim, k, grid, cap);
+                    }
+                free(p);
+                free(init);
+            }
+    check(bad == 0, "lloyd_fit_bounded = lloyd_fit bit for bit (dims 1..16, K 2..256, ties, capped)",
+          "%d of %d differ, last %s", bad, cases, where);
+
+    size_t n = 3000;
+    float *p = random_points(n, 8, &seed, 0), init[64 * 8];
+    for (size_t i = 0; i < n * 8; i++) p[i] = p[i] * p[i] * p[i] * 1e-3f;   /* dense near 0 */
+    lloyd_init_spread(p, n, 8, 64, init);
+    int small = bounded_same(p, n, 8, init, 64, LLOYD_MAX_ITERATIONS);
+    p[17] = 3e20f;   /* beyond 2^40: the plain scan */
+    lloyd_init_spread(p, n, 8, 64, init);
+    check(small && bounded_same(p, n, 8, init, 64, LLOYD_MAX_ITERATIONS),
+          "lloyd_fit_bounded = lloyd_fit on points near 0 and with a point of 3e20", "differs");
+    free(p);
+}
+
 /* ---- the ordered 1-D path (lloyd_sort_order, lloyd_fit_ordered) ---- */
 
 /* 1-D points of one of several kinds: smooth, on a coarse grid (ties, -0 and +0), with a few
@@ -579,9 +639,84 @@ static void test_fit_ordered(void) {
 }
 
 /* lloyd_objective's bisection (1-D, ascending centroids) against the plain float64 scan. */
+/* pcaB's points: thousands of values of a principal component, bell-shaped around 0. kind 0
+ * smooth; 1 with values so close to 0 that cells around it cannot be summed exactly in any order;
+ * 2 with long runs of equal values (equal centroids at the start: not separated, walked); 3 one
+ * sign only, far from 0 (every cell's sum exact). */
+static float component_point(int kind, uint64_t *seed) {
+    float x = (rnd(seed) + rnd(seed) + rnd(seed)) * 2.0f;
+    switch (kind) {
+    case 0: return x;
+    case 1: return fabsf(x) < 0.05f ? x * 1e-25f : x;
+    case 2: return fabsf(x) < 1.0f ? roundf(x * 4) / 4 : x;
+    default: return 100.0f + x;
+    }
+}
+
+/* The cells-by-bounds passes at pcaB's sizes: every pass count from 1 up, every k of pcaB. */
+static void test_fit_ordered_components(void) {
+    uint64_t seed = 4242;
+    int bad = 0, cases = 0;
+    char where[128] = "";
+    for (int kind = 0; kind < 4; kind++) {
+        size_t n = 6000 + 1000 * (size_t)kind;
+        float *p = malloc(n * sizeof *p), *sorted = malloc(n * sizeof *sorted), init[256];
+        uint32_t *order = malloc(n * sizeof *order);
+        void *scratch = malloc(lloyd_order_scratch_bytes(n));
+        for (size_t i = 0; i < n; i++) p[i] = component_point(kind, &seed);
+        lloyd_sort_order(p, n, order, scratch);
+        for (int k = 2; k <= 256; k *= 2) {
+            lloyd_init_ranks(p, n, k, init, sorted);
+            static const int passes[] = {1, 2, 3, 5, 8, LLOYD_MAX_ITERATIONS};
+            for (size_t a = 0; a < sizeof passes / sizeof passes[0]; a++, cases++)
+                if (!same_as_lloyd_fit(p, n, order, init, k, passes[a])) {
+                    bad++;
+                    snprintf(where, sizeof where, "kind %d k %d passes %d", kind, k, passes[a]);
+                }
+        }
+        free(p);
+        free(sorted);
+        free(order);
+        free(scratch);
+    }
+    check(bad == 0, "lloyd_fit_ordered = lloyd_fit on component-like points, k 2..256, capped at 1..100 passes",
+          "%d of %d differ, last %s", bad, cases, where);
+
+    /* Points all 0 and ascending centroids well apart: cells by bounds with no prefix sums. */
+    float zeros[300] = {0}, init[4] = {-3.0f, -1.0f, 1.0f, 3.0f};
+    uint32_t order[300];
+    char scratch[3 * 300 * 4];
+    lloyd_sort_order(zeros, 300, order, scratch);
+    check(same_as_lloyd_fit(zeros, 300, order, init, 4, LLOYD_MAX_ITERATIONS),
+          "lloyd_fit_ordered on points all 0 = lloyd_fit", "differs");
+
+    /* A cell whose float64 sum in point order rounds: 2 + 2^-21, five 2s, then 12 times -2^-30 and
+     * 2^-30 + 2^-53, then two 0s (32 values). In point order each 2^-53 is lost at 12 (ulp 2^-49):
+     * the sum is 12 + 2^-21 and the mean 0.375 + 2^-26, a float32 tie, rounds to even, 0.375. The
+     * exact sum, 12 + 2^-21 + 12 x 2^-53, rounds in float64 to 12 + 2^-21 + 2^-49, whose mean
+     * rounds up to 0.375 + 2^-25. Every value is a multiple of 2^-53 (the prefix sums' resolution
+     * here): the mean must not come from them. The other cell: eight 5s. */
+    float cell[40];
+    cell[0] = 2.0f + 0x1p-21f;
+    for (int i = 1; i < 6; i++) cell[i] = 2.0f;
+    for (int i = 0; i < 12; i++) {
+        cell[6 + 2 * i] = -0x1p-30f;
+        cell[7 + 2 * i] = 0x1p-30f + 0x1p-53f;
+    }
+    cell[30] = cell[31] = 0.0f;
+    for (int i = 32; i < 40; i++) cell[i] = 5.0f;
+    float two[2] = {0.375f, 5.0f};
+    uint32_t cell_order[40];
+    char cell_scratch[3 * 40 * 4];
+    lloyd_sort_order(cell, 40, cell_order, cell_scratch);
+    check(same_as_lloyd_fit(cell, 40, cell_order, two, 2, 1),
+          "lloyd_fit_ordered sums a cell in point order where float64 rounds (mean 0.375, not 0.375 + 2^-25)",
+          "differs");
+}
+
 static void test_objective_ascending(void) {
     uint64_t seed = 123;
-    int bad = 0;
+    int bad = 0, bad_ordered = 0;
     for (int kind = 0; kind < 4; kind++)
         for (int k = 1; k <= 256; k *= 2) {
             size_t n = 700;
@@ -601,12 +736,26 @@ static void test_objective_ascending(void) {
             }
             double got = lloyd_objective(p, n, 1, cen, k);
             bad += memcmp(&got, &want, sizeof got) != 0;
+            uint32_t *order = malloc(n * sizeof *order);
+            double *distances = malloc(n * sizeof *distances);
+            void *sort_scratch = malloc(lloyd_order_scratch_bytes(n));
+            lloyd_sort_order(p, n, order, sort_scratch);
+            got = lloyd_objective_ordered(p, n, order, cen, k, distances);
+            bad_ordered += memcmp(&got, &want, sizeof got) != 0;
+            free(order);
+            free(distances);
+            free(sort_scratch);
             free(p);
             free(sorted);
         }
     float q[3] = {0.5f, NAN, 2.0f}, c2[2] = {0.0f, 1.0f};
     bad += !isinf(lloyd_objective(q, 3, 1, c2, 2));   /* the scan's best stays +inf for a NaN point */
     check(bad == 0, "lloyd_objective with ascending 1-D centroids = the float64 scan bit for bit", "%d differ", bad);
+    uint32_t q_order[3] = {0, 2, 1};
+    double q_distances[3];
+    bad_ordered += !isinf(lloyd_objective_ordered(q, 3, q_order, c2, 2, q_distances));
+    check(bad_ordered == 0, "lloyd_objective_ordered = the float64 scan bit for bit (and +inf with a NaN point)",
+          "%d differ", bad_ordered);
 }
 
 int main(void) {
@@ -622,6 +771,8 @@ int main(void) {
     test_large_1d();
     test_sort_order();
     test_fit_ordered();
+    test_fit_ordered_components();
+    test_fit_bounded();
     test_objective_ascending();
     return test_exit_code();
 }
