@@ -439,6 +439,7 @@ static void pca_block_codes(const KvBase *b, const void *units, int n, int r0, i
         for (int k = 0; k < cr.count; k++) {
             /* a code of at most 8 bits spans at most two bytes: the second only touched when it does */
             int bits = cr.bits[k], from = cr.byte[k], shift = cr.shift[k];
+            if (!bits) continue;   /* past the row's bits: its segment is empty, maybe at the block's end */
             unsigned two = row[from] | (shift + bits > 8 ? (unsigned)row[from + 1] << 8 : 0u);
             unsigned code = two >> shift & cr.mask[k];
             unsigned char *at = out + cr.segment[k] + p * bits / 8;
