@@ -26,6 +26,7 @@
 #include "quant/codec.h"
 #include "quant/lloyd.h"
 #include "quant/pca.h"
+#include "quant/transpose16.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -370,32 +371,11 @@ static void finish_t64(const float *sqrt_w, int n, int count, float *kt) {
 }
 
 #if defined(__AVX512F__)
-/* dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 16, in registers: interleaving
- * 32-bit, then 64-bit pairs within 128-bit lanes, then the lanes twice; register m then holds
- * column m. */
+/* dst[j * dst_stride + i] = src[i * src_stride + j] for i, j < 16. */
 static void transpose16(const float *src, size_t src_stride, float *dst, size_t dst_stride) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + (size_t)i * src_stride);
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 4; j++) {
-            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
-            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
-        }
-    for (int j = 0; j < 8; j++) {
-        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-    }
-    for (int m = 0; m < 16; m++) _mm512_storeu_ps(dst + (size_t)m * dst_stride, r[m]);
+    __m512 col[16];
+    transpose16_load(src, src_stride, col);
+    for (int m = 0; m < 16; m++) _mm512_storeu_ps(dst + (size_t)m * dst_stride, col[m]);
 }
 #endif
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 #include "quant/lloyd.h"
+#include "quant/transpose16.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -295,30 +296,9 @@ static int stored_bits(const PcaHead *h, int i) {
 
 #if defined(__AVX512F__)
 /* Rows i0..i0+15, channels c0..c0+15 of the d x d basis, transposed into col[16]: col[j] lane m
- * = basis[i0 + m][c0 + j] (interleaving 32-bit, then 64-bit pairs within 128-bit lanes, then
- * the lanes twice). */
+ * = basis[i0 + m][c0 + j]. */
 static void basis_tile_t(const float *basis, int d, int i0, int c0, __m512 col[16]) {
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(basis + (size_t)(i0 + i) * d + c0);
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 4; j++) {
-            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
-            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xDD);
-        }
-    for (int j = 0; j < 8; j++) {
-        col[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-        col[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-    }
+    transpose16_load(basis + (size_t)i0 * d + c0, (size_t)d, col);
 }
 #endif
 
