@@ -141,11 +141,16 @@ def check_chart(out, fj):
 
 
 def own_allocation(tmp):
-    """The committed allocation.json with its 3-bit allocation alone: the setup's pairs at 2.25 and 3.25 bits
-    stay what each budget chooses from, whatever other budgets allocate-demo holds."""
+    """The committed allocation.json (this model's) with one 3-bit allocation alone: the setup's pairs at 2.25
+    and 3.25 bits stay what each budget chooses from, whatever other budgets allocate-demo holds. Its schemes
+    are set here, without a window: allocate-demo's carry +res16, whose bits depend on ctx (a window of 16 of
+    1024 positions is 16 of 128 here) and would not fit 3 bits at this setup's ctx. pcaB stores exactly B
+    bits a value, so keys (4 + 2 + 2 + 2) / 4 and values (4 + 3 + 3 + 3) / 4 make 2.875 bits at any ctx."""
     alloc = json.load(open(OWN_ALLOC))
     alloc["allocations"] = [a for a in alloc["allocations"] if a["budget"] == 3]
     check(len(alloc["allocations"]) == 1, "frontier: the committed allocation.json holds a 3-bit allocation", OWN_ALLOC)
+    alloc["allocations"][0].update(k_scheme="pca2+prerope+aw;0:pca4+prerope+aw", v_scheme="pca3+aw;0:pca4+aw",
+                                   bits=2.875)
     path = os.path.join(tmp, "own-allocation.json")
     json.dump(alloc, open(path, "w"))
     return path
