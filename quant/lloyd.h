@@ -9,7 +9,7 @@
  * "Nearest" is exact for the distance as computed here, which is the float32 squared distance
  *     dist(x, c) = (x_0 - c_0)^2 + (x_1 - c_1)^2 + ... + (x_{dim-1} - c_{dim-1})^2
  * each difference and square rounded to float32, added left to right in float32, never fused
- * into an FMA (gcc's -std=c11 does not contract; clang is told not to in lloyd.c), and the
+ * into an FMA (gcc's -std=c11 does not contract; clang is told not to in lloyd_internal.h), and the
  * nearest centroid is the lowest index c whose distance is not above any other's: the scan keeps
  * the first of equal distances. lloyd_nearest computes exactly this for one point, so an encoder
  * that calls it (or lloyd_assign) picks the codes the fit assumed, bit for bit. A point with a NaN
@@ -67,7 +67,7 @@ LloydResult lloyd_fit_bounded(const float *points, size_t n, int dim, float *cen
  * lloyd_fit_ordered: exactly lloyd_fit(points, n, 1, ...) (codes, passes, centroids bit for bit),
  * given that order; scratch lloyd_ordered_scratch_bytes(n, k) bytes. While the centroids are
  * ascending and well apart (every gap >= 2^-16 of the largest magnitude), each centroid's points
- * are a run of the order whose ends a bisection finds (O(k log n) a pass, see lloyd.c); merely
+ * are a run of the order whose ends a bisection finds (O(k log n) a pass, see lloyd_ordered.c); merely
  * ascending, a pass walks the points in order (the first centroid >= x moves only forward; the
  * least distance is at it or the one before). Each centroid moves to the mean of its run: the
  * sum is taken from exact integer prefix sums, or in any order, when it is provably exact in
