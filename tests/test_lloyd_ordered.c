@@ -197,6 +197,61 @@ static void test_fit_ordered_components(void) {
           "differs");
 }
 
+/* ---- the exactness guards of a cell's sum, each where it decides the mean ----
+ * Both cells below are of 5 points, the largest 1024 (a cell of its own), so the prefix sums'
+ * resolution is 2^-48 (2^(11 - (62 - ceil(log2 6)))): a value that is not a multiple of 2^-48
+ * is truncated there. A cell may take its sum from them only when its least nonzero magnitude's
+ * float32 ulp u is at least 2^-48 (then every value of the cell is a multiple of it). Each cell's
+ * mean lies within a float64 hair of a float32 midpoint, so the hair the prefix sums would lose
+ * decides the rounding. */
+
+/* The centroids after one pass of lloyd_fit_ordered from init; whether the fit, capped at one
+ * pass and run to the end, is lloyd_fit's. */
+static int ordered_one_pass(const float *p, size_t n, const float *init, int k, float *after) {
+    uint32_t order[8];
+    char sort_scratch[3 * 8 * 4];
+    lloyd_sort_order(p, n, order, sort_scratch);
+    uint16_t codes[8];
+    void *scratch = malloc(lloyd_ordered_scratch_bytes(n, k));
+    memcpy(after, init, (size_t)k * sizeof *after);
+    lloyd_fit_ordered(p, n, order, after, k, 1, codes, scratch);
+    free(scratch);
+    return same_as_lloyd_fit(p, n, order, init, k, 1) && same_as_lloyd_fit(p, n, order, init, k, LLOYD_MAX_ITERATIONS);
+}
+
+/* A cell across 0: -2^-50, 1 + 2^-22, 1 + 2^-21, 2. Its least nonzero magnitude is 2^-50 (u =
+ * 2^-73), so the sum is not provably exact and is taken in point order, where it is exact:
+ * 4 + 3 x 2^-22 - 2^-50; the mean 1 + 3 x 2^-24 - 2^-52 is just below the midpoint of 1 + 2^-23
+ * and 1 + 2^-22 and rounds down to 1 + 2^-23. Seen from the positive side alone (least 1 + 2^-22,
+ * u = 2^-23) the prefix sums would be taken, -2^-50 truncated to 0: the midpoint, to even, 1 +
+ * 2^-22. The same cell negated puts the tiny value on the other side of 0. */
+static void test_least_nonzero_both_sides(void) {
+    float p[5] = {1.0f + 0x1p-21f, -0x1p-50f, 2.0f, 1024.0f, 1.0f + 0x1p-22f}, init[2] = {1.0f, 1024.0f};
+    float negated[5], negated_init[2] = {-1024.0f, -1.0f}, after[2], negated_after[2];
+    for (int i = 0; i < 5; i++) negated[i] = -p[i];
+    int same = ordered_one_pass(p, 5, init, 2, after);
+    same &= ordered_one_pass(negated, 5, negated_init, 2, negated_after);
+    check(same && after[0] == 1.0f + 0x1p-23f && negated_after[1] == -(1.0f + 0x1p-23f),
+          "lloyd_fit_ordered: a cell's least nonzero magnitude is looked for on both sides of 0 (-2^-50 or +2^-50 "
+          "beside values near 1: mean 1 + 2^-23, not 1 + 2^-22)",
+          "same as lloyd_fit %d, means %a and %a", same, after[0], negated_after[1]);
+}
+
+/* A cell of one sign: 2^-26 + 2^-49, 1/4 - 2^-26, 1 + 2^-22, 2.75. Its least value's ulp is
+ * 2^-49, one step finer than the resolution: the sum 4 + 2^-22 + 2^-49 is exact (every partial
+ * sum a multiple of 2^-49 below 16) but not from the prefix sums, which would drop the 2^-49.
+ * The mean 1 + 2^-24 + 2^-51 is just above the midpoint of 1 and 1 + 2^-23 and rounds up; the
+ * prefix sums' 4 + 2^-22 would give the midpoint, to even, 1. */
+static void test_ulp_against_resolution(void) {
+    float p[5] = {0.25f - 0x1p-26f, 1024.0f, 0x1p-26f + 0x1p-49f, 2.75f, 1.0f + 0x1p-22f}, init[2] = {1.0f, 1024.0f};
+    float after[2];
+    int same = ordered_one_pass(p, 5, init, 2, after);
+    check(same && after[0] == 1.0f + 0x1p-23f,
+          "lloyd_fit_ordered: a cell value whose ulp is finer than the prefix sums' resolution is summed without them "
+          "(mean 1 + 2^-23, not 1)",
+          "same as lloyd_fit %d, mean %a", same, after[0]);
+}
+
 /* lloyd_objective's bisection (1-D, ascending centroids) against the plain float64 scan. */
 static void test_objective_ascending(void) {
     uint64_t seed = 123;
@@ -245,6 +300,8 @@ int main(void) {
     test_sort_order();
     test_fit_ordered();
     test_fit_ordered_components();
+    test_least_nonzero_both_sides();
+    test_ulp_against_resolution();
     test_objective_ascending();
     return test_exit_code();
 }
