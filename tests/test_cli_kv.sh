@@ -98,6 +98,10 @@ PY
 expect_exit "compress: wrong rank" 2 ./run compress -input "$T/rank3.st" -output "$T/o5.st"
 expect_exit "compress: wrong names" 2 ./run compress -input "$T/names.st" -output "$T/o6.st"
 expect_exit "compress: group size not dividing head_dim" 2 ./run compress -input "$T/hd48.st" -output "$T/o7.st" --kv-scheme int4-g32
+# the cache read, its contents refused by the codec (whose message knows no file name): the line names the input
+grep -qF "compress: $T/hd48.st: key scheme int4-g32: group 32 does not divide rows of 48" "$T/err" &&
+    pass "compress: a cache refused after reading (group not dividing its rows) is named in the error line" ||
+    fail "compress: a cache refused after reading (group not dividing its rows) is named in the error line" "$(cat "$T/err")"
 no_file "compress: bad group leaves no output" "$T/o7.st"
 expect_exit "compress: sparsity 1.0 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity 1.0
 expect_exit "compress: sparsity -0.1 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity -0.1
