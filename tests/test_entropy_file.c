@@ -41,7 +41,21 @@ static const struct { const char *k, *v; } SCHEMES[] = {
     {"int4-g32", "int2-g32-asym"}, {"tq3", "q4_0+had"}, {"int4-t8+res2", "nf4-g32+sink1"}, {"int3-g32+out1", "fp16"},
 };
 
+/* The metadata format and entropy keys of a file in memory ("" when absent or unreadable). */
+static void file_format(const unsigned char *buf, size_t len, char *format, char *entropy, size_t size) {
+    SafeTensors st;
+    Error err;
+    format[0] = entropy[0] = '\0';
+    if (!buf || st_open_memory(&st, buf, len, FILE_NAME, &err)) return;
+    const char *f = st_meta(&st, "format"), *e = st_meta(&st, "entropy");
+    snprintf(format, size, "%s", f ? f : "");
+    snprintf(entropy, size, "%s", e ? e : "");
+    st_close(&st);
+}
+
 static void test_round_trips(const KvSnapshot *cache) {
+    int formats_bad = 0;
+    char formats_why[400] = "";
     for (size_t i = 0; i < sizeof SCHEMES / sizeof SCHEMES[0]; i++) {
         size_t la, lb;
         CompressReport ra, rb;
@@ -49,7 +63,15 @@ static void test_round_trips(const KvSnapshot *cache) {
         unsigned char *b = kv_file_bytes(cache, SCHEMES[i].k, SCHEMES[i].v, 0, 1, &lb, &rb);
         KvSnapshot xa, xb;
         Error err;
-        char name[200];
+        char name[200], format_a[64], entropy_a[64], format_b[64], entropy_b[64];
+        file_format(a, la, format_a, entropy_a, sizeof format_a);
+        file_format(b, lb, format_b, entropy_b, sizeof format_b);
+        if (strcmp(format_a, "kvq-compressed-3") || entropy_a[0] || strcmp(format_b, "kvq-compressed-4") ||
+            strcmp(entropy_b, "1")) {
+            formats_bad++;
+            snprintf(formats_why, sizeof formats_why, "keys %s: fixed-rate '%s' '%s', entropy-coded '%s' '%s'",
+                     SCHEMES[i].k, format_a, entropy_a, format_b, entropy_b);
+        }
         snprintf(name, sizeof name, "entropy file: keys %s, values %s decode to the fixed-rate file's values", SCHEMES[i].k,
                  SCHEMES[i].v);
         int ok = a && b && kv_file_decode(a, la, FILE_NAME, &xa, &err) == 0;
@@ -74,6 +96,11 @@ static void test_round_trips(const KvSnapshot *cache) {
         free(a);
         free(b);
     }
+    /* what the checks above read is the coded file only if the flag reached kv_compress */
+    check(formats_bad == 0,
+          "entropy file: the files compared are format kvq-compressed-4 (metadata entropy 1) with the flag, "
+          "kvq-compressed-3 without (compress.h)",
+          "%d of %zu schemes wrong, last %s", formats_bad, sizeof SCHEMES / sizeof SCHEMES[0], formats_why);
 }
 
 /* A flipped copy read back: refused (-1), or whether it decodes to the intact values. */
