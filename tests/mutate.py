@@ -53,6 +53,11 @@ def i50_m(name, path, old, new, test, what):
     return Mutation(name, path, old, new, test, what, "issue 50")
 
 
+def s54_m(name, path, old, new, test, what):
+    """A mutation of stop 54's mutation run that no test caught then."""
+    return Mutation(name, path, old, new, test, what, "stop 54")
+
+
 def new_m(name, path, old, new, test, what):
     """A mutation added with the table (item 7's 15 more)."""
     return Mutation(name, path, old, new, test, what, "added")
@@ -367,6 +372,22 @@ MUTATIONS = [
     i50_m("alloc-side-takes-other-list", "eval/allocate.c",
           "        a->group_choices[g] = a->n_cand[side];", "        a->group_choices[g] = C;",
           "tests/test_cli_allocate.sh", "a side with fewer candidates may choose past its own list"),
+    # ---- stop 54's survivors: the ordered fit's exactness guards, compress's input prefix, the entropy flag ----
+    s54_m("lloyd-least-nonzero-positive-only", "quant/lloyd_ordered.c",
+          "    if (a > lo) least = -values[a - 1];\n", "",
+          "test_lloyd_ordered", "a cell's least nonzero magnitude looked for on its positive side only"),
+    s54_m("lloyd-least-nonzero-negative-only", "quant/lloyd_ordered.c",
+          "    if (z < hi && values[z] < least) least = values[z];\n", "",
+          "test_lloyd_ordered", "a cell's least nonzero magnitude looked for on its negative side only"),
+    s54_m("lloyd-ulp-twice", "quant/lloyd_ordered.c",
+          "(uint64_t)((field > 0 ? field : 1) - 150 + 1023) << 52;", "(uint64_t)((field > 0 ? field : 1) - 149 + 1023) << 52;",
+          "test_lloyd_ordered", "ulp_of twice the float32 ulp"),
+    s54_m("compress-input-failed-dropped", "eval/kvreport.c",
+          "    *input_failed = 1;\n", "",
+          "tests/test_cli_kv.sh", "compress's errors after the recipe no longer prefixed with the input file"),
+    s54_m("kv-file-bytes-no-entropy", "tests/kv_file_bytes.h",
+          "NULL, entropy};", "NULL, 0};",
+          "test_entropy_file", "the tests' compressed files made without the entropy flag they were asked for"),
 ]
 
 # ---- running ----
