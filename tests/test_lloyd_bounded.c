@@ -1,7 +1,8 @@
 /* tests/test_lloyd_bounded.c: quant/lloyd_bounded.c, lloyd_fit_bounded (Hamerly's bounds), against
  * lloyd_fit (tests/test_lloyd.c holds it to SCHEMES.md §8): codes, passes, convergence and
  * centroids bit for bit on random and grid points (exact ties) of dims 1..16, K up to 256, capped
- * or run to the end, clustered points and points beyond the bounds' range. */
+ * or run to the end, clustered points and points beyond the bounds' range; a point whose float32
+ * distances tie where its true ones do not, which only the bounds' float32 margin rescans. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,26 @@ static void test_fit_bounded(void) {
     free(p);
 }
 
+/* The bounds' float32 margin where it decides a code. Points 1, 3 and -2^-30, centroids -1 and
+ * 1.5. Pass 1: the point 1 goes to 1.5 (distance 0.5; the other 2), 3 too, -2^-30 to -1; the
+ * centroids move to -2^-30 and 2, each straight along the line to or from the point 1, so its
+ * bounds' triangle steps are exact: its true distance to its own is 0.5 + 0.5 = 1, to the other
+ * 2 - (1 - 2^-30) = 1 + 2^-30. By the true distances it keeps its code, but lloyd.h's float32
+ * distances tie (1 - (-2^-30) rounds to 1): pass 2's scan gives the lower index, 0. Bounds widened
+ * by 2^-40 alone (no float32 margin) would keep code 1; the margin sends the point to the scan. */
+static void test_float32_margin(void) {
+    float p[3] = {1.0f, 3.0f, -0x1p-30f}, init[2] = {-1.0f, 1.5f};
+    Fit two = run_fit(p, 3, 1, init, 2, 2);
+    int tie = two.codes[0] == 0 && two.centroids[0] == 0.5f && two.centroids[1] == 3.0f;
+    free_fit(&two);
+    check(tie && bounded_same(p, 3, 1, init, 2, 2) && bounded_same(p, 3, 1, init, 2, LLOYD_MAX_ITERATIONS),
+          "lloyd_fit_bounded: a point 2^-30 nearer its own centroid in true distance but tied in float32 is rescanned "
+          "(code 0, as lloyd_fit)",
+          "lloyd_fit gives the tie's code 0 after 2 passes: %d", tie);
+}
+
 int main(void) {
     test_fit_bounded();
+    test_float32_margin();
     return test_exit_code();
 }
