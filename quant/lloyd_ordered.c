@@ -33,7 +33,7 @@ static int nearest_ascending(float x, const float *c, int k, int p) {
 }
 
 /* One pass over the points in ascending order (values: their values in that order): each one's
- * code as assign_all gives it, written in that order into sorted_codes, and the number that
+ * code as lloyd_assign gives it, written in that order into sorted_codes, and the number that
  * differ from what sorted_codes held. The first centroid >= x only moves forward; equal points
  * (and -0, +0: the same distances) share a code. *monotone: the codes never go down along the
  * order (they can, when float32 rounding makes distinct entries equally near: nearest_ascending's
@@ -115,9 +115,9 @@ static double sum_in_point_order(const float *points, const uint32_t *order, siz
     return sum;
 }
 
-/* move_centroids for codes that never go down along the order: centroid c's points are the run
- * of positions holding c; it moves to their float64 sum in point order (exact_sum's, or summed in
- * point order) over their count, rounded once. A centroid with no points stays. */
+/* lloyd_move_all (lloyd.c) for codes that never go down along the order: centroid c's points are
+ * the run of positions holding c; it moves to their float64 sum in point order (exact_sum's, or
+ * summed in point order) over their count, rounded once. A centroid with no points stays. */
 static void move_ordered(const float *points, size_t n, const uint32_t *order, const float *values,
                          const uint16_t *sorted_codes, float *centroids, int k, uint64_t *bits) {
     size_t lo = 0;
@@ -339,7 +339,7 @@ static size_t codes_from_bounds(const size_t *bounds, int k, uint16_t *sorted_co
 }
 
 /* Lloyd in the order's terms while the centroids stay ascending: by the cells' bounds while they
- * are also separated, else walk_pass, then move_ordered (or move_all when the codes go down
+ * are also separated, else walk_pass, then move_ordered (or lloyd_move_all when the codes go down
  * somewhere); the scan from the first pass they are not ascending. sorted_codes holds the codes
  * of the last pass except while `stale` (the cells' bounds in `previous` hold them then). */
 static LloydResult fit_ordered(const float *points, size_t n, const uint32_t *order, float *centroids, int k,
