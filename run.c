@@ -450,13 +450,10 @@ static int cmd_compress(Args *a) {
     if (!a->bad[0]) parse_scheme(a, a->kv_scheme ? a->kv_scheme : composed, KV_SIDE_KEYS, &run.kv.k);
     if (check_kv_args(a, composed, &run.kv)) return usage_error(a);
     Error err;
-    int passed, input_failed;
-    if (kv_compress_print(&run, &passed, &input_failed, &err) == 0) return passed ? EXIT_OK : EXIT_QUALITY;
-    if (!input_failed) return bad_input(a, err.msg);
-    char where[4200];
-    snprintf(where, sizeof where, "compress: %s", input);
-    print_error(where, err.msg, "");
-    return EXIT_BAD_INPUT;
+    int passed;
+    /* the loader's and the writer's errors name their file */
+    if (kv_compress_print(&run, &passed, &err) == 0) return passed ? EXIT_OK : EXIT_QUALITY;
+    return bad_input(a, err.msg);
 }
 
 static int cmd_decompress(Args *a) {

@@ -307,17 +307,20 @@ static int kv_compress_snapshot(const KvSnapshot *snap, const CompressOptions *o
     return 0;
 }
 
-int kv_compress_print(const KvCompressRun *run, int *passed, int *input_failed, Error *err) {
+int kv_compress_print(const KvCompressRun *run, int *passed, Error *err) {
     KvCacheRecipe recipe;
     KvSnapshot snap;
-    *input_failed = 0;
     if (kv_cache_recipe_resolve(&recipe, &run->kv, 0, NULL, NULL, NULL, err)) return -1;
     CompressOptions o = run->o;
     o.k_scheme = &recipe.scheme.k, o.v_scheme = &recipe.scheme.v, o.calib = recipe.scheme.calib;
-    *input_failed = 1;
-    int rc = kv_snapshot_load(run->input, &snap, err);
+    int rc = kv_snapshot_load(run->input, &snap, err);   /* its errors name the file */
     if (rc == 0) {
         rc = kv_compress_snapshot(&snap, &o, run->output, run->json, run->verbose, passed, err);
+        if (rc) {   /* the cache against the schemes: name the cache */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            error_set(err, "%s: %s", run->input, why);
+        }
         kv_snapshot_free(&snap);
     }
     kv_cache_recipe_free(&recipe);

@@ -50,9 +50,8 @@ typedef struct {
     CompressOptions o;
     FILE *json, *verbose;
 } KvCompressRun;
-/* *passed: the thresholds held. *input_failed: the failure was the input's (loading or
- * compressing it: run.c names the file), 0 when it was --calib's. */
-int kv_compress_print(const KvCompressRun *run, int *passed, int *input_failed, Error *err);
+/* *passed: the thresholds held. Errors name their file (the input, --calib's, the output). */
+int kv_compress_print(const KvCompressRun *run, int *passed, Error *err);
 
 /* ./run kv-info: path (a KV cache or a compressed file) loaded and its report printed to f;
  * with model_dir, checked against that model's config.json and, when the file records one,

@@ -103,6 +103,11 @@ grep -qF "compress: $T/hd48.st: key scheme int4-g32: group 32 does not divide ro
     pass "compress: a cache refused after reading (group not dividing its rows) is named in the error line" ||
     fail "compress: a cache refused after reading (group not dividing its rows) is named in the error line" "$(cat "$T/err")"
 no_file "compress: bad group leaves no output" "$T/o7.st"
+# a cache that cannot be read: the loader's line names it, once
+./run compress -input "$T/none.st" -output "$T/o7.st" --kv-scheme q8_0 >/dev/null 2>"$T/err"
+[ "$(grep -o "$T/none.st" "$T/err" | wc -l | tr -d ' ')" = 1 ] && grep -qF "compress: $T/none.st: cannot open" "$T/err" &&
+    pass "compress: a missing input is named once in the error line" ||
+    fail "compress: a missing input is named once in the error line" "$(cat "$T/err")"
 expect_exit "compress: sparsity 1.0 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity 1.0
 expect_exit "compress: sparsity -0.1 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity -0.1
 expect_exit "compress: output = input" 2 ./run compress -input "$T/c.st" -output "$T/c.st"
