@@ -7,7 +7,9 @@
  * the portable loop are all compared with the same units; +aw weights, one of them 0; and a
  * hostile table whose widths add up past the row's bits (those components read code 0). Also
  * the row transform's sums (pca_project, pca_query_to_coefficients), 16 components at a time,
- * against each component's sum in channel order. */
+ * against each component's sum in channel order, and the way back (pca_from_coefficients,
+ * pca_sum_from_coefficients), 16 to 64 channels a step, against each channel's sum over the
+ * stored components in order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,38 @@ static void check_projections(int d, uint64_t *seed) {
     free(t);
 }
 
+/* The back transforms, (mu (x y[slot]) + sum of the stored y[i] U[i][c], i ascending) / sqrt(w),
+ * against those sums written out here, bit for bit: d = 64 (four vectors), 80 (four, then one),
+ * 48 (three) and 24 (one, then a plain tail); with +aw weights (one 0, whose channel reads 0)
+ * and without. */
+static void check_back_transforms(int d, uint64_t *seed) {
+    float *t = calloc(pca_head_floats(d), sizeof(float)), y[80], w[80], got[80], want[80];
+    PcaHead h;
+    pca_head_view(t, d, &h);
+    float *mean = (float *)h.mean, *basis = (float *)h.basis, *bits = (float *)h.bits;
+    for (int i = 0; i < d; i++) mean[i] = rnd(seed), y[i] = 3 * rnd(seed), w[i] = i == 7 ? 0.0f : 0.6f + 0.5f * rnd(seed);
+    for (int i = 0; i < d * d; i++) basis[i] = rnd(seed);
+    for (int i = 0; i < d; i++) bits[i] = (float)(i % 3);   /* every third component stores nothing */
+    double worst = 0;
+    for (int form = 0; form < 4; form++) {   /* from / sum, each without and with weights */
+        int sum = form & 1;
+        const float *sqrt_w = form & 2 ? w : NULL;
+        if (sum) pca_sum_from_coefficients(&h, sqrt_w, y, 0, got);
+        else pca_from_coefficients(&h, sqrt_w, y, got);
+        for (int c = 0; c < d; c++) {
+            float s = sum ? mean[c] * y[0] : mean[c];
+            for (int i = 0; i < d; i++)
+                if (i % 3) s = s + y[i] * basis[(size_t)i * d + c];
+            want[c] = !sqrt_w ? s : sqrt_w[c] > 0 ? s / sqrt_w[c] : 0.0f;
+        }
+        worst = max_or_inf(worst, max_abs_diff(got, want, (size_t)d));
+    }
+    char name[160];
+    snprintf(name, sizeof name, "pca blocks: d = %d: pca_from_coefficients and pca_sum_from_coefficients = the sums in component order, bit for bit", d);
+    check(worst == 0, name, "off by %.3g", worst);
+    free(t);
+}
+
 int main(void) {
     uint64_t seed = 91;
     float *table = synthetic_table(&seed);
@@ -153,5 +187,6 @@ int main(void) {
     free(table);
     check_projections(64, &seed);
     check_projections(24, &seed);
+    for (int i = 0; i < 4; i++) check_back_transforms((int[]){64, 80, 48, 24}[i], &seed);
     return test_exit_code();
 }
