@@ -352,33 +352,40 @@ void pca_coefficients(const PcaHead *h, const uint8_t *codes, float *y) {
         y[i] = stored_bits(h, i) ? h->tables[(size_t)i * PCA_TABLE_STRIDE + codes[i]] : 0.0f;
 }
 
+#if defined(__AVX512F__)
+/* affine_row's channels c0 .. c0 + 16 * VECTORS - 1, the row in registers over every i (VECTORS a
+ * constant where it is inlined, or GCC keeps the row on the stack). */
+static inline __attribute__((always_inline)) void affine_chunk(const PcaHead *h, const float *sqrt_w, const float *y,
+                                                               float *out, int c0, int vectors) {
+    int d = h->d;
+    __m512 acc[4];
+    for (int v = 0; v < vectors; v++) acc[v] = _mm512_loadu_ps(out + c0 + 16 * v);
+    for (int i = 0; i < d; i++) {
+        if (stored_bits(h, i) == 0) continue;
+        __m512 yi = _mm512_set1_ps(y[i]);
+        const float *u = h->basis + (size_t)i * d + c0;
+        for (int v = 0; v < vectors; v++) acc[v] = _mm512_add_ps(acc[v], _mm512_mul_ps(yi, _mm512_loadu_ps(u + 16 * v)));
+    }
+    for (int v = 0; v < vectors; v++) {
+        if (sqrt_w) {   /* pca_from_coefficients' rule: 0 where sqrt(w) is not positive */
+            __m512 w = _mm512_loadu_ps(sqrt_w + c0 + 16 * v);
+            acc[v] = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(w, _mm512_setzero_ps(), _CMP_GT_OQ), acc[v], w);
+        }
+        _mm512_storeu_ps(out + c0 + 16 * v, acc[v]);
+    }
+}
+#endif
+
 /* out[c] = (out[c] + the stored components' y[i] U[i][c], i ascending) / sqrt_w[c] (0 where
  * sqrt_w[c] is not positive; no division without sqrt_w): the sums of pca_from_coefficients and
- * pca_sum_from_coefficients. AVX-512: 64 channels in four registers over every i, the same products
- * and sums in the same order (no fused multiply-add), where the plain loop stored and reloaded the
- * row for each i (a coefficient-read prefill moves 32 rows a token and layer through this). */
+ * pca_sum_from_coefficients. AVX-512: 64 channels (then 16) in registers over every i, the same
+ * products and sums in the same order (no fused multiply-add), where the plain loop stored and
+ * reloaded the row for each i (a coefficient-read prefill moves 32 rows a token and layer). */
 static void affine_row(const PcaHead *h, const float *sqrt_w, const float *y, float *out) {
     int d = h->d, c0 = 0;
 #if defined(__AVX512F__)
-    while (c0 + 16 <= d) {
-        int vectors = (d - c0) / 16 < 4 ? (d - c0) / 16 : 4;
-        __m512 acc[4];
-        for (int v = 0; v < vectors; v++) acc[v] = _mm512_loadu_ps(out + c0 + 16 * v);
-        for (int i = 0; i < d; i++) {
-            if (stored_bits(h, i) == 0) continue;
-            __m512 yi = _mm512_set1_ps(y[i]);
-            const float *u = h->basis + (size_t)i * d + c0;
-            for (int v = 0; v < vectors; v++) acc[v] = _mm512_add_ps(acc[v], _mm512_mul_ps(yi, _mm512_loadu_ps(u + 16 * v)));
-        }
-        for (int v = 0; v < vectors; v++) {
-            if (sqrt_w) {
-                __m512 w = _mm512_loadu_ps(sqrt_w + c0 + 16 * v);
-                acc[v] = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(w, _mm512_setzero_ps(), _CMP_GT_OQ), acc[v], w);
-            }
-            _mm512_storeu_ps(out + c0 + 16 * v, acc[v]);
-        }
-        c0 += 16 * vectors;
-    }
+    for (; c0 + 64 <= d; c0 += 64) affine_chunk(h, sqrt_w, y, out, c0, 4);
+    for (; c0 + 16 <= d; c0 += 16) affine_chunk(h, sqrt_w, y, out, c0, 1);
 #endif
     for (int i = 0; i < d && c0 < d; i++) {
         if (stored_bits(h, i) == 0) continue;
