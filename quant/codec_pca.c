@@ -343,41 +343,92 @@ static void affine_sums64(float mean, const float *column, int n, const short *c
     }
 }
 
-/* kt[c * 64 + p] = mean[c] + sum over the stored components k (in order) of yt[k * 64 + p] *
- * U[comp[k]][c], for every channel c: a block's rows before / sqrt(w), transposed. AVX-512: four
- * channels x 64 positions in 16 registers, each component's four vectors of y loaded once for
- * the four; products and sums kept apart (no fused multiply-add), so that the sums are
- * pca_from_coefficients' to the bit. */
-static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt, float *kt) {
-    int n = h->d, c0 = 0;
-#if defined(__AVX512F__)
-    for (; c0 + 4 <= n; c0 += 4) {
-        __m512 acc[4][4];
-        for (int j = 0; j < 4; j++)
-            for (int q = 0; q < 4; q++) acc[j][q] = _mm512_set1_ps(h->mean[c0 + j]);
-        for (int k = 0; k < cr->count; k++) {
-            const float *y = yt + (size_t)k * 64, *u = h->basis + (size_t)cr->comp[k] * n + c0;
-            __m512 yq[4] = {_mm512_loadu_ps(y), _mm512_loadu_ps(y + 16), _mm512_loadu_ps(y + 32), _mm512_loadu_ps(y + 48)};
-            for (int j = 0; j < 4; j++) {
-                __m512 uj = _mm512_set1_ps(u[j]);
-                for (int q = 0; q < 4; q++) acc[j][q] = _mm512_add_ps(acc[j][q], _mm512_mul_ps(yq[q], uj));
-            }
-        }
-        for (int j = 0; j < 4; j++)
-            for (int q = 0; q < 4; q++) _mm512_storeu_ps(kt + (size_t)(c0 + j) * 64 + 16 * q, acc[j][q]);
-    }
-#endif
-    for (; c0 < n; c0++) affine_sums64(h->mean[c0], h->basis + c0, n, cr->comp, cr->count, yt, kt + (size_t)c0 * 64);
-}
-
-/* A decoded transposed block's last step: / sqrt(w) (0 where it is 0), and 0 for p >= count. */
-static void finish_t64(const float *sqrt_w, int n, int count, float *kt) {
-    for (int c = 0; c < n; c++) {
+/* A decoded transposed block's last step for channels c0..n-1: / sqrt(w) (0 where it is 0), and 0
+ * for p >= count. */
+static void finish_t64(const float *sqrt_w, int c0, int n, int count, float *kt) {
+    for (int c = c0; c < n; c++) {
         float *out = kt + (size_t)c * 64;
         if (sqrt_w)
             for (int p = 0; p < count; p++) out[p] = sqrt_w[c] > 0 ? out[p] / sqrt_w[c] : 0.0f;
         for (int p = count; p < 64; p++) out[p] = 0.0f;
     }
+}
+
+#if defined(__AVX512F__)
+/* Marks a vector as living in a register from here on: without it GCC folds the load of each y
+ * vector back into the four multiplies that use it, and loads (one 512-bit load a cycle) then
+ * set the pace instead of the multiplies and adds (model/kernels/simd_avx512.h does the same).
+ * The empty asm emits nothing; it only hides where the value came from. */
+static inline void keep_in_register(__m512 *v) {
+#if defined(__GNUC__)
+    __asm__("" : "+v"(*v));
+#else
+    (void)v;
+#endif
+}
+
+/* affine_block's four channels c0..c0+3, finished (finish_t64) in registers: the sums for the
+ * first LIVE vectors of 16 positions only (those that hold a position < count; LIVE a constant
+ * where it is inlined, so that the sums stay in registers), the rest stored as 0. */
+static inline __attribute__((always_inline)) void affine_channels4(const PcaHead *h, const CodeReader *cr,
+                                                                   const float *yt, const float *sqrt_w, int count,
+                                                                   int c0, int live, float *kt) {
+    int n = h->d;
+    __m512 acc[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int q = 0; q < live; q++) acc[j][q] = _mm512_set1_ps(h->mean[c0 + j]);
+    for (int k = 0; k < cr->count; k++) {
+        const float *y = yt + (size_t)k * 64, *u = h->basis + (size_t)cr->comp[k] * n + c0;
+        __m512 yq[4];
+        for (int q = 0; q < live; q++) {
+            yq[q] = _mm512_loadu_ps(y + 16 * q);
+            keep_in_register(&yq[q]);
+        }
+        for (int j = 0; j < 4; j++) {
+            __m512 uj = _mm512_set1_ps(u[j]);
+            for (int q = 0; q < live; q++) acc[j][q] = _mm512_add_ps(acc[j][q], _mm512_mul_ps(yq[q], uj));
+        }
+    }
+    for (int j = 0; j < 4; j++) {
+        __mmask16 divide = 0xffff;
+        __m512 root = _mm512_set1_ps(1.0f);
+        if (sqrt_w) {   /* finish_t64's rule: 0 where sqrt(w) is 0 */
+            root = _mm512_set1_ps(sqrt_w[c0 + j]);
+            divide = sqrt_w[c0 + j] > 0 ? 0xffff : 0;
+        }
+        float *out = kt + (size_t)(c0 + j) * 64;
+        for (int q = 0; q < live; q++) {
+            int left = count - 16 * q;
+            __mmask16 lanes = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);
+            _mm512_storeu_ps(out + 16 * q, sqrt_w ? _mm512_maskz_div_ps(lanes & divide, acc[j][q], root)
+                                                  : _mm512_maskz_mov_ps(lanes, acc[j][q]));
+        }
+        for (int q = live; q < 4; q++) _mm512_storeu_ps(out + 16 * q, _mm512_setzero_ps());
+    }
+}
+#endif
+
+/* kt[c * 64 + p] = (mean[c] + sum over the stored components k (in order) of yt[k * 64 + p] *
+ * U[comp[k]][c]) / sqrt_w[c] for p < count, 0 past it (finish_t64), for every channel c: a block's
+ * rows, transposed. AVX-512: four channels x 64 positions in 16 registers, each component's four
+ * vectors of y loaded once for the four; products and sums kept apart (no fused multiply-add), so
+ * that the sums are pca_from_coefficients' to the bit; vectors of 16 positions all past count
+ * skipped (a decode step's last block holds a few), and the division done before the store,
+ * where it overlaps the next channels' products (a pass of its own cost ~8% of the block). */
+static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt, const float *sqrt_w, int count,
+                         float *kt) {
+    int n = h->d, c0 = 0;
+#if defined(__AVX512F__)
+    int live = (count + 15) / 16;
+    for (; c0 + 4 <= n; c0 += 4) {
+        if (live >= 4) affine_channels4(h, cr, yt, sqrt_w, count, c0, 4, kt);
+        else if (live == 3) affine_channels4(h, cr, yt, sqrt_w, count, c0, 3, kt);
+        else if (live == 2) affine_channels4(h, cr, yt, sqrt_w, count, c0, 2, kt);
+        else affine_channels4(h, cr, yt, sqrt_w, count, c0, 1, kt);
+    }
+#endif
+    for (int c = c0; c < n; c++) affine_sums64(h->mean[c], h->basis + c, n, cr->comp, cr->count, yt, kt + (size_t)c * 64);
+    finish_t64(sqrt_w, c0, n, count, kt);
 }
 
 #if defined(__AVX512F__)
@@ -405,8 +456,7 @@ static void pca_decode_t64(const KvBase *b, const void *units, int n, int r0, in
     code_reader(&h, pca_unit_bytes(b, n), &cr);
     float yt[PCA_TABLE_STRIDE * W];   /* [stored component][position]: at most 64 KiB of stack */
     read_block(&h, &cr, (const unsigned char *)units + (size_t)r0 * cr.unit_bytes, count, yt);
-    affine_block(&h, &cr, yt, kt);
-    finish_t64(sqrt_w, n, count, kt);
+    affine_block(&h, &cr, yt, sqrt_w, count, kt);
 }
 
 /* ---- blocks of 64 rows, component by component (KvCodec.block_codes) ----
@@ -520,8 +570,7 @@ static void pca_block_read(const KvBase *b, const void *block, int n, int count,
         short k_of[PCA_TABLE_STRIDE];
         for (int k = 0; k < cr.count; k++) k_of[k] = (short)k;
         block_values(&h, &cr, block, k_of, kt);
-        affine_block(&h, &cr, kt, out);
-        finish_t64(root_weights(b, n, roots), n, count, out);
+        affine_block(&h, &cr, kt, root_weights(b, n, roots), count, out);
         return;
     }
     /* the coefficients: each stored component's row at its own index, the unit slot's 1 */

@@ -90,6 +90,26 @@ static double compare_blocks(const Case *c) {
     return worst;
 }
 
+/* The first block's decoded transpose against the row decode (decode: pca_from_coefficients, whose
+ * sums check_back_transforms checks), for counts that leave 3, 2, 1 and 0 vectors of 16 positions
+ * past the rows read, and a few rows in the last. */
+static double compare_with_rows(const Case *c) {
+    static const int counts[] = {64, 49, 48, 33, 17, 16, 8, 1};
+    static float got[D * 64], rows[64 * D];
+    double worst = 0;
+    c->base.codec->decode(&c->base, c->units, D, 0, 64, rows);
+    for (int k = 0; k < (int)(sizeof counts / sizeof *counts); k++) {
+        int count = counts[k];
+        c->base.codec->block_read(&c->base, c->blocks, D, count, KV_BLOCK_DECODED_T64, got);
+        for (int i = 0; i < D; i++)
+            for (int p = 0; p < 64; p++) {
+                float want = p < count ? rows[p * D + i] : 0.0f;
+                worst = max_or_inf(worst, memcmp(&want, &got[i * 64 + p], sizeof want) ? fabs((double)want - got[i * 64 + p]) + 1e-30 : 0);
+            }
+    }
+    return worst;
+}
+
 static void check_case(const char *name, const char *label, float *table, int aw, uint64_t *seed) {
     Case c;
     char check_name[200];
@@ -100,6 +120,9 @@ static void check_case(const char *name, const char *label, float *table, int aw
     for (int i = 0; i + 1 < (int)(sizeof edges / sizeof *edges); i++) write_blocks(&c, edges[i], edges[i + 1]);
     double d = compare_blocks(&c);
     snprintf(check_name, sizeof check_name, "pca blocks: %s: block_read = decode_t64 and decode_coefficients of the units, bit for bit", label);
+    check(d == 0, check_name, "off by %.3g", d);
+    d = compare_with_rows(&c);
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: decoded transposed blocks of 64 down to 1 rows = the row decode, bit for bit", label);
     check(d == 0, check_name, "off by %.3g", d);
     /* rows 50..130 written again (a new window from position 50), their blocks updated */
     for (size_t i = 50 * c.unit_bytes; i < 130 * c.unit_bytes; i++) c.units[i] = (unsigned char)(rnd(seed) * 128 + 128);
