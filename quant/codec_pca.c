@@ -516,8 +516,8 @@ static void code_spread(int bits, CodeSpread *s) {
 static void block_values(const PcaHead *h, const CodeReader *cr, const unsigned char *block, const short *row_of,
                          float *dst) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    CodeSpread spread[PCA_MAX_BITS + 1];
-    for (int bits = 0; bits <= PCA_MAX_BITS; bits++) code_spread(bits, &spread[bits]);
+    CodeSpread spread[PCA_MAX_BITS + 1];   /* made for the widths the block has, as they come */
+    unsigned made = 0;
 #endif
     for (int k = 0; k < cr->count; k++) {
         const float *table = h->tables + (size_t)cr->comp[k] * PCA_TABLE_STRIDE;
@@ -525,6 +525,10 @@ static void block_values(const PcaHead *h, const CodeReader *cr, const unsigned 
         float *out = dst + (size_t)row_of[k] * 64;
         int bits = cr->bits[k];
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+        if (!(made >> bits & 1u)) {
+            code_spread(bits, &spread[bits]);
+            made |= 1u << bits;
+        }
         const CodeSpread *sp = &spread[bits];
         __m512i codes = _mm512_maskz_loadu_epi8(bits == 8 ? ~0ull : (1ull << (8 * bits)) - 1u, segment);
         for (int q = 0; q < 4; q++) {
@@ -556,8 +560,8 @@ static void pca_block_read(const KvBase *b, const void *block, int n, int count,
     enum { W = 64 };
     float kt[PCA_TABLE_STRIDE * W];   /* a transposed block, or the decode's yt: at most 64 KiB of stack */
     float *t = form == KV_BLOCK_COEFFICIENTS ? kt : out;
-    if (form != KV_BLOCK_DECODED_T64 || !b->table) memset(t, 0, sizeof(float) * (size_t)n * W);
     if (!b->table) {
+        memset(t, 0, sizeof(float) * (size_t)n * W);
         if (form == KV_BLOCK_COEFFICIENTS) memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
         return;
     }
@@ -573,7 +577,13 @@ static void pca_block_read(const KvBase *b, const void *block, int n, int count,
         affine_block(&h, &cr, kt, root_weights(b, n, roots), count, out);
         return;
     }
-    /* the coefficients: each stored component's row at its own index, the unit slot's 1 */
+    /* the coefficients: each stored component's row at its own index (block_values), 0 for the
+     * others (only those: a memset of the whole block was a few % of a value block's read), the
+     * unit slot's 1 */
+    for (int c = 0, k = 0; c < n; c++) {
+        if (k < cr.count && cr.comp[k] == c) k++;
+        else memset(t + (size_t)c * W, 0, W * sizeof(float));
+    }
     block_values(&h, &cr, block, cr.comp, t);
     int slot = pca_unit_slot(&h);
     for (int p = 0; slot >= 0 && p < W; p++) t[(size_t)slot * W + p] = 1.0f;
