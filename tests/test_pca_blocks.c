@@ -110,6 +110,27 @@ static double compare_with_rows(const Case *c) {
     return worst;
 }
 
+/* The codec's row decode (its sqrt(w), 16 at a time) against pca_decode_row of the row's codes
+ * with sqrt(w) taken here by sqrtf, bit for bit, for the first 64 rows. */
+static double compare_with_roots(const Case *c) {
+    PcaHead h;
+    pca_head_view(c->table, D, &h);
+    float roots[D], got[D], want[D];
+    for (int i = 0; i < D; i++) roots[i] = sqrtf(c->weights[i]);
+    double worst = 0;
+    for (int r = 0; r < 64; r++) {
+        unsigned short codes[D];
+        uint8_t bytes[D];
+        c->base.codec->codes(&c->base, c->units + (size_t)r * c->unit_bytes, D, codes);
+        for (int i = 0; i < D; i++) bytes[i] = (uint8_t)codes[i];
+        c->base.codec->decode(&c->base, c->units, D, r, 1, got);
+        pca_decode_row(&h, c->base.weights ? roots : NULL, bytes, want);
+        for (int i = 0; i < D; i++)
+            if (memcmp(&got[i], &want[i], sizeof want[i])) worst = max_or_inf(worst, fabs((double)got[i] - want[i]) + 1e-30);
+    }
+    return worst;
+}
+
 static void check_case(const char *name, const char *label, float *table, int aw, uint64_t *seed) {
     Case c;
     char check_name[200];
@@ -120,6 +141,9 @@ static void check_case(const char *name, const char *label, float *table, int aw
     for (int i = 0; i + 1 < (int)(sizeof edges / sizeof *edges); i++) write_blocks(&c, edges[i], edges[i + 1]);
     double d = compare_blocks(&c);
     snprintf(check_name, sizeof check_name, "pca blocks: %s: block_read = decode_t64 and decode_coefficients of the units, bit for bit", label);
+    check(d == 0, check_name, "off by %.3g", d);
+    d = compare_with_roots(&c);
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: the row decode = pca_decode_row of its codes with sqrtf's roots, bit for bit", label);
     check(d == 0, check_name, "off by %.3g", d);
     d = compare_with_rows(&c);
     snprintf(check_name, sizeof check_name, "pca blocks: %s: decoded transposed blocks of 64 down to 1 rows = the row decode, bit for bit", label);
