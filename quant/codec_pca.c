@@ -148,13 +148,19 @@ static void pca_encode(const KvBase *b, const float *x, int n, void *unit) {
     float roots[PCA_TABLE_STRIDE];
     uint8_t codes[PCA_TABLE_STRIDE];
     pca_encode_row(&h, root_weights(b, n, roots), x, codes);
-    size_t at = 0, limit = 8 * bytes;
+    /* put_bits' stream, a byte at a time from a 64-bit accumulator (put_bits went bit by bit) */
+    size_t at = 0, limit = 8 * bytes, byte = 0;
+    uint64_t pending = 0;
+    int pending_bits = 0;
     for (int i = 0; i < n; i++) {
         int bits = component_bits(&h, i);
         if (at + (size_t)bits > limit) break;   /* a table over budget (hostile): the rest stay 0 */
-        put_bits(row, at, bits, codes[i]);
+        pending |= (uint64_t)(codes[i] & ((1u << bits) - 1u)) << pending_bits;
+        pending_bits += bits;
         at += (size_t)bits;
+        for (; pending_bits >= 8; pending_bits -= 8, pending >>= 8) row[byte++] = (unsigned char)pending;
     }
+    if (pending_bits > 0) row[byte] = (unsigned char)pending;
 }
 
 /* Where each component's code lies in a row, worked out once per call from the head's bits

@@ -338,12 +338,47 @@ void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y
     basis_dots(h->basis, d, centered, y);
 }
 
+/* lloyd_nearest(&y, 1, table, k): the entry of least (y - entry)^2, the first of equal ones, 0
+ * when none is below infinity (NaN). Here for the call's cost on small tables, and 16 entries
+ * at a time on large ones (the first lane holding the least distance is the scalar loop's
+ * answer: it moves only on a strictly lower one). */
+static int nearest_entry(float y, const float *table, int k) {
+    int c = 0, best_c = 0;
+    float best = INFINITY;
+#if defined(__AVX512F__)
+    if (k >= 16) {
+        __m512 least = _mm512_set1_ps(INFINITY), yv = _mm512_set1_ps(y);
+        for (; c + 16 <= k; c += 16) {
+            __m512 t = _mm512_sub_ps(yv, _mm512_loadu_ps(table + c));
+            least = _mm512_min_ps(_mm512_mul_ps(t, t), least);   /* a NaN distance keeps least */
+        }
+        best = _mm512_reduce_min_ps(least);
+        for (int e = 0; e < c && best < INFINITY; e++) {
+            float t = y - table[e];
+            if (t * t == best) {
+                best_c = e;
+                break;
+            }
+        }
+    }
+#endif
+    for (; c < k; c++) {
+        float t = y - table[c];
+        float d = t * t;
+        if (d < best) {   /* strictly lower: on equal distances the first (lower) index stays */
+            best = d;
+            best_c = c;
+        }
+    }
+    return best_c;
+}
+
 void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8_t *codes) {
     float y[4096];
     pca_project(h, sqrt_w, x, y);
     for (int i = 0; i < h->d; i++) {
         int b = stored_bits(h, i);
-        codes[i] = b > 0 ? (uint8_t)lloyd_nearest(&y[i], 1, h->tables + (size_t)i * PCA_TABLE_STRIDE, 1 << b) : 0;
+        codes[i] = b > 0 ? (uint8_t)nearest_entry(y[i], h->tables + (size_t)i * PCA_TABLE_STRIDE, 1 << b) : 0;
     }
 }
 

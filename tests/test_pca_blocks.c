@@ -9,11 +9,13 @@
  * the row transform's sums (pca_project, pca_query_to_coefficients), 16 components at a time,
  * against each component's sum in channel order, and the way back (pca_from_coefficients,
  * pca_sum_from_coefficients), 16 to 64 channels a step, against each channel's sum over the
- * stored components in order. */
+ * stored components in order; and the encoder's nearest entries (pca_encode_row) against
+ * lloyd_nearest's, on tables with repeated entries, a NaN and an infinity. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "quant/codec.h"
+#include "quant/lloyd.h"
 #include "quant/pca.h"
 #include "tests/test.h"
 
@@ -224,6 +226,37 @@ static void check_back_transforms(int d, uint64_t *seed) {
     free(t);
 }
 
+/* pca_encode_row's codes against lloyd_nearest of each component's projection (pca_project),
+ * for widths 1..8: tables with each entry twice in a row (ties: the first wins), a NaN entry, an
+ * infinite one, and rows whose components land on entries, between them and past both ends. */
+static void check_nearest(uint64_t *seed) {
+    float *t = calloc(pca_head_floats(D), sizeof(float)), x[D], y[D];
+    PcaHead h;
+    pca_head_view(t, D, &h);
+    float *basis = (float *)h.basis, *bits = (float *)h.bits, *tables = (float *)h.tables;
+    for (int i = 0; i < D; i++) basis[i * D + i] = 1.0f;   /* y = x: components land where they are put */
+    for (int i = 0; i < D; i++) {
+        bits[i] = (float)(1 + i % 8);
+        int entries = 1 << (1 + i % 8);
+        for (int j = 0; j < entries; j++) tables[(size_t)i * PCA_TABLE_STRIDE + j] = (float)(j / 2) * 0.25f - 4.0f;
+        if (i % 3 == 1) tables[(size_t)i * PCA_TABLE_STRIDE + entries / 3] = NAN;
+        if (i % 5 == 2) tables[(size_t)i * PCA_TABLE_STRIDE + entries - 1] = INFINITY;
+    }
+    int wrong = 0;
+    for (int r = 0; r < 200; r++) {
+        for (int i = 0; i < D; i++) x[i] = r % 4 == 0 ? (float)((int)(rnd(seed) * 80)) * 0.125f : 40.0f * rnd(seed);
+        if (r == 7) x[3] = NAN, x[9] = INFINITY, x[10] = -INFINITY;
+        uint8_t codes[D];
+        pca_encode_row(&h, NULL, x, codes);
+        pca_project(&h, NULL, x, y);
+        for (int i = 0; i < D; i++)
+            wrong += codes[i] != lloyd_nearest(&y[i], 1, tables + (size_t)i * PCA_TABLE_STRIDE, 1 << (1 + i % 8));
+    }
+    check(wrong == 0, "pca blocks: pca_encode_row's codes = lloyd_nearest's (ties, NaN and infinite entries, widths 1..8)",
+          "%d of %d codes differ", wrong, 200 * D);
+    free(t);
+}
+
 int main(void) {
     uint64_t seed = 91;
     float *table = synthetic_table(&seed);
@@ -235,5 +268,6 @@ int main(void) {
     check_projections(64, &seed);
     check_projections(24, &seed);
     for (int i = 0; i < 4; i++) check_back_transforms((int[]){64, 80, 48, 24}[i], &seed);
+    check_nearest(&seed);
     return test_exit_code();
 }
