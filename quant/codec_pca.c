@@ -321,17 +321,25 @@ static void pca_decode_coefficients(const KvBase *b, const void *units, int n, i
     }
 }
 
-static void pca_coefficients_move(const KvBase *b, float *x, int n, KvRotation direction) {
+/* Queries go together (their transposed basis tiles shared: pca_query_to_coefficients), outputs
+ * one row at a time. */
+static void pca_coefficients_move(const KvBase *b, float *x, int n, int rows, KvRotation direction) {
     if (!b->table) return;
     PcaHead h;
     pca_head_view(b->table, n, &h);
     float roots[PCA_TABLE_STRIDE], moved[PCA_TABLE_STRIDE];
     const float *sqrt_w = root_weights(b, n, roots);
+    if (direction == KV_TO_INNER) {
+        pca_query_to_coefficients(&h, sqrt_w, x, rows, x);
+        return;
+    }
     int slot = pca_unit_slot(&h);
-    if (direction == KV_TO_INNER) pca_query_to_coefficients(&h, sqrt_w, x, moved);
-    else if (slot >= 0) pca_sum_from_coefficients(&h, sqrt_w, x, slot, moved);
-    else pca_from_coefficients(&h, sqrt_w, x, moved);   /* every component stored: the weights' sum taken as 1 */
-    memcpy(x, moved, (size_t)n * sizeof *x);
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * n;
+        if (slot >= 0) pca_sum_from_coefficients(&h, sqrt_w, row, slot, moved);
+        else pca_from_coefficients(&h, sqrt_w, row, moved);   /* every component stored: the weights' sum taken as 1 */
+        memcpy(row, moved, (size_t)n * sizeof *row);
+    }
 }
 
 /* out[p] = mean + sum over the stored components k (in order) of y[k * 64 + p] * column[comp[k] * n]

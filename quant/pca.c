@@ -302,32 +302,40 @@ static void basis_tile_t(const float *basis, int d, int i0, int c0, __m512 col[1
 }
 #endif
 
-/* out[i] = U_i . v for every row i, each summed in channel order (s = u[0] v[0], then s = s +
- * u[c] v[c]). The rows are independent: AVX-512 sums 16 of them at once, one a lane, in that
- * same order, from transposed 16 x 16 tiles of U (one row's sum alone is a chain of dependent
- * adds, which ran at the add's latency: the top of a pca prefill's profile). */
-static void basis_dots(const float *basis, int d, const float *v, float *out) {
+/* out[r * d + i] = U_i . v_r for every row i of U and each of `rows` vectors v_r (v[r * d ..]),
+ * each summed in channel order (s = u[0] v[0], then s = s + u[c] v[c]). The sums are
+ * independent: AVX-512 takes 16 rows of U at once, one a lane, in that same order, from
+ * transposed 16 x 16 tiles of U (one sum alone is a chain of dependent adds, which ran at the
+ * add's latency: the top of a pca prefill's profile); each tile is transposed once for all the
+ * vectors (the transposes cost several times the products: a query head group's 8 rows share
+ * them), each vector's 16 sums kept in out between tiles. */
+static void basis_dots(const float *basis, int d, const float *v, int rows, float *out) {
     int i0 = 0;
 #if defined(__AVX512F__)
     if (d % 16 == 0)
-        for (; i0 < d; i0 += 16) {
-            __m512 acc = _mm512_setzero_ps(), col[16];
+        for (; i0 < d; i0 += 16)
             for (int c0 = 0; c0 < d; c0 += 16) {
+                __m512 col[16];
                 basis_tile_t(basis, d, i0, c0, col);
-                for (int j = 0; j < 16; j++) {   /* v[c] broadcast from memory: a load, not a permute */
-                    __m512 term = _mm512_mul_ps(col[j], _mm512_set1_ps(v[c0 + j]));
-                    acc = c0 + j == 0 ? term : _mm512_add_ps(acc, term);
+                for (int r = 0; r < rows; r++) {
+                    const float *vr = v + (size_t)r * d;
+                    float *sums = out + (size_t)r * d + i0;
+                    __m512 acc = c0 ? _mm512_loadu_ps(sums) : _mm512_setzero_ps();
+                    for (int j = 0; j < 16; j++) {   /* v[c] broadcast from memory: a load, not a permute */
+                        __m512 term = _mm512_mul_ps(col[j], _mm512_set1_ps(vr[c0 + j]));
+                        acc = c0 + j == 0 ? term : _mm512_add_ps(acc, term);
+                    }
+                    _mm512_storeu_ps(sums, acc);
                 }
             }
-            _mm512_storeu_ps(out + i0, acc);
-        }
 #endif
-    for (; i0 < d; i0++) {
-        const float *u = basis + (size_t)i0 * d;
-        float s = u[0] * v[0];
-        for (int c = 1; c < d; c++) s = s + u[c] * v[c];
-        out[i0] = s;
-    }
+    for (int r = 0; r < rows; r++)
+        for (int i = i0; i < d; i++) {
+            const float *u = basis + (size_t)i * d, *vr = v + (size_t)r * d;
+            float s = u[0] * vr[0];
+            for (int c = 1; c < d; c++) s = s + u[c] * vr[c];
+            out[(size_t)r * d + i] = s;
+        }
 }
 
 void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y) {
@@ -335,7 +343,7 @@ void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y
     float centered[4096];
     centered[0] = 0.0f;   /* d >= 1; said so for the compiler's uninitialized-use check */
     for (int c = 0; c < d; c++) centered[c] = (sqrt_w ? sqrt_w[c] * x[c] : x[c]) - h->mean[c];
-    basis_dots(h->basis, d, centered, y);
+    basis_dots(h->basis, d, centered, 1, y);
 }
 
 /* lloyd_nearest(&y, 1, table, k): the entry of least (y - entry)^2, the first of equal ones, 0
@@ -466,12 +474,20 @@ void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes,
     pca_from_coefficients(h, sqrt_w, y, out);
 }
 
-void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, float *out) {
-    int d = h->d;
+void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, int rows, float *out) {
+    int d = h->d, chunk = 4096 / d;   /* rows of q scaled at a time (copied first: out may be q) */
     float scaled[4096];
     scaled[0] = 0.0f;   /* d >= 1; said so for the compiler's uninitialized-use check */
-    for (int c = 0; c < d; c++) scaled[c] = !sqrt_w ? q[c] : sqrt_w[c] > 0 ? q[c] / sqrt_w[c] : 0.0f;
-    basis_dots(h->basis, d, scaled, out);
-    for (int i = 0; i < d; i++)
-        if (stored_bits(h, i) == 0) out[i] = 0.0f;   /* every stored row's coefficient i is 0 */
+    for (int r0 = 0; r0 < rows; r0 += chunk) {
+        int n = rows - r0 < chunk ? rows - r0 : chunk;
+        for (int r = 0; r < n; r++)
+            for (int c = 0; c < d; c++) {
+                float x = q[(size_t)(r0 + r) * d + c];
+                scaled[r * d + c] = !sqrt_w ? x : sqrt_w[c] > 0 ? x / sqrt_w[c] : 0.0f;
+            }
+        basis_dots(h->basis, d, scaled, n, out + (size_t)r0 * d);
+    }
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < d; i++)
+            if (stored_bits(h, i) == 0) out[(size_t)r * d + i] = 0.0f;   /* every stored row's coefficient i is 0 */
 }

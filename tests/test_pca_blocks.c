@@ -180,7 +180,7 @@ static void check_projections(int d, uint64_t *seed) {
         want[i] = s;
     }
     worst = max_or_inf(worst, max_abs_diff(y, want, (size_t)d));
-    pca_query_to_coefficients(&h, w, x, y);
+    pca_query_to_coefficients(&h, w, x, 1, y);
     for (int c = 0; c < d; c++) v[c] = x[c] / w[c];
     for (int i = 0; i < d; i++) {
         float s = basis[(size_t)i * d] * v[0];
@@ -191,6 +191,20 @@ static void check_projections(int d, uint64_t *seed) {
     char name[160];
     snprintf(name, sizeof name, "pca blocks: d = %d: pca_project and pca_query_to_coefficients = the sums in channel order, bit for bit", d);
     check(worst == 0, name, "off by %.3g", worst);
+    /* 70 rows moved together in place (the rows a call scales at a time end at 4096 / d: at d = 64,
+     * past the 64th) = each row moved alone */
+    enum { ROWS_TOGETHER = 70 };
+    float *together = malloc(2 * ROWS_TOGETHER * (size_t)d * sizeof(float)), *queries = together + ROWS_TOGETHER * d;
+    for (int i = 0; i < ROWS_TOGETHER * d; i++) together[i] = queries[i] = 3 * rnd(seed);
+    pca_query_to_coefficients(&h, w, together, ROWS_TOGETHER, together);
+    worst = 0;
+    for (int r = 0; r < ROWS_TOGETHER; r++) {
+        pca_query_to_coefficients(&h, w, queries + (size_t)r * d, 1, v);
+        worst = max_or_inf(worst, max_abs_diff(together + (size_t)r * d, v, (size_t)d));
+    }
+    snprintf(name, sizeof name, "pca blocks: d = %d: pca_query_to_coefficients of 70 rows together, in place = each alone, bit for bit", d);
+    check(worst == 0, name, "off by %.3g", worst);
+    free(together);
     free(t);
 }
 
