@@ -561,7 +561,8 @@ void cached_attention(const Model *m, RunState *s, KvCache *cache, int l, int T,
         kv_cache_write(cache, l, pos + t, s->k + t * kv_dim, s->v + t * kv_dim, cs);   /* the cache applies RoPE */
         if (t < from) continue;
         float *q = s->q + (size_t)(t - from) * c->dim;
-        for (int h = 0; h < c->n_heads; h++) kv_cache_query_to_domain(cache, l, h / group, q + (size_t)h * c->head_dim);
+        for (int kvh = 0; kvh < c->n_kv_heads; kvh++)   /* a KV head's query heads lie side by side */
+            kv_cache_queries_to_domain(cache, l, kvh, q + (size_t)kvh * group * c->head_dim, group);
         if (pairs) bf16_pairs_along(q, c->dim, s->q2 + (size_t)(t - from) * (c->dim / 2));   /* while q is in cache */
     }
     kv_cache_commit(cache, l, pos, pos + T);

@@ -386,21 +386,25 @@ int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int
     return 1;
 }
 
-void kv_cache_query_to_domain(const KvCache *c, int layer, int kv_head, float *q) {
+void kv_cache_queries_to_domain(const KvCache *c, int layer, int kv_head, float *q, int rows) {
     const KvStore *st = &c->keys[layer];
     if (st->coefficient_reads) {
         const KvBase *b = &st->head_specs[kv_head].base;
-        b->codec->coefficients(b, q, c->head_dim, KV_TO_INNER);
+        b->codec->coefficients(b, q, c->head_dim, rows, KV_TO_INNER);
     } else if (!st->plain && !st->natural_reads) {
-        kv_spec_to_domain(st->spec, q, c->head_dim);
+        for (int r = 0; r < rows; r++) kv_spec_to_domain(st->spec, q + (size_t)r * c->head_dim, c->head_dim);
     }
+}
+
+void kv_cache_query_to_domain(const KvCache *c, int layer, int kv_head, float *q) {
+    kv_cache_queries_to_domain(c, layer, kv_head, q, 1);
 }
 
 void kv_cache_output_from_domain(const KvCache *c, int layer, int kv_head, float *out) {
     const KvStore *st = &c->values[layer];
     if (st->coefficient_reads) {
         const KvBase *b = &st->head_specs[kv_head].base;
-        b->codec->coefficients(b, out, c->head_dim, KV_FROM_INNER);
+        b->codec->coefficients(b, out, c->head_dim, 1, KV_FROM_INNER);
     } else if (!st->plain) {
         kv_spec_from_domain(st->spec, out, c->head_dim);
     }

@@ -122,6 +122,9 @@ int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int
 /* One query row of a query head that reads KV head kv_head into the key read domain of a
  * layer, one output row of such a head back from the value read domain, in place. */
 void kv_cache_query_to_domain(const KvCache *c, int layer, int kv_head, float *q);
+/* The same for `rows` query rows of KV head kv_head side by side (head_dim floats each): a pca
+ * key layer moves them together, sharing its basis's transposed tiles. */
+void kv_cache_queries_to_domain(const KvCache *c, int layer, int kv_head, float *q, int rows);
 void kv_cache_output_from_domain(const KvCache *c, int layer, int kv_head, float *out);
 
 /* One row as attention sees it with c->len positions written, in the natural order. */

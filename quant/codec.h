@@ -147,13 +147,13 @@ struct KvCodec {
      * whose rows decode as an affine map of coefficients that is not a rotation (quant/pca.h:
      * x = (mu + U^T y) / sqrt(w), U per KV head). coefficients_ready: 1 when the bound table
      * allows it (pca: a table bound, every +aw weight positive and finite); decode_coefficients:
-     * rows r0 .. r0+count-1 as their n coefficients, out[count][n]; coefficients, in place: a
-     * query into coefficients (KV_TO_INNER: q . decoded row = result . coefficients + a term the
-     * same for every row, which softmax ignores), or a weighted sum of coefficient rows back to
-     * the same sum of decoded rows (KV_FROM_INNER). */
+     * rows r0 .. r0+count-1 as their n coefficients, out[count][n]; coefficients, in place, on
+     * `rows` rows of n back to back: queries into coefficients (KV_TO_INNER: q . decoded row =
+     * result . coefficients + a term the same for every row, which softmax ignores), or weighted
+     * sums of coefficient rows back to the same sums of decoded rows (KV_FROM_INNER). */
     int (*coefficients_ready)(const KvBase *b, int n);
     void (*decode_coefficients)(const KvBase *b, const void *units, int n, int r0, int count, float *out);
-    void (*coefficients)(const KvBase *b, float *x, int n, KvRotation direction);
+    void (*coefficients)(const KvBase *b, float *x, int n, int rows, KvRotation direction);
     /* Optional (pca): the codes of 64 rows laid out for reading 16 rows at a time (per component,
      * the 64 rows' codes back to back), a copy the cache keeps beside its units: 64 x unit_bytes
      * bytes a block. block_codes: rows r0 .. r0+count-1 of units (inside one block: r0 % 64 + count

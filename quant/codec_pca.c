@@ -119,10 +119,20 @@ static unsigned get_bits(const unsigned char *row, size_t at, int bits) {
     return code;
 }
 
-/* sqrt(w) of the +aw weights (float32), or NULL without them. */
+/* sqrt(w) of the +aw weights (float32), or NULL without them. sqrtf's results; AVX-512 takes 16
+ * weights at a time where none is negative (sqrtf's errno keeps its own loop scalar, and it ran
+ * once per block read and row move: a few % of each). */
 static const float *root_weights(const KvBase *b, int n, float *out) {
     if (!b->weights) return NULL;
-    for (int c = 0; c < n; c++) out[c] = sqrtf(b->weights[c]);
+    int c = 0;
+#if defined(__AVX512F__)
+    for (; c + 16 <= n; c += 16) {
+        __m512 w = _mm512_loadu_ps(b->weights + c);
+        if (_mm512_cmp_ps_mask(w, _mm512_setzero_ps(), _CMP_NGE_UQ)) break;   /* a negative or NaN weight */
+        _mm512_storeu_ps(out + c, _mm512_sqrt_ps(w));
+    }
+#endif
+    for (; c < n; c++) out[c] = sqrtf(b->weights[c]);
     return out;
 }
 
@@ -138,13 +148,19 @@ static void pca_encode(const KvBase *b, const float *x, int n, void *unit) {
     float roots[PCA_TABLE_STRIDE];
     uint8_t codes[PCA_TABLE_STRIDE];
     pca_encode_row(&h, root_weights(b, n, roots), x, codes);
-    size_t at = 0, limit = 8 * bytes;
+    /* put_bits' stream, a byte at a time from a 64-bit accumulator (put_bits went bit by bit) */
+    size_t at = 0, limit = 8 * bytes, byte = 0;
+    uint64_t pending = 0;
+    int pending_bits = 0;
     for (int i = 0; i < n; i++) {
         int bits = component_bits(&h, i);
         if (at + (size_t)bits > limit) break;   /* a table over budget (hostile): the rest stay 0 */
-        put_bits(row, at, bits, codes[i]);
+        pending |= (uint64_t)(codes[i] & ((1u << bits) - 1u)) << pending_bits;
+        pending_bits += bits;
         at += (size_t)bits;
+        for (; pending_bits >= 8; pending_bits -= 8, pending >>= 8) row[byte++] = (unsigned char)pending;
     }
+    if (pending_bits > 0) row[byte] = (unsigned char)pending;
 }
 
 /* Where each component's code lies in a row, worked out once per call from the head's bits
@@ -305,17 +321,25 @@ static void pca_decode_coefficients(const KvBase *b, const void *units, int n, i
     }
 }
 
-static void pca_coefficients_move(const KvBase *b, float *x, int n, KvRotation direction) {
+/* Queries go together (their transposed basis tiles shared: pca_query_to_coefficients), outputs
+ * one row at a time. */
+static void pca_coefficients_move(const KvBase *b, float *x, int n, int rows, KvRotation direction) {
     if (!b->table) return;
     PcaHead h;
     pca_head_view(b->table, n, &h);
     float roots[PCA_TABLE_STRIDE], moved[PCA_TABLE_STRIDE];
     const float *sqrt_w = root_weights(b, n, roots);
+    if (direction == KV_TO_INNER) {
+        pca_query_to_coefficients(&h, sqrt_w, x, rows, x);
+        return;
+    }
     int slot = pca_unit_slot(&h);
-    if (direction == KV_TO_INNER) pca_query_to_coefficients(&h, sqrt_w, x, moved);
-    else if (slot >= 0) pca_sum_from_coefficients(&h, sqrt_w, x, slot, moved);
-    else pca_from_coefficients(&h, sqrt_w, x, moved);   /* every component stored: the weights' sum taken as 1 */
-    memcpy(x, moved, (size_t)n * sizeof *x);
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * n;
+        if (slot >= 0) pca_sum_from_coefficients(&h, sqrt_w, row, slot, moved);
+        else pca_from_coefficients(&h, sqrt_w, row, moved);   /* every component stored: the weights' sum taken as 1 */
+        memcpy(row, moved, (size_t)n * sizeof *row);
+    }
 }
 
 /* out[p] = mean + sum over the stored components k (in order) of y[k * 64 + p] * column[comp[k] * n]
@@ -333,41 +357,92 @@ static void affine_sums64(float mean, const float *column, int n, const short *c
     }
 }
 
-/* kt[c * 64 + p] = mean[c] + sum over the stored components k (in order) of yt[k * 64 + p] *
- * U[comp[k]][c], for every channel c: a block's rows before / sqrt(w), transposed. AVX-512: four
- * channels x 64 positions in 16 registers, each component's four vectors of y loaded once for
- * the four; products and sums kept apart (no fused multiply-add), so that the sums are
- * pca_from_coefficients' to the bit. */
-static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt, float *kt) {
-    int n = h->d, c0 = 0;
-#if defined(__AVX512F__)
-    for (; c0 + 4 <= n; c0 += 4) {
-        __m512 acc[4][4];
-        for (int j = 0; j < 4; j++)
-            for (int q = 0; q < 4; q++) acc[j][q] = _mm512_set1_ps(h->mean[c0 + j]);
-        for (int k = 0; k < cr->count; k++) {
-            const float *y = yt + (size_t)k * 64, *u = h->basis + (size_t)cr->comp[k] * n + c0;
-            __m512 yq[4] = {_mm512_loadu_ps(y), _mm512_loadu_ps(y + 16), _mm512_loadu_ps(y + 32), _mm512_loadu_ps(y + 48)};
-            for (int j = 0; j < 4; j++) {
-                __m512 uj = _mm512_set1_ps(u[j]);
-                for (int q = 0; q < 4; q++) acc[j][q] = _mm512_add_ps(acc[j][q], _mm512_mul_ps(yq[q], uj));
-            }
-        }
-        for (int j = 0; j < 4; j++)
-            for (int q = 0; q < 4; q++) _mm512_storeu_ps(kt + (size_t)(c0 + j) * 64 + 16 * q, acc[j][q]);
-    }
-#endif
-    for (; c0 < n; c0++) affine_sums64(h->mean[c0], h->basis + c0, n, cr->comp, cr->count, yt, kt + (size_t)c0 * 64);
-}
-
-/* A decoded transposed block's last step: / sqrt(w) (0 where it is 0), and 0 for p >= count. */
-static void finish_t64(const float *sqrt_w, int n, int count, float *kt) {
-    for (int c = 0; c < n; c++) {
+/* A decoded transposed block's last step for channels c0..n-1: / sqrt(w) (0 where it is 0), and 0
+ * for p >= count. */
+static void finish_t64(const float *sqrt_w, int c0, int n, int count, float *kt) {
+    for (int c = c0; c < n; c++) {
         float *out = kt + (size_t)c * 64;
         if (sqrt_w)
             for (int p = 0; p < count; p++) out[p] = sqrt_w[c] > 0 ? out[p] / sqrt_w[c] : 0.0f;
         for (int p = count; p < 64; p++) out[p] = 0.0f;
     }
+}
+
+#if defined(__AVX512F__)
+/* Marks a vector as living in a register from here on: without it GCC folds the load of each y
+ * vector back into the four multiplies that use it, and loads (one 512-bit load a cycle) then
+ * set the pace instead of the multiplies and adds (model/kernels/simd_avx512.h does the same).
+ * The empty asm emits nothing; it only hides where the value came from. */
+static inline void keep_in_register(__m512 *v) {
+#if defined(__GNUC__)
+    __asm__("" : "+v"(*v));
+#else
+    (void)v;
+#endif
+}
+
+/* affine_block's four channels c0..c0+3, finished (finish_t64) in registers: the sums for the
+ * first LIVE vectors of 16 positions only (those that hold a position < count; LIVE a constant
+ * where it is inlined, so that the sums stay in registers), the rest stored as 0. */
+static inline __attribute__((always_inline)) void affine_channels4(const PcaHead *h, const CodeReader *cr,
+                                                                   const float *yt, const float *sqrt_w, int count,
+                                                                   int c0, int live, float *kt) {
+    int n = h->d;
+    __m512 acc[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int q = 0; q < live; q++) acc[j][q] = _mm512_set1_ps(h->mean[c0 + j]);
+    for (int k = 0; k < cr->count; k++) {
+        const float *y = yt + (size_t)k * 64, *u = h->basis + (size_t)cr->comp[k] * n + c0;
+        __m512 yq[4];
+        for (int q = 0; q < live; q++) {
+            yq[q] = _mm512_loadu_ps(y + 16 * q);
+            keep_in_register(&yq[q]);
+        }
+        for (int j = 0; j < 4; j++) {
+            __m512 uj = _mm512_set1_ps(u[j]);
+            for (int q = 0; q < live; q++) acc[j][q] = _mm512_add_ps(acc[j][q], _mm512_mul_ps(yq[q], uj));
+        }
+    }
+    for (int j = 0; j < 4; j++) {
+        __mmask16 divide = 0xffff;
+        __m512 root = _mm512_set1_ps(1.0f);
+        if (sqrt_w) {   /* finish_t64's rule: 0 where sqrt(w) is 0 */
+            root = _mm512_set1_ps(sqrt_w[c0 + j]);
+            divide = sqrt_w[c0 + j] > 0 ? 0xffff : 0;
+        }
+        float *out = kt + (size_t)(c0 + j) * 64;
+        for (int q = 0; q < live; q++) {
+            int left = count - 16 * q;
+            __mmask16 lanes = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);
+            _mm512_storeu_ps(out + 16 * q, sqrt_w ? _mm512_maskz_div_ps(lanes & divide, acc[j][q], root)
+                                                  : _mm512_maskz_mov_ps(lanes, acc[j][q]));
+        }
+        for (int q = live; q < 4; q++) _mm512_storeu_ps(out + 16 * q, _mm512_setzero_ps());
+    }
+}
+#endif
+
+/* kt[c * 64 + p] = (mean[c] + sum over the stored components k (in order) of yt[k * 64 + p] *
+ * U[comp[k]][c]) / sqrt_w[c] for p < count, 0 past it (finish_t64), for every channel c: a block's
+ * rows, transposed. AVX-512: four channels x 64 positions in 16 registers, each component's four
+ * vectors of y loaded once for the four; products and sums kept apart (no fused multiply-add), so
+ * that the sums are pca_from_coefficients' to the bit; vectors of 16 positions all past count
+ * skipped (a decode step's last block holds a few), and the division done before the store,
+ * where it overlaps the next channels' products (a pass of its own cost ~8% of the block). */
+static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt, const float *sqrt_w, int count,
+                         float *kt) {
+    int n = h->d, c0 = 0;
+#if defined(__AVX512F__)
+    int live = (count + 15) / 16;
+    for (; c0 + 4 <= n; c0 += 4) {
+        if (live >= 4) affine_channels4(h, cr, yt, sqrt_w, count, c0, 4, kt);
+        else if (live == 3) affine_channels4(h, cr, yt, sqrt_w, count, c0, 3, kt);
+        else if (live == 2) affine_channels4(h, cr, yt, sqrt_w, count, c0, 2, kt);
+        else affine_channels4(h, cr, yt, sqrt_w, count, c0, 1, kt);
+    }
+#endif
+    for (int c = c0; c < n; c++) affine_sums64(h->mean[c], h->basis + c, n, cr->comp, cr->count, yt, kt + (size_t)c * 64);
+    finish_t64(sqrt_w, c0, n, count, kt);
 }
 
 #if defined(__AVX512F__)
@@ -395,8 +470,7 @@ static void pca_decode_t64(const KvBase *b, const void *units, int n, int r0, in
     code_reader(&h, pca_unit_bytes(b, n), &cr);
     float yt[PCA_TABLE_STRIDE * W];   /* [stored component][position]: at most 64 KiB of stack */
     read_block(&h, &cr, (const unsigned char *)units + (size_t)r0 * cr.unit_bytes, count, yt);
-    affine_block(&h, &cr, yt, kt);
-    finish_t64(sqrt_w, n, count, kt);
+    affine_block(&h, &cr, yt, sqrt_w, count, kt);
 }
 
 /* ---- blocks of 64 rows, component by component (KvCodec.block_codes) ----
@@ -456,8 +530,8 @@ static void code_spread(int bits, CodeSpread *s) {
 static void block_values(const PcaHead *h, const CodeReader *cr, const unsigned char *block, const short *row_of,
                          float *dst) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-    CodeSpread spread[PCA_MAX_BITS + 1];
-    for (int bits = 0; bits <= PCA_MAX_BITS; bits++) code_spread(bits, &spread[bits]);
+    CodeSpread spread[PCA_MAX_BITS + 1];   /* made for the widths the block has, as they come */
+    unsigned made = 0;
 #endif
     for (int k = 0; k < cr->count; k++) {
         const float *table = h->tables + (size_t)cr->comp[k] * PCA_TABLE_STRIDE;
@@ -465,6 +539,10 @@ static void block_values(const PcaHead *h, const CodeReader *cr, const unsigned 
         float *out = dst + (size_t)row_of[k] * 64;
         int bits = cr->bits[k];
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+        if (!(made >> bits & 1u)) {
+            code_spread(bits, &spread[bits]);
+            made |= 1u << bits;
+        }
         const CodeSpread *sp = &spread[bits];
         __m512i codes = _mm512_maskz_loadu_epi8(bits == 8 ? ~0ull : (1ull << (8 * bits)) - 1u, segment);
         for (int q = 0; q < 4; q++) {
@@ -496,8 +574,8 @@ static void pca_block_read(const KvBase *b, const void *block, int n, int count,
     enum { W = 64 };
     float kt[PCA_TABLE_STRIDE * W];   /* a transposed block, or the decode's yt: at most 64 KiB of stack */
     float *t = form == KV_BLOCK_COEFFICIENTS ? kt : out;
-    if (form != KV_BLOCK_DECODED_T64 || !b->table) memset(t, 0, sizeof(float) * (size_t)n * W);
     if (!b->table) {
+        memset(t, 0, sizeof(float) * (size_t)n * W);
         if (form == KV_BLOCK_COEFFICIENTS) memset(out, 0, sizeof(float) * (size_t)n * (size_t)count);
         return;
     }
@@ -510,11 +588,16 @@ static void pca_block_read(const KvBase *b, const void *block, int n, int count,
         short k_of[PCA_TABLE_STRIDE];
         for (int k = 0; k < cr.count; k++) k_of[k] = (short)k;
         block_values(&h, &cr, block, k_of, kt);
-        affine_block(&h, &cr, kt, out);
-        finish_t64(root_weights(b, n, roots), n, count, out);
+        affine_block(&h, &cr, kt, root_weights(b, n, roots), count, out);
         return;
     }
-    /* the coefficients: each stored component's row at its own index, the unit slot's 1 */
+    /* the coefficients: each stored component's row at its own index (block_values), 0 for the
+     * others (only those: a memset of the whole block was a few % of a value block's read), the
+     * unit slot's 1 */
+    for (int c = 0, k = 0; c < n; c++) {
+        if (k < cr.count && cr.comp[k] == c) k++;
+        else memset(t + (size_t)c * W, 0, W * sizeof(float));
+    }
     block_values(&h, &cr, block, cr.comp, t);
     int slot = pca_unit_slot(&h);
     for (int p = 0; slot >= 0 && p < W; p++) t[(size_t)slot * W + p] = 1.0f;

@@ -302,33 +302,40 @@ static void basis_tile_t(const float *basis, int d, int i0, int c0, __m512 col[1
 }
 #endif
 
-/* out[i] = U_i . v for every row i, each summed in channel order (s = u[0] v[0], then s = s +
- * u[c] v[c]). The rows are independent: AVX-512 sums 16 of them at once, one a lane, in that
- * same order, from transposed 16 x 16 tiles of U (one row's sum alone is a chain of dependent
- * adds, which ran at the add's latency: the top of a pca prefill's profile). */
-static void basis_dots(const float *basis, int d, const float *v, float *out) {
+/* out[r * d + i] = U_i . v_r for every row i of U and each of `rows` vectors v_r (v[r * d ..]),
+ * each summed in channel order (s = u[0] v[0], then s = s + u[c] v[c]). The sums are
+ * independent: AVX-512 takes 16 rows of U at once, one a lane, in that same order, from
+ * transposed 16 x 16 tiles of U (one sum alone is a chain of dependent adds, which ran at the
+ * add's latency: the top of a pca prefill's profile); each tile is transposed once for all the
+ * vectors (the transposes cost several times the products: a query head group's 8 rows share
+ * them), each vector's 16 sums kept in out between tiles. */
+static void basis_dots(const float *basis, int d, const float *v, int rows, float *out) {
     int i0 = 0;
 #if defined(__AVX512F__)
     if (d % 16 == 0)
-        for (; i0 < d; i0 += 16) {
-            __m512 acc = _mm512_setzero_ps(), col[16];
+        for (; i0 < d; i0 += 16)
             for (int c0 = 0; c0 < d; c0 += 16) {
+                __m512 col[16];
                 basis_tile_t(basis, d, i0, c0, col);
-                __m512 vs = _mm512_loadu_ps(v + c0);
-                for (int j = 0; j < 16; j++) {
-                    __m512 term = _mm512_mul_ps(col[j], _mm512_permutexvar_ps(_mm512_set1_epi32(j), vs));
-                    acc = c0 + j == 0 ? term : _mm512_add_ps(acc, term);
+                for (int r = 0; r < rows; r++) {
+                    const float *vr = v + (size_t)r * d;
+                    float *sums = out + (size_t)r * d + i0;
+                    __m512 acc = c0 ? _mm512_loadu_ps(sums) : _mm512_setzero_ps();
+                    for (int j = 0; j < 16; j++) {   /* v[c] broadcast from memory: a load, not a permute */
+                        __m512 term = _mm512_mul_ps(col[j], _mm512_set1_ps(vr[c0 + j]));
+                        acc = c0 + j == 0 ? term : _mm512_add_ps(acc, term);
+                    }
+                    _mm512_storeu_ps(sums, acc);
                 }
             }
-            _mm512_storeu_ps(out + i0, acc);
-        }
 #endif
-    for (; i0 < d; i0++) {
-        const float *u = basis + (size_t)i0 * d;
-        float s = u[0] * v[0];
-        for (int c = 1; c < d; c++) s = s + u[c] * v[c];
-        out[i0] = s;
-    }
+    for (int r = 0; r < rows; r++)
+        for (int i = i0; i < d; i++) {
+            const float *u = basis + (size_t)i * d, *vr = v + (size_t)r * d;
+            float s = u[0] * vr[0];
+            for (int c = 1; c < d; c++) s = s + u[c] * vr[c];
+            out[(size_t)r * d + i] = s;
+        }
 }
 
 void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y) {
@@ -336,7 +343,42 @@ void pca_project(const PcaHead *h, const float *sqrt_w, const float *x, float *y
     float centered[4096];
     centered[0] = 0.0f;   /* d >= 1; said so for the compiler's uninitialized-use check */
     for (int c = 0; c < d; c++) centered[c] = (sqrt_w ? sqrt_w[c] * x[c] : x[c]) - h->mean[c];
-    basis_dots(h->basis, d, centered, y);
+    basis_dots(h->basis, d, centered, 1, y);
+}
+
+/* lloyd_nearest(&y, 1, table, k): the entry of least (y - entry)^2, the first of equal ones, 0
+ * when none is below infinity (NaN). Here for the call's cost on small tables, and 16 entries
+ * at a time on large ones (the first lane holding the least distance is the scalar loop's
+ * answer: it moves only on a strictly lower one). */
+static int nearest_entry(float y, const float *table, int k) {
+    int c = 0, best_c = 0;
+    float best = INFINITY;
+#if defined(__AVX512F__)
+    if (k >= 16) {
+        __m512 least = _mm512_set1_ps(INFINITY), yv = _mm512_set1_ps(y);
+        for (; c + 16 <= k; c += 16) {
+            __m512 t = _mm512_sub_ps(yv, _mm512_loadu_ps(table + c));
+            least = _mm512_min_ps(_mm512_mul_ps(t, t), least);   /* a NaN distance keeps least */
+        }
+        best = _mm512_reduce_min_ps(least);
+        for (int e = 0; e < c && best < INFINITY; e++) {
+            float t = y - table[e];
+            if (t * t == best) {
+                best_c = e;
+                break;
+            }
+        }
+    }
+#endif
+    for (; c < k; c++) {
+        float t = y - table[c];
+        float d = t * t;
+        if (d < best) {   /* strictly lower: on equal distances the first (lower) index stays */
+            best = d;
+            best_c = c;
+        }
+    }
+    return best_c;
 }
 
 void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8_t *codes) {
@@ -344,7 +386,7 @@ void pca_encode_row(const PcaHead *h, const float *sqrt_w, const float *x, uint8
     pca_project(h, sqrt_w, x, y);
     for (int i = 0; i < h->d; i++) {
         int b = stored_bits(h, i);
-        codes[i] = b > 0 ? (uint8_t)lloyd_nearest(&y[i], 1, h->tables + (size_t)i * PCA_TABLE_STRIDE, 1 << b) : 0;
+        codes[i] = b > 0 ? (uint8_t)nearest_entry(y[i], h->tables + (size_t)i * PCA_TABLE_STRIDE, 1 << b) : 0;
     }
 }
 
@@ -353,37 +395,77 @@ void pca_coefficients(const PcaHead *h, const uint8_t *codes, float *y) {
         y[i] = stored_bits(h, i) ? h->tables[(size_t)i * PCA_TABLE_STRIDE + codes[i]] : 0.0f;
 }
 
-void pca_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, float *out) {
+#if defined(__AVX512F__)
+/* affine_row's channels c0 .. c0 + 16 * VECTORS - 1, the row in registers over every i (VECTORS a
+ * constant where it is inlined, or GCC keeps the row on the stack). */
+static inline __attribute__((always_inline)) void affine_chunk(const PcaHead *h, const float *sqrt_w, const float *y,
+                                                               float *out, int c0, int vectors) {
     int d = h->d;
-    for (int c = 0; c < d; c++) out[c] = h->mean[c];
+    __m512 acc[4];
+    for (int v = 0; v < vectors; v++) acc[v] = _mm512_loadu_ps(out + c0 + 16 * v);
     for (int i = 0; i < d; i++) {
+        if (stored_bits(h, i) == 0) continue;
+        __m512 yi = _mm512_set1_ps(y[i]);
+        const float *u = h->basis + (size_t)i * d + c0;
+        for (int v = 0; v < vectors; v++) acc[v] = _mm512_add_ps(acc[v], _mm512_mul_ps(yi, _mm512_loadu_ps(u + 16 * v)));
+    }
+    for (int v = 0; v < vectors; v++) {
+        if (sqrt_w) {   /* pca_from_coefficients' rule: 0 where sqrt(w) is not positive */
+            __m512 w = _mm512_loadu_ps(sqrt_w + c0 + 16 * v);
+            acc[v] = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(w, _mm512_setzero_ps(), _CMP_GT_OQ), acc[v], w);
+        }
+        _mm512_storeu_ps(out + c0 + 16 * v, acc[v]);
+    }
+}
+#endif
+
+/* out[c] = (out[c] + the stored components' y[i] U[i][c], i ascending) / sqrt_w[c] (0 where
+ * sqrt_w[c] is not positive; no division without sqrt_w): the sums of pca_from_coefficients and
+ * pca_sum_from_coefficients. AVX-512: 64 channels (then 16) in registers over every i, the same
+ * products and sums in the same order (no fused multiply-add), where the plain loop stored and
+ * reloaded the row for each i (a coefficient-read prefill moves 32 rows a token and layer). */
+static void affine_row(const PcaHead *h, const float *sqrt_w, const float *y, float *out) {
+    int d = h->d, c0 = 0;
+#if defined(__AVX512F__)
+    for (; c0 + 64 <= d; c0 += 64) affine_chunk(h, sqrt_w, y, out, c0, 4);
+    for (; c0 + 16 <= d; c0 += 16) affine_chunk(h, sqrt_w, y, out, c0, 1);
+#endif
+    for (int i = 0; i < d && c0 < d; i++) {
         if (stored_bits(h, i) == 0) continue;
         float yi = y[i];
         const float *u = h->basis + (size_t)i * d;
-        for (int c = 0; c < d; c++) out[c] = out[c] + yi * u[c];
+        for (int c = c0; c < d; c++) out[c] = out[c] + yi * u[c];
     }
     if (sqrt_w)   /* a channel of weight 0 was coded as 0 (it costs nothing): it decodes to 0 */
-        for (int c = 0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
+        for (int c = c0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
 }
 
+void pca_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, float *out) {
+    for (int c = 0; c < h->d; c++) out[c] = h->mean[c];
+    affine_row(h, sqrt_w, y, out);
+}
+
+/* stored_bits' test 16 components at a time where AVX-512 has it: a coefficient move asks for
+ * the slot once per row. */
 int pca_unit_slot(const PcaHead *h) {
-    for (int i = 0; i < h->d; i++)
+    int i = 0;
+#if defined(__AVX512F__)
+    for (; i + 16 <= h->d; i += 16) {
+        __m512 v = _mm512_loadu_ps(h->bits + i);
+        unsigned stored = _mm512_cmp_ps_mask(v, _mm512_set1_ps(1.0f), _CMP_GE_OQ) &
+                          _mm512_cmp_ps_mask(v, _mm512_set1_ps((float)PCA_MAX_BITS), _CMP_LE_OQ);
+        if (stored != 0xffffu) return i + __builtin_ctz(~stored);
+    }
+#endif
+    for (; i < h->d; i++)
         if (stored_bits(h, i) == 0) return i;
     return -1;
 }
 
 void pca_sum_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, int slot, float *out) {
-    int d = h->d;
     float weight = y[slot];
-    for (int c = 0; c < d; c++) out[c] = h->mean[c] * weight;
-    for (int i = 0; i < d; i++) {
-        if (stored_bits(h, i) == 0) continue;
-        float yi = y[i];
-        const float *u = h->basis + (size_t)i * d;
-        for (int c = 0; c < d; c++) out[c] = out[c] + yi * u[c];
-    }
-    if (sqrt_w)
-        for (int c = 0; c < d; c++) out[c] = sqrt_w[c] > 0 ? out[c] / sqrt_w[c] : 0.0f;
+    for (int c = 0; c < h->d; c++) out[c] = h->mean[c] * weight;
+    affine_row(h, sqrt_w, y, out);
 }
 
 void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes, float *out) {
@@ -392,12 +474,20 @@ void pca_decode_row(const PcaHead *h, const float *sqrt_w, const uint8_t *codes,
     pca_from_coefficients(h, sqrt_w, y, out);
 }
 
-void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, float *out) {
-    int d = h->d;
+void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, int rows, float *out) {
+    int d = h->d, chunk = 4096 / d;   /* rows of q scaled at a time (copied first: out may be q) */
     float scaled[4096];
     scaled[0] = 0.0f;   /* d >= 1; said so for the compiler's uninitialized-use check */
-    for (int c = 0; c < d; c++) scaled[c] = !sqrt_w ? q[c] : sqrt_w[c] > 0 ? q[c] / sqrt_w[c] : 0.0f;
-    basis_dots(h->basis, d, scaled, out);
-    for (int i = 0; i < d; i++)
-        if (stored_bits(h, i) == 0) out[i] = 0.0f;   /* every stored row's coefficient i is 0 */
+    for (int r0 = 0; r0 < rows; r0 += chunk) {
+        int n = rows - r0 < chunk ? rows - r0 : chunk;
+        for (int r = 0; r < n; r++)
+            for (int c = 0; c < d; c++) {
+                float x = q[(size_t)(r0 + r) * d + c];
+                scaled[r * d + c] = !sqrt_w ? x : sqrt_w[c] > 0 ? x / sqrt_w[c] : 0.0f;
+            }
+        basis_dots(h->basis, d, scaled, n, out + (size_t)r0 * d);
+    }
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < d; i++)
+            if (stored_bits(h, i) == 0) out[(size_t)r * d + i] = 0.0f;   /* every stored row's coefficient i is 0 */
 }

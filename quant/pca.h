@@ -101,7 +101,8 @@ void pca_sum_from_coefficients(const PcaHead *h, const float *sqrt_w, const floa
 void pca_coefficients(const PcaHead *h, const uint8_t *codes, float *y);
 /* out = (mu + sum_i y_i U_i over components with bits[i] > 0) / sqrt_w (0 where sqrt_w is 0). */
 void pca_from_coefficients(const PcaHead *h, const float *sqrt_w, const float *y, float *out);
-/* out[i] = U_i . (q / sqrt_w) for components with bits[i] > 0, else 0 (q / 0 read as 0). */
-void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, float *out);
+/* out[i] = U_i . (q / sqrt_w) for components with bits[i] > 0, else 0 (q / 0 read as 0), for
+ * `rows` rows of q and out (d floats each, back to back; out may be q). */
+void pca_query_to_coefficients(const PcaHead *h, const float *sqrt_w, const float *q, int rows, float *out);
 
 #endif

@@ -3,14 +3,15 @@
  * reads cost against fp32's, without the matmuls that the whole step (`./run bench`) adds and
  * that a shared machine's load makes noisy. Not a test (no PASS/FAIL; `make test` does not run it):
  *   make build/rel/tests/bench_pca_attention &&
- *   OMP_NUM_THREADS=1 build/rel/tests/bench_pca_attention CALIB [ctx] [reps] [exact]
+ *   OMP_NUM_THREADS=1 build/rel/tests/bench_pca_attention CALIB [ctx] [reps] [exact|bf16] [K V] [decode|prefill]
  * CALIB: `./run calibrate --random tinyllama --fit pca2+prerope+aw --fit pca2+aw ...`. Every
  * layer's cache holds ctx - 1 seeded positions; each rep writes position ctx - 1 and runs the
  * attention of its 32 query heads (forward_attention_replay, T = 1) in every layer: one decode
  * step's attention, fp32's 88 MiB read from memory as in a real step. Reports the thread's CPU
  * ms per rep (minimum and median); then a prefill of 512 tokens from position 0 in every layer
  * (writes, commits, attention: what a cache scheme changes in bench's prefill 512). exact: f32
- * attention instead of bf16 pairs (bench's default precision is bf16). */
+ * attention instead of bf16 pairs (bench's default precision is bf16). K V: time that pair of
+ * schemes alone (for a profiler), and decode or prefill: that phase alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +35,11 @@ static int compare_doubles(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Which phases time_scheme runs. */
+typedef enum { PHASES_BOTH, PHASE_DECODE, PHASE_PREFILL } Phases;
+
 static void time_scheme(const Model *m, const Calibration *calib, const char *k_text, const char *v_text, int ctx,
-                        int reps) {
+                        int reps, Phases phases) {
     const Config *c = &m->config;
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     KvCacheScheme scheme = {.calib = calib};
@@ -56,7 +60,7 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
           *out = malloc(c->dim * sizeof(float)), cs[512];
     double *ms = malloc((size_t)reps * sizeof *ms);
     uint64_t seed = 7;
-    for (int p = 0; p < ctx - 1; p++) {
+    for (int p = 0; p < ctx - 1 && phases != PHASE_PREFILL; p++) {   /* the decode's context */
         for (size_t i = 0; i < kv_dim; i++) k[i] = (float)rnd(&seed), v[i] = (float)rnd(&seed);
         rope_angles(p, c->head_dim, m->rope_inv_freq, cs);
         for (int l = 0; l < c->n_layers; l++) {
@@ -66,7 +70,7 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
     }
     kv.len = ctx - 1;
     for (int i = 0; i < c->dim; i++) q[i] = (float)rnd(&seed);
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < reps && phases != PHASE_PREFILL; r++) {
         double t0 = cpu_ms();
         for (int l = 0; l < c->n_layers; l++) {
             AttentionReplay ar = {.layer = l, .k_pre = k, .v = v, .q = q, .T = 1, .pos = ctx - 1, .from = 0, .out = out};
@@ -75,14 +79,15 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
         ms[r] = cpu_ms() - t0;
     }
     qsort(ms, (size_t)reps, sizeof *ms, compare_doubles);
-    printf("%-22s %-14s ctx %d: a decode step's attention (%d layers) min %.1f median %.1f ms CPU\n", k_text, v_text,
+    if (phases != PHASE_PREFILL)
+        printf("%-22s %-14s ctx %d: a decode step's attention (%d layers) min %.1f median %.1f ms CPU\n", k_text, v_text,
            ctx, c->n_layers, ms[0], ms[reps / 2]);
     /* a prefill of PREFILL tokens from position 0: the cache writes (encode, commit) and attention */
     float *kp = malloc(PREFILL * kv_dim * sizeof(float)), *vp = malloc(PREFILL * kv_dim * sizeof(float)),
           *qp = malloc((size_t)PREFILL * c->dim * sizeof(float)), *outp = malloc((size_t)PREFILL * c->dim * sizeof(float));
     for (size_t i = 0; i < PREFILL * kv_dim; i++) kp[i] = (float)rnd(&seed), vp[i] = (float)rnd(&seed);
     for (size_t i = 0; i < (size_t)PREFILL * c->dim; i++) qp[i] = (float)rnd(&seed);
-    int prefill_reps = reps < 5 ? reps : 5;
+    int prefill_reps = phases == PHASE_DECODE ? 0 : reps < 5 ? reps : 5;
     for (int r = 0; r < prefill_reps; r++) {
         double t0 = cpu_ms();
         for (int l = 0; l < c->n_layers; l++) {
@@ -92,7 +97,8 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
         ms[r] = cpu_ms() - t0;
     }
     qsort(ms, (size_t)prefill_reps, sizeof *ms, compare_doubles);
-    printf("%-22s %-14s prefill %d: its attention and cache writes (%d layers) min %.1f ms CPU\n", k_text, v_text,
+    if (prefill_reps)
+        printf("%-22s %-14s prefill %d: its attention and cache writes (%d layers) min %.1f ms CPU\n", k_text, v_text,
            PREFILL, c->n_layers, ms[0]);
     free(kp), free(vp), free(qp), free(outp);
     free(k), free(v), free(q), free(out), free(ms);
@@ -102,7 +108,7 @@ static void time_scheme(const Model *m, const Calibration *calib, const char *k_
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s CALIB [ctx] [reps] [exact]\n", argv[0]);
+        fprintf(stderr, "usage: %s CALIB [ctx] [reps] [exact|bf16] [K V] [decode|prefill]\n", argv[0]);
         return 2;
     }
     int ctx = argc > 2 ? atoi(argv[2]) : 2048, reps = argc > 3 ? atoi(argv[3]) : 100;
@@ -120,9 +126,15 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("precision %s\n", m.precision == MATMUL_EXACT ? "exact (f32 attention)" : "bf16");
-    time_scheme(&m, &calib, "fp32", "fp32", ctx, reps);
-    time_scheme(&m, &calib, "pca2+prerope+aw", "pca2+aw", ctx, reps);
-    time_scheme(&m, &calib, "pca2+aw", "pca2+aw", ctx, reps);
+    Phases phases = argc > 7 && !strcmp(argv[7], "decode") ? PHASE_DECODE
+                    : argc > 7 && !strcmp(argv[7], "prefill") ? PHASE_PREFILL : PHASES_BOTH;
+    if (argc > 6) {
+        time_scheme(&m, &calib, argv[5], argv[6], ctx, reps, phases);
+    } else {
+        time_scheme(&m, &calib, "fp32", "fp32", ctx, reps, phases);
+        time_scheme(&m, &calib, "pca2+prerope+aw", "pca2+aw", ctx, reps, phases);
+        time_scheme(&m, &calib, "pca2+aw", "pca2+aw", ctx, reps, phases);
+    }
     calibration_free(&calib);
     model_free(&m);
     return 0;

@@ -7,11 +7,15 @@
  * the portable loop are all compared with the same units; +aw weights, one of them 0; and a
  * hostile table whose widths add up past the row's bits (those components read code 0). Also
  * the row transform's sums (pca_project, pca_query_to_coefficients), 16 components at a time,
- * against each component's sum in channel order. */
+ * against each component's sum in channel order, and the way back (pca_from_coefficients,
+ * pca_sum_from_coefficients), 16 to 64 channels a step, against each channel's sum over the
+ * stored components in order; and the encoder's nearest entries (pca_encode_row) against
+ * lloyd_nearest's, on tables with repeated entries, a NaN and an infinity. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "quant/codec.h"
+#include "quant/lloyd.h"
 #include "quant/pca.h"
 #include "tests/test.h"
 
@@ -88,6 +92,47 @@ static double compare_blocks(const Case *c) {
     return worst;
 }
 
+/* The first block's decoded transpose against the row decode (decode: pca_from_coefficients, whose
+ * sums check_back_transforms checks), for counts that leave 3, 2, 1 and 0 vectors of 16 positions
+ * past the rows read, and a few rows in the last. */
+static double compare_with_rows(const Case *c) {
+    static const int counts[] = {64, 49, 48, 33, 17, 16, 8, 1};
+    static float got[D * 64], rows[64 * D];
+    double worst = 0;
+    c->base.codec->decode(&c->base, c->units, D, 0, 64, rows);
+    for (int k = 0; k < (int)(sizeof counts / sizeof *counts); k++) {
+        int count = counts[k];
+        c->base.codec->block_read(&c->base, c->blocks, D, count, KV_BLOCK_DECODED_T64, got);
+        for (int i = 0; i < D; i++)
+            for (int p = 0; p < 64; p++) {
+                float want = p < count ? rows[p * D + i] : 0.0f;
+                worst = max_or_inf(worst, memcmp(&want, &got[i * 64 + p], sizeof want) ? fabs((double)want - got[i * 64 + p]) + 1e-30 : 0);
+            }
+    }
+    return worst;
+}
+
+/* The codec's row decode (its sqrt(w), 16 at a time) against pca_decode_row of the row's codes
+ * with sqrt(w) taken here by sqrtf, bit for bit, for the first 64 rows. */
+static double compare_with_roots(const Case *c) {
+    PcaHead h;
+    pca_head_view(c->table, D, &h);
+    float roots[D], got[D], want[D];
+    for (int i = 0; i < D; i++) roots[i] = sqrtf(c->weights[i]);
+    double worst = 0;
+    for (int r = 0; r < 64; r++) {
+        unsigned short codes[D];
+        uint8_t bytes[D];
+        c->base.codec->codes(&c->base, c->units + (size_t)r * c->unit_bytes, D, codes);
+        for (int i = 0; i < D; i++) bytes[i] = (uint8_t)codes[i];
+        c->base.codec->decode(&c->base, c->units, D, r, 1, got);
+        pca_decode_row(&h, c->base.weights ? roots : NULL, bytes, want);
+        for (int i = 0; i < D; i++)
+            if (memcmp(&got[i], &want[i], sizeof want[i])) worst = max_or_inf(worst, fabs((double)got[i] - want[i]) + 1e-30);
+    }
+    return worst;
+}
+
 static void check_case(const char *name, const char *label, float *table, int aw, uint64_t *seed) {
     Case c;
     char check_name[200];
@@ -98,6 +143,12 @@ static void check_case(const char *name, const char *label, float *table, int aw
     for (int i = 0; i + 1 < (int)(sizeof edges / sizeof *edges); i++) write_blocks(&c, edges[i], edges[i + 1]);
     double d = compare_blocks(&c);
     snprintf(check_name, sizeof check_name, "pca blocks: %s: block_read = decode_t64 and decode_coefficients of the units, bit for bit", label);
+    check(d == 0, check_name, "off by %.3g", d);
+    d = compare_with_roots(&c);
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: the row decode = pca_decode_row of its codes with sqrtf's roots, bit for bit", label);
+    check(d == 0, check_name, "off by %.3g", d);
+    d = compare_with_rows(&c);
+    snprintf(check_name, sizeof check_name, "pca blocks: %s: decoded transposed blocks of 64 down to 1 rows = the row decode, bit for bit", label);
     check(d == 0, check_name, "off by %.3g", d);
     /* rows 50..130 written again (a new window from position 50), their blocks updated */
     for (size_t i = 50 * c.unit_bytes; i < 130 * c.unit_bytes; i++) c.units[i] = (unsigned char)(rnd(seed) * 128 + 128);
@@ -129,7 +180,7 @@ static void check_projections(int d, uint64_t *seed) {
         want[i] = s;
     }
     worst = max_or_inf(worst, max_abs_diff(y, want, (size_t)d));
-    pca_query_to_coefficients(&h, w, x, y);
+    pca_query_to_coefficients(&h, w, x, 1, y);
     for (int c = 0; c < d; c++) v[c] = x[c] / w[c];
     for (int i = 0; i < d; i++) {
         float s = basis[(size_t)i * d] * v[0];
@@ -140,6 +191,83 @@ static void check_projections(int d, uint64_t *seed) {
     char name[160];
     snprintf(name, sizeof name, "pca blocks: d = %d: pca_project and pca_query_to_coefficients = the sums in channel order, bit for bit", d);
     check(worst == 0, name, "off by %.3g", worst);
+    /* 70 rows moved together in place (the rows a call scales at a time end at 4096 / d: at d = 64,
+     * past the 64th) = each row moved alone */
+    enum { ROWS_TOGETHER = 70 };
+    float *together = malloc(2 * ROWS_TOGETHER * (size_t)d * sizeof(float)), *queries = together + ROWS_TOGETHER * d;
+    for (int i = 0; i < ROWS_TOGETHER * d; i++) together[i] = queries[i] = 3 * rnd(seed);
+    pca_query_to_coefficients(&h, w, together, ROWS_TOGETHER, together);
+    worst = 0;
+    for (int r = 0; r < ROWS_TOGETHER; r++) {
+        pca_query_to_coefficients(&h, w, queries + (size_t)r * d, 1, v);
+        worst = max_or_inf(worst, max_abs_diff(together + (size_t)r * d, v, (size_t)d));
+    }
+    snprintf(name, sizeof name, "pca blocks: d = %d: pca_query_to_coefficients of 70 rows together, in place = each alone, bit for bit", d);
+    check(worst == 0, name, "off by %.3g", worst);
+    free(together);
+    free(t);
+}
+
+/* The back transforms, (mu (x y[slot]) + sum of the stored y[i] U[i][c], i ascending) / sqrt(w),
+ * against those sums written out here, bit for bit: d = 64 (four vectors), 80 (four, then one),
+ * 48 (three) and 24 (one, then a plain tail); with +aw weights (one 0, whose channel reads 0)
+ * and without. */
+static void check_back_transforms(int d, uint64_t *seed) {
+    float *t = calloc(pca_head_floats(d), sizeof(float)), y[80], w[80], got[80], want[80];
+    PcaHead h;
+    pca_head_view(t, d, &h);
+    float *mean = (float *)h.mean, *basis = (float *)h.basis, *bits = (float *)h.bits;
+    for (int i = 0; i < d; i++) mean[i] = rnd(seed), y[i] = 3 * rnd(seed), w[i] = i == 7 ? 0.0f : 0.6f + 0.5f * rnd(seed);
+    for (int i = 0; i < d * d; i++) basis[i] = rnd(seed);
+    for (int i = 0; i < d; i++) bits[i] = (float)(i % 3);   /* every third component stores nothing */
+    double worst = 0;
+    for (int form = 0; form < 4; form++) {   /* from / sum, each without and with weights */
+        int sum = form & 1;
+        const float *sqrt_w = form & 2 ? w : NULL;
+        if (sum) pca_sum_from_coefficients(&h, sqrt_w, y, 0, got);
+        else pca_from_coefficients(&h, sqrt_w, y, got);
+        for (int c = 0; c < d; c++) {
+            float s = sum ? mean[c] * y[0] : mean[c];
+            for (int i = 0; i < d; i++)
+                if (i % 3) s = s + y[i] * basis[(size_t)i * d + c];
+            want[c] = !sqrt_w ? s : sqrt_w[c] > 0 ? s / sqrt_w[c] : 0.0f;
+        }
+        worst = max_or_inf(worst, max_abs_diff(got, want, (size_t)d));
+    }
+    char name[160];
+    snprintf(name, sizeof name, "pca blocks: d = %d: pca_from_coefficients and pca_sum_from_coefficients = the sums in component order, bit for bit", d);
+    check(worst == 0, name, "off by %.3g", worst);
+    free(t);
+}
+
+/* pca_encode_row's codes against lloyd_nearest of each component's projection (pca_project),
+ * for widths 1..8: tables with each entry twice in a row (ties: the first wins), a NaN entry, an
+ * infinite one, and rows whose components land on entries, between them and past both ends. */
+static void check_nearest(uint64_t *seed) {
+    float *t = calloc(pca_head_floats(D), sizeof(float)), x[D], y[D];
+    PcaHead h;
+    pca_head_view(t, D, &h);
+    float *basis = (float *)h.basis, *bits = (float *)h.bits, *tables = (float *)h.tables;
+    for (int i = 0; i < D; i++) basis[i * D + i] = 1.0f;   /* y = x: components land where they are put */
+    for (int i = 0; i < D; i++) {
+        bits[i] = (float)(1 + i % 8);
+        int entries = 1 << (1 + i % 8);
+        for (int j = 0; j < entries; j++) tables[(size_t)i * PCA_TABLE_STRIDE + j] = (float)(j / 2) * 0.25f - 4.0f;
+        if (i % 3 == 1) tables[(size_t)i * PCA_TABLE_STRIDE + entries / 3] = NAN;
+        if (i % 5 == 2) tables[(size_t)i * PCA_TABLE_STRIDE + entries - 1] = INFINITY;
+    }
+    int wrong = 0;
+    for (int r = 0; r < 200; r++) {
+        for (int i = 0; i < D; i++) x[i] = r % 4 == 0 ? (float)((int)(rnd(seed) * 80)) * 0.125f : 40.0f * rnd(seed);
+        if (r == 7) x[3] = NAN, x[9] = INFINITY, x[10] = -INFINITY;
+        uint8_t codes[D];
+        pca_encode_row(&h, NULL, x, codes);
+        pca_project(&h, NULL, x, y);
+        for (int i = 0; i < D; i++)
+            wrong += codes[i] != lloyd_nearest(&y[i], 1, tables + (size_t)i * PCA_TABLE_STRIDE, 1 << (1 + i % 8));
+    }
+    check(wrong == 0, "pca blocks: pca_encode_row's codes = lloyd_nearest's (ties, NaN and infinite entries, widths 1..8)",
+          "%d of %d codes differ", wrong, 200 * D);
     free(t);
 }
 
@@ -153,5 +281,7 @@ int main(void) {
     free(table);
     check_projections(64, &seed);
     check_projections(24, &seed);
+    for (int i = 0; i < 4; i++) check_back_transforms((int[]){64, 80, 48, 24}[i], &seed);
+    check_nearest(&seed);
     return test_exit_code();
 }
