@@ -119,11 +119,11 @@ CALIB_FITS := --fit nuq2-g64 --fit nuq3-g64 --fit nuq4-g64 --fit nuq2-t64 --fit 
               --fit pca3+prerope+aw --fit pca3+aw --fit pca4+prerope+aw --fit pca4+aw \
               --fit pca0.25+prerope+aw --fit pca0.25+aw --fit pca0.375+prerope+aw --fit pca0.375+aw \
               --fit pca0.75+prerope+aw --fit pca0.75+aw --fit pca1.5+prerope+aw --fit pca1.5+aw \
-              --fit pca1.75+prerope+aw --fit pca1.75+aw
-# calibrate's default 16,384 tokens of wiki.valid. Fitted on 65,536 instead, uniform pca2's KL on the outlier
-# model's wiki.test is 24% lower (0.00191 -> 0.00146), pca0.5's 4%, pca1.75+res16's 20% (Δppl within one SE):
-# measured by hand, not yet bundled (the vq and rvq fits take ~4x as long on 4x the tokens).
-CALIB_TOKENS := 16384
+              --fit pca1.75+prerope+aw --fit pca1.75+aw --fit pca1.25+prerope+aw --fit pca1.25+aw \
+              --fit pca2.5+prerope+aw --fit pca2.5+aw
+# 65,536 tokens of wiki.valid, four times calibrate's default: on the outlier model's wiki.test uniform
+# pca2's KL is 24% lower than fitted on 16,384 (0.00191 -> 0.00146), pca1.75+res16's 20%, pca0.5's 4%.
+CALIB_TOKENS := 65536
 calibrations: run
 	./run calibrate data/models/mini-llama-brown $(CALIB_FITS) --tokens $(CALIB_TOKENS) --quiet --out data/models/mini-llama-brown/kv-calib.safetensors
 	./run calibrate data/models/mini-llama-brown-outliers $(CALIB_FITS) --tokens $(CALIB_TOKENS) --quiet --out data/models/mini-llama-brown-outliers/kv-calib.safetensors
@@ -150,9 +150,10 @@ probes-demo: run
 # bundled models, into data/sensitivity/. Keys and values have their own candidates (pre-RoPE keys), in
 # parallel lists: the i-th of each is one uniform configuration. Every fitted base at each bit level:
 # pcaB at 0.5 to 4 bits, vq8-d4 and rvq8x2-d8 at 2.25, q8_0 for a layer that needs nearly all, and pcaB at
-# 0.25, 0.75 and 1.75 bits with a residual window of 16 positions (0.48, 0.98, 1.97 effective bits at ctx 1024).
-ALLOC_K_CANDIDATES := pca0.5+prerope+aw,pca1+prerope+aw,pca2+prerope+aw,pca3+prerope+aw,pca4+prerope+aw,vq8-d4+aw,rvq8x2-d8+aw,q8_0,pca0.25+prerope+aw+res16,pca0.75+prerope+aw+res16,pca1.75+prerope+aw+res16
-ALLOC_V_CANDIDATES := pca0.5+aw,pca1+aw,pca2+aw,pca3+aw,pca4+aw,vq8-d4+aw,rvq8x2-d8+aw,q8_0,pca0.25+aw+res16,pca0.75+aw+res16,pca1.75+aw+res16
+# 0.25, 0.75, 1.25, 1.5, 1.75 and 2.5 bits with a residual window of 16 positions (0.50, 0.99, 1.48, 1.73,
+# 1.97 and 2.71 effective bits at ctx 1024): steps fine enough near 2 bits for one layer to take more.
+ALLOC_K_CANDIDATES := pca0.5+prerope+aw,pca1+prerope+aw,pca2+prerope+aw,pca3+prerope+aw,pca4+prerope+aw,vq8-d4+aw,rvq8x2-d8+aw,q8_0,pca0.25+prerope+aw+res16,pca0.75+prerope+aw+res16,pca1.25+prerope+aw+res16,pca1.5+prerope+aw+res16,pca1.75+prerope+aw+res16,pca2.5+prerope+aw+res16
+ALLOC_V_CANDIDATES := pca0.5+aw,pca1+aw,pca2+aw,pca3+aw,pca4+aw,vq8-d4+aw,rvq8x2-d8+aw,q8_0,pca0.25+aw+res16,pca0.75+aw+res16,pca1.25+aw+res16,pca1.5+aw+res16,pca1.75+aw+res16,pca2.5+aw+res16
 ALLOC_SENSITIVITY_ARGS := --k-candidates $(ALLOC_K_CANDIDATES) --v-candidates $(ALLOC_V_CANDIDATES) \
     --ctx 1024 --stride 512 --windows 4 --quiet
 ALLOC_ARGS := --budget 0.5,1,2,3,4.5 --verify --quiet

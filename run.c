@@ -519,7 +519,7 @@ static int cmd_calibrate(Args *a) {
         else if (flag(a, "batch", 1)) parse_int(a, 1, 4096, &o.batch);
         else if (flag(a, "out", 1) || flag(a, "o", 1)) o.out = a->value;
         else if (flag(a, "fit", 1)) {
-            if (o.n_fits == CALIB_MAX_FITS) require(a, 0, "more --fit than calibrate takes (32)");
+            if (o.n_fits == CALIB_MAX_FITS) require(a, 0, "more --fit than calibrate takes (48)");
             else o.fits[o.n_fits++] = a->value;
         }
         else unknown_arg(a);

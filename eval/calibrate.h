@@ -20,7 +20,7 @@
 #define CALIB_DEFAULT_TEXT "data/wikitext-2-raw/wiki.valid.raw"
 #define CALIB_DEFAULT_TOKENS 16384
 #define CALIB_DEFAULT_CTX 1024
-#define CALIB_MAX_FITS 32
+#define CALIB_MAX_FITS 48   /* at most 64 fit keys a file: model/formats/calibration_read.c */
 
 /* What was collected: every calibration row of every layer, and the statistics' sums. */
 typedef struct {

@@ -271,6 +271,12 @@ refused "calib: calibrate --tokens fewer than one window" "--tokens 100 is fewer
     ./run calibrate $M --out "$X" --tokens 100 --ctx 256
 refused "calib: calibrate into a missing directory" "$T/nodir/x.st: cannot write: directory $T/nodir does not exist" \
     ./run calibrate $M --out "$T/nodir/x.st" --tokens 512 --ctx 256
+# 48 --fit are taken (the refusal that follows is the missing directory's), the 49th is not
+FITS48=$(i=0; while [ $i -lt 48 ]; do printf ' --fit nuq3-g64'; i=$((i + 1)); done)
+refused "calib: calibrate takes 48 --fit" "$T/nodir/x.st: cannot write: directory $T/nodir does not exist" \
+    ./run calibrate $M --out "$T/nodir/x.st" --tokens 512 --ctx 256 $FITS48
+refused "calib: calibrate refuses a 49th --fit" "more --fit than calibrate takes (48)" \
+    ./run calibrate $M --out "$X" --tokens 512 --ctx 256 $FITS48 --fit nuq2-g64
 no_file "calib: calibrate's refusals write no calibration" "$X"
 no_file "calib: calibrate's refusals write no heatmap" "$X.svg"
 no_file "calib: calibrate into a missing directory makes none" "$T/nodir"
