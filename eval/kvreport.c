@@ -248,7 +248,7 @@ int quick_test_run(FILE *f, int *passed, Error *err) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0};   /* the seed's thresholds */
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0, NULL};   /* the seed's thresholds */
     if (quick_test_cache(&snap, 42, err)) return -1;
     if (kv_compress(&snap, &o, NULL, &r, NULL, err)) {
         kv_snapshot_free(&snap);
@@ -313,14 +313,10 @@ int kv_compress_print(const KvCompressRun *run, int *passed, Error *err) {
     if (kv_cache_recipe_resolve(&recipe, &run->kv, 0, NULL, NULL, NULL, err)) return -1;
     CompressOptions o = run->o;
     o.k_scheme = &recipe.scheme.k, o.v_scheme = &recipe.scheme.v, o.calib = recipe.scheme.calib;
+    o.source = run->input;
     int rc = kv_snapshot_load(run->input, &snap, err);   /* its errors name the file */
     if (rc == 0) {
         rc = kv_compress_snapshot(&snap, &o, run->output, run->json, run->verbose, passed, err);
-        if (rc) {   /* the cache against the schemes: name the cache */
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            error_set(err, "%s: %s", run->input, why);
-        }
         kv_snapshot_free(&snap);
     }
     kv_cache_recipe_free(&recipe);

@@ -49,7 +49,7 @@ static int compress_and_reload(const Model *m, const KvSnapshot *snap, const KvC
     char path[512];
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/kvq-validate-%ld.safetensors", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    CompressOptions co = {&scheme->k, &scheme->v, 0.0, 0, 0.10, 18.0, 0.99, scheme->calib, 0};
+    CompressOptions co = {&scheme->k, &scheme->v, 0.0, 0, 0.10, 18.0, 0.99, scheme->calib, 0, NULL};
     CompressReport cr;
     KvSnapshot recon, loaded;
     step(out, 4, "Compressing that KV cache...");

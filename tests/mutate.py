@@ -387,7 +387,7 @@ MUTATIONS = [
           "#define BOUND_RELATIVE 0.0\n#define BOUND_ABSOLUTE 0.0\n",
           "test_lloyd_bounded", "Hamerly's bounds without float32's rounding, in upper_from, lower_from and keeps_code"),
     s54_m("compress-input-not-named", "eval/kvreport.c",
-          "error_set(err, \"%s: %s\", run->input, why);", "error_set(err, \"%s\", why);",
+          "    o.source = run->input;\n", "",
           "tests/test_cli_kv.sh", "compress's errors of the cache against the schemes no longer name the input"),
     i50_m("calibrate-fits-32", "eval/calibrate.h",
           "#define CALIB_MAX_FITS 48", "#define CALIB_MAX_FITS 32",

@@ -108,6 +108,11 @@ no_file "compress: bad group leaves no output" "$T/o7.st"
 [ "$(grep -o "$T/none.st" "$T/err" | wc -l | tr -d ' ')" = 1 ] && grep -qF "compress: $T/none.st: cannot open" "$T/err" &&
     pass "compress: a missing input is named once in the error line" ||
     fail "compress: a missing input is named once in the error line" "$(cat "$T/err")"
+# an output that cannot be written: the line names the output, not the input it read
+./run compress -input $REF/kv-mini-llama.safetensors -output "$T/nodir/o.st" --kv-scheme q8_0 >/dev/null 2>"$T/err"
+grep -qF "compress: $T/nodir/o.st: cannot write" "$T/err" && ! grep -qF "kv-mini-llama" "$T/err" &&
+    pass "compress: an unwritable output is named, the input not" ||
+    fail "compress: an unwritable output is named, the input not" "$(cat "$T/err")"
 expect_exit "compress: sparsity 1.0 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity 1.0
 expect_exit "compress: sparsity -0.1 outside [0,1)" 2 ./run compress -input $REF/kv-mini-llama.safetensors -output "$T/o8.st" -sparsity -0.1
 expect_exit "compress: output = input" 2 ./run compress -input "$T/c.st" -output "$T/c.st"

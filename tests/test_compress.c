@@ -104,7 +104,7 @@ static void check_metrics(const char *cache, const char *metrics) {
         char why[160];
         int parsed = kv_layered_parse(scheme, KV_SIDE_KEYS, &k, why, sizeof why) == 0 &&
                      kv_layered_parse(scheme, KV_SIDE_VALUES, &v, why, sizeof why) == 0;
-        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0};
+        CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0, NULL};
         CompressReport r;
         KvSnapshot recon, back;
         snprintf(name, sizeof name, "%s %s compress", cache, scheme);
@@ -201,7 +201,7 @@ static void check_round_trips(void) {
     char why[160];
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &int4_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &int4_v, why, sizeof why);
-    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0};
+    CompressOptions o = {&int4_k, &int4_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0, NULL};
     CompressReport r1, r2;
     ok = kv_compress(&s, &o, "build/plain.safetensors", &r1, NULL, &err) == 0;
     o.lz4 = 1;
@@ -358,7 +358,7 @@ static void check_fitted(void) {
     kv_layered_parse("nuq3-g64;1:vq4-d8", KV_SIDE_VALUES, &v, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_KEYS, &plain_k, why, sizeof why);
     kv_layered_parse("int4-g64", KV_SIDE_VALUES, &plain_v, why, sizeof why);
-    CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, &c, 0};
+    CompressOptions o = {&k, &v, 0.0, 0, 0.10, 18.0, 0.99, &c, 0, NULL};
     CompressReport r;
     const char *path = "build/fitted.safetensors";
     int ok = kv_compress(&s, &o, path, &r, &recon, &err) == 0;
@@ -389,7 +389,7 @@ static void check_fitted(void) {
     KvLayered wide_k, wide_v;
     kv_layered_parse("nuq3-g128", KV_SIDE_KEYS, &wide_k, why, sizeof why);
     kv_layered_parse("nuq3-g128", KV_SIDE_VALUES, &wide_v, why, sizeof why);
-    CompressOptions wide = {&wide_k, &wide_v, 0.0, 0, 0.10, 18.0, 0.99, &c, 0};
+    CompressOptions wide = {&wide_k, &wide_v, 0.0, 0, 0.10, 18.0, 0.99, &c, 0, NULL};
     ok = kv_compress(&s, &wide, NULL, &r, NULL, &err) == 0;
     check(!ok && strstr(err.msg, "group 128 does not divide rows of 64"), "fitted: nuq3-g128 at head_dim 64 is not a flat run",
           "%s", ok ? "accepted" : err.msg);
@@ -405,7 +405,7 @@ static void check_fitted(void) {
           "fitted: a calibration without a file sha256 writes nothing", "%s", ok ? "accepted" : err.msg);
     snprintf(c.file_sha256, sizeof c.file_sha256, "%s", FIT_SHA);
     /* a scheme without fitted bases: the calibration changes nothing, not even a byte */
-    CompressOptions plain = {&plain_k, &plain_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0};
+    CompressOptions plain = {&plain_k, &plain_v, 0.0, 0, 0.10, 18.0, 0.99, NULL, 0, NULL};
     CompressReport r1, r2;
     ok = kv_compress(&s, &plain, "build/plain-nocalib.safetensors", &r1, NULL, &err) == 0;
     plain.calib = &c;

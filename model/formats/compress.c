@@ -170,6 +170,13 @@ static int compress_tensor(const KvSnapshot *s, const CompressOptions *o, int i,
     return pt->lz4_len || packed_bytes == 0 ? 0 : -1;
 }
 
+/* A refusal of the cache's contents against a scheme: named by the cache's file when given
+ * (the codec's reason knows no file; an output's write errors name the output themselves). */
+static int cache_error(const CompressOptions *o, Error *err, const char *what, const char *why) {
+    if (o->source) return error_set(err, "%s: %s%s", o->source, what, why);
+    return error_set(err, "%s%s", what, why);
+}
+
 static int bind_options(const KvSnapshot *s, const CompressOptions *o, const char *out_path, KvLayered *k, KvLayered *v,
                         Error *err) {
     char why[256];
@@ -180,9 +187,9 @@ static int bind_options(const KvSnapshot *s, const CompressOptions *o, const cha
     if (o->k_scheme) *k = *o->k_scheme;
     if (o->v_scheme) *v = *o->v_scheme;
     if (compressed_scheme_bind(k, s->n_layers, s->head_dim, KV_SIDE_KEYS, why, sizeof why))
-        return error_set(err, "key scheme %s", why);
+        return cache_error(o, err, "key scheme ", why);
     if (compressed_scheme_bind(v, s->n_layers, s->head_dim, KV_SIDE_VALUES, why, sizeof why))
-        return error_set(err, "value scheme %s", why);
+        return cache_error(o, err, "value scheme ", why);
     if (o->calib && compressed_calib_geometry_check(o->calib, s->n_layers, s->n_kv_heads, s->head_dim, "the cache", err))
         return -1;
     if (o->calib && s->model_sha256[0] && strcmp(s->model_sha256, o->calib->model_sha256))
@@ -245,7 +252,7 @@ int kv_compress(const KvSnapshot *s, const CompressOptions *o, const char *out_p
     for (int i = 0; i < n_src; i++) {
         if (tensor_plan_make(kv_layered_at(i % 2 ? &v : &k, i / 2), s->n_kv_heads, s->seq_len, s->head_dim,
                              &pts[i].plan, why, sizeof why)) {
-            error_set(err, "%s", why);
+            cache_error(o, err, "", why);
             goto done;
         }
         if (tensor_plan_bind_tables(&pts[i].plan, o->calib, i / 2, err)) goto done;

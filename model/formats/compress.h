@@ -46,6 +46,8 @@ typedef struct {
     const Calibration *calib;
     /* Entropy-code the codes (format kvq-compressed-4, model/formats/entropy_pack.h); not with lz4. */
     int entropy;
+    /* The cache's file, named in the refusals of its contents (NULL: they name none). */
+    const char *source;
 } CompressOptions;
 
 typedef struct {
