@@ -36,7 +36,7 @@ static inline unsigned char *kv_file_bytes(const KvSnapshot *s, const char *k_te
         printf("  (%s)\n", why);
         return NULL;
     }
-    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL, entropy};
+    CompressOptions o = {&k, &v, 0.0, lz4, 1, 0, 0, NULL, entropy, NULL};
     CompressReport own;
     Error err;
     if (!r) r = &own;
