@@ -101,7 +101,7 @@ typedef struct {
  * kt[d][ATT_POSITIONS]; pairs: the same as bf16 pairs of dims (see key_pairs64). Returns the
  * block: kt, or buf for pairs decoded straight into kt. */
 static const void *key_block(const CacheBlock *b, int hd, int pairs, float *buf, float *kt) {
-    if (kv_cache_rows_t64(b->cache, b->st, b->kvh, b->p0, b->np, b->q_end, kt)) {
+    if (kv_cache_rows_t64(b->cache, b->st, b->kvh, b->p0, b->np, b->q_end, pairs, kt)) {
         if (!pairs) return kt;
         bf16_pair_rows(kt, hd, ATT_POSITIONS, (uint32_t *)buf);
         return buf;

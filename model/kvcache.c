@@ -370,7 +370,7 @@ static void rope_t64(const KvCache *c, float *kt, int p0, int np) {
     }
 }
 
-int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt) {
+int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, int bf16, float *kt) {
     int s = sinks_of(st);
     const KvBase *b = &st->head_specs[head].base;
     if (st->plain || (st->natural_reads && !st->transposed_rope) || p0 < s || p0 + np > q_end) return 0;
@@ -380,7 +380,9 @@ int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int
         return 1;
     }
     if (!kv_spec_has_decode_t64(st->spec)) return 0;
-    if (in_blocks(st, p0, np)) b->codec->block_read(b, head_block(st, head, p0), c->head_dim, np, KV_BLOCK_DECODED_T64, kt);
+    if (in_blocks(st, p0, np))
+        b->codec->block_read(b, head_block(st, head, p0), c->head_dim, np,
+                             bf16 ? KV_BLOCK_DECODED_T64_BF16 : KV_BLOCK_DECODED_T64, kt);
     else kv_spec_decode_t64(&st->head_specs[head], head_units(st, head), c->head_dim, p0 - s, np, kt);
     if (st->natural_reads) rope_t64(c, kt, p0, np);
     return 1;

@@ -116,8 +116,10 @@ static inline const KvStore *kv_cache_values(const KvCache *c, int layer) { retu
  * buf [np][head_dim]. */
 const float *kv_cache_rows(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *buf);
 /* The same rows as a transposed block kt[i * 64 + p] (np <= 64, zeros beyond) when the codec
- * has a direct way and every row is quantized; else 0. */
-int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, float *kt);
+ * has a direct way and every row is quantized; else 0. bf16: the keys are for attention's bf16
+ * pairs, so a block in the block layout may be decoded at that precision
+ * (KV_BLOCK_DECODED_T64_BF16); 0: the quantized rows' values, bit for bit. */
+int kv_cache_rows_t64(const KvCache *c, const KvStore *st, int head, int p0, int np, int q_end, int bf16, float *kt);
 
 /* One query row of a query head that reads KV head kv_head into the key read domain of a
  * layer, one output row of such a head back from the value read domain, in place. */

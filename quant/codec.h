@@ -26,8 +26,15 @@
 typedef enum { KV_AXIS_CHANNELS = 0, KV_AXIS_TOKENS = 1 } KvAxis;
 typedef enum { KV_TO_INNER = 0, KV_FROM_INNER = 1 } KvRotation;
 /* What a codec's block_read gives (see KvCodec): decode_t64's rows, or the coefficients
- * transposed (kt[i * 64 + p]) or as rows (decode_coefficients' out[count][n]). */
-typedef enum { KV_BLOCK_DECODED_T64 = 0, KV_BLOCK_COEFFICIENTS_T64 = 1, KV_BLOCK_COEFFICIENTS = 2 } KvBlockForm;
+ * transposed (kt[i * 64 + p]) or as rows (decode_coefficients' out[count][n]). DECODED_T64_BF16:
+ * decode_t64's rows at bf16 working precision, for attention's bf16 path, which rounds every key
+ * to bf16 anyway (a codec may give DECODED_T64's values; pca's sums take bf16 terms there). */
+typedef enum {
+    KV_BLOCK_DECODED_T64 = 0,
+    KV_BLOCK_COEFFICIENTS_T64 = 1,
+    KV_BLOCK_COEFFICIENTS = 2,
+    KV_BLOCK_DECODED_T64_BF16 = 3
+} KvBlockForm;
 
 typedef struct KvCodec KvCodec;
 

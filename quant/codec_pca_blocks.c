@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "quant/codec_pca_internal.h"
+#include "quant/half.h"
 #include "quant/transpose16.h"
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -131,6 +132,125 @@ static void affine_block(const PcaHead *h, const CodeReader *cr, const float *yt
 #endif
     for (int c = c0; c < n; c++) affine_sums64(h->mean[c], h->basis + c, n, cr->comp, cr->count, yt, kt + (size_t)c * 64);
     finish_t64(sqrt_w, c0, n, count, kt);
+}
+
+/* ---- the same rows at bf16 working precision (KV_BLOCK_DECODED_T64_BF16) ----
+ * Attention's bf16 path rounds every key to bf16 after RoPE (bf16 pairs), so there the block's
+ * sums may take their terms at that precision too: with r_c = 1 / sqrt(w_c), v_k[c] =
+ * U[comp_k][c] r_c and m[c] = mean[c] r_c (both 0 where sqrt(w_c) is not > 0: finish_t64's rule,
+ * the division moved into the basis), kt[c * 64 + p] = m[c] + the sum over pairs j of y_{2j+1}[p] v_{2j+1}[c]
+ * + y_{2j}[p] v_{2j}[c], every y and v rounded to bf16 (nearest even; an odd count's last pair
+ * takes 0 for its second), added to the f32 sum one product at a time, the odd one first: what
+ * vdpbf16ps computes (its products of bf16 values are exact in f32), 32 multiply-adds an
+ * instruction where the exact decode takes 16 multiplies and 16 adds. Each term is then within
+ * 2^-8 of its own value, and the keys are rounded to bf16 (2^-9) after; 0 for p >= count.
+ * bf16_round is the definition's rounding; the AVX-512 BF16 path below adds the same terms in the
+ * same order (a CPU may round the pair's two steps once: within f32 rounding of this loop). */
+static float bf16_round(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+static void affine_block_bf16_plain(const PcaHead *h, const CodeReader *cr, const float *yt, const float *sqrt_w,
+                                    int count, float *kt) {
+    int n = h->d;
+    float v[PCA_TABLE_STRIDE + 1];   /* channel c's v_k, and a 0 for an odd count's last pair */
+    for (int c = 0; c < n; c++) {
+        float root = sqrt_w ? sqrt_w[c] : 1.0f, *out = kt + (size_t)c * 64;
+        float r = !sqrt_w || root > 0 ? 1.0f / root : 0.0f;
+        for (int k = 0; k < cr->count; k++) v[k] = bf16_round(h->basis[(size_t)cr->comp[k] * n + c] * r);
+        v[cr->count] = 0.0f;
+        for (int p = 0; p < 64; p++) {
+            float acc = h->mean[c] * r;
+            for (int k = 0; k < cr->count; k += 2) {
+                float y1 = k + 1 < cr->count ? bf16_round(yt[(size_t)(k + 1) * 64 + p]) : 0.0f;
+                acc = acc + y1 * v[k + 1];
+                acc = acc + bf16_round(yt[(size_t)k * 64 + p]) * v[k];
+            }
+            out[p] = p < count ? acc : 0.0f;
+        }
+    }
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+/* Lane i: (bf16(even[i]), bf16(odd[i])) as one pair, even in the low half: vdpbf16ps's operand. */
+static inline __m512i bf16_pairs16(__m512 even, __m512 odd) {
+    /* cvtne2ps puts even's 16 values in words 0..15 and odd's in 16..31: interleave them */
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
+}
+
+/* Four channels cq..cq+3 of a 16-channel chunk (m16: their m, basis: [pair][16] pairs of v) over
+ * the first LIVE vectors of 16 positions: 16 sums in registers, one vdpbf16ps a pair and vector. */
+static inline __attribute__((always_inline)) void bf16_channels4(const uint32_t *yp, int pairs, const uint32_t *basis,
+                                                                 const float *m16, int cq, int count, int live,
+                                                                 float *kt) {
+    __m512 acc[4][4];
+    for (int j = 0; j < 4; j++)
+        for (int q = 0; q < live; q++) acc[j][q] = _mm512_set1_ps(m16[cq + j]);
+    for (int k = 0; k < pairs; k++) {
+        __m512i yq[4];
+        for (int q = 0; q < live; q++) yq[q] = _mm512_loadu_si512(yp + (size_t)k * 64 + 16 * q);
+        for (int j = 0; j < 4; j++) {
+            __m512bh v = (__m512bh)_mm512_set1_epi32((int)basis[(size_t)k * 16 + cq + j]);
+            for (int q = 0; q < live; q++) acc[j][q] = _mm512_dpbf16_ps(acc[j][q], (__m512bh)yq[q], v);
+        }
+    }
+    for (int j = 0; j < 4; j++) {
+        float *out = kt + (size_t)(cq + j) * 64;
+        for (int q = 0; q < live; q++) {
+            int left = count - 16 * q;
+            _mm512_storeu_ps(out + 16 * q, _mm512_maskz_mov_ps(left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u), acc[j][q]));
+        }
+        for (int q = live; q < 4; q++) _mm512_storeu_ps(out + 16 * q, _mm512_setzero_ps());
+    }
+}
+
+/* The definition above with AVX-512 BF16, for d a multiple of 16: y as pairs of consecutive
+ * stored components once per block, v as pairs 16 channels at a time (a few KiB), then
+ * bf16_channels4 for each four channels. */
+static void affine_block_bf16(const PcaHead *h, const CodeReader *cr, const float *yt, const float *sqrt_w, int count,
+                              float *kt) {
+    int n = h->d, pairs = (cr->count + 1) / 2, live = (count + 15) / 16;
+    uint32_t yp[PCA_TABLE_STRIDE / 2 * 64], basis[PCA_TABLE_STRIDE / 2 * 16];
+    float m16[16];
+    for (int k = 0; k < pairs; k++)
+        for (int q = 0; q < 4; q++) {
+            const float *y = yt + (size_t)(2 * k) * 64 + 16 * q;
+            __m512 odd = 2 * k + 1 < cr->count ? _mm512_loadu_ps(y + 64) : _mm512_setzero_ps();
+            _mm512_storeu_si512(yp + (size_t)k * 64 + 16 * q, bf16_pairs16(_mm512_loadu_ps(y), odd));
+        }
+    for (int c16 = 0; c16 < n; c16 += 16) {
+        __m512 root = sqrt_w ? _mm512_loadu_ps(sqrt_w + c16) : _mm512_set1_ps(1.0f);
+        __mmask16 keep = _mm512_cmp_ps_mask(root, _mm512_setzero_ps(), _CMP_GT_OQ);
+        __m512 r = _mm512_maskz_div_ps(keep, _mm512_set1_ps(1.0f), root);
+        _mm512_storeu_ps(m16, _mm512_mul_ps(_mm512_loadu_ps(h->mean + c16), r));
+        for (int k = 0; k < pairs; k++) {
+            const float *u = h->basis + (size_t)cr->comp[2 * k] * n + c16;
+            __m512 v0 = _mm512_mul_ps(_mm512_loadu_ps(u), r), v1 = _mm512_setzero_ps();
+            if (2 * k + 1 < cr->count) v1 = _mm512_mul_ps(_mm512_loadu_ps(h->basis + (size_t)cr->comp[2 * k + 1] * n + c16), r);
+            _mm512_storeu_si512(basis + (size_t)k * 16, bf16_pairs16(v0, v1));
+        }
+        for (int cq = 0; cq < 16; cq += 4) {
+            float *out = kt + (size_t)c16 * 64;
+            if (live >= 4) bf16_channels4(yp, pairs, basis, m16, cq, count, 4, out);
+            else if (live == 3) bf16_channels4(yp, pairs, basis, m16, cq, count, 3, out);
+            else if (live == 2) bf16_channels4(yp, pairs, basis, m16, cq, count, 2, out);
+            else bf16_channels4(yp, pairs, basis, m16, cq, count, 1, out);
+        }
+    }
+}
+#endif
+
+/* KV_BLOCK_DECODED_T64_BF16's sums: the AVX-512 BF16 loops where the build has them, else the
+ * definition's loop. */
+static void affine_block_at_bf16(const PcaHead *h, const CodeReader *cr, const float *yt, const float *sqrt_w,
+                                 int count, float *kt) {
+#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512BW__)
+    if (h->d % 16 == 0) {
+        affine_block_bf16(h, cr, yt, sqrt_w, count, kt);
+        return;
+    }
+#endif
+    affine_block_bf16_plain(h, cr, yt, sqrt_w, count, kt);
 }
 
 #if defined(__AVX512F__)
@@ -271,12 +391,13 @@ void pca_block_read(const KvBase *b, const void *block, int n, int count, KvBloc
     pca_head_view(b->table, n, &h);
     CodeReader cr;
     block_reader(&h, pca_unit_bytes(b, n), &cr);
-    if (form == KV_BLOCK_DECODED_T64) {
+    if (form == KV_BLOCK_DECODED_T64 || form == KV_BLOCK_DECODED_T64_BF16) {
         float roots[PCA_TABLE_STRIDE];
         short k_of[PCA_TABLE_STRIDE];
         for (int k = 0; k < cr.count; k++) k_of[k] = (short)k;
         block_values(&h, &cr, block, k_of, kt);
-        affine_block(&h, &cr, kt, pca_root_weights(b, n, roots), count, out);
+        if (form == KV_BLOCK_DECODED_T64) affine_block(&h, &cr, kt, pca_root_weights(b, n, roots), count, out);
+        else affine_block_at_bf16(&h, &cr, kt, pca_root_weights(b, n, roots), count, out);
         return;
     }
     /* the coefficients: each stored component's row at its own index (block_values), 0 for the

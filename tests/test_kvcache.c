@@ -100,7 +100,7 @@ typedef struct {
     char first[320];
 } Tally;
 
-enum { T_BIND, T_QEND, T_ROWS, T_ROWS_T64, T_KEY_Q, T_KEY_FULL, T_VALUE_Q, T_VALUE_FULL, T_DOMAINS, T_PATHS, N_TALLIES };
+enum { T_BIND, T_QEND, T_ROWS, T_ROWS_T64, T_ROWS_T64_BF16, T_KEY_Q, T_KEY_FULL, T_VALUE_Q, T_VALUE_FULL, T_DOMAINS, T_PATHS, N_TALLIES };
 
 typedef struct {
     Config cfg;
@@ -109,6 +109,8 @@ typedef struct {
     Rows rows[2];                          /* the two passes */
     Expected exp[RB_LAYERS][2][RB_HEADS];
     Tally t[N_TALLIES];
+    long bf16_differs;                     /* kv_cache_rows_t64 blocks whose bf16 read is not the exact one */
+    double bf16_worst;                     /* the largest such difference, relative to the block's largest |value| */
     const char *case_name;                 /* "K ..., V ..." of the cache being checked */
 } ReadBack;
 
@@ -265,9 +267,13 @@ static void check_rows(ReadBack *rb, const KvCache *c, const RefSpec *refs, int 
         }
 }
 
-/* kv_cache_rows_t64 on the quantized blocks of 64 at length n, where the codec has it. */
+/* kv_cache_rows_t64 on the quantized blocks of 64 at length n, where the codec has it; and read
+ * for attention's bf16 pairs: the same bits, or, for a +prerope block a codec decodes at bf16
+ * working precision (pca: KV_BLOCK_DECODED_T64_BF16, whose sums test_pca_blocks checks), within
+ * BF16_KEYS of the block's largest |value|. */
+#define BF16_KEYS 0.01
 static void check_rows_t64(ReadBack *rb, const KvCache *c, const RefSpec *refs, int pass, int n) {
-    float kt[RB_DIM * 64];
+    float kt[RB_DIM * 64], kt_bf16[RB_DIM * 64];
     for (int l = 0; l < RB_LAYERS; l++)
         for (int side = 0; side < 2; side++) {
             const RefSpec *r = &refs[l * 2 + side];
@@ -276,17 +282,27 @@ static void check_rows_t64(ReadBack *rb, const KvCache *c, const RefSpec *refs, 
             for (int h = 0; h < RB_HEADS; h++)
                 for (int p0 = r->sinks; p0 < q_end; p0 += 64) {
                     int np = q_end - p0 < 64 ? q_end - p0 : 64;
-                    if (!kv_cache_rows_t64(c, st, h, p0, np, cache_q_end, kt)) continue;
-                    double d = 0;
+                    if (!kv_cache_rows_t64(c, st, h, p0, np, cache_q_end, 0, kt)) continue;
+                    double d = 0, largest = 0, d_bf16 = 0;
                     for (int i = 0; i < RB_DIM; i++)
                         for (int p = 0; p < 64; p++) {
                             const Expected *e = &rb->exp[l][side][h];
                             float want = p >= np ? 0.0f : st->coefficient_reads ? e->q_coef[p0 + p][i] : e->q_dom[p0 + p][i];
                             d = max_or_inf(d, fabs((double)kt[i * 64 + p] - want));
+                            largest = fabs((double)want) > largest ? fabs((double)want) : largest;
                         }
                     tally(&rb->t[T_ROWS_T64], d == 0,
                           "%s: pass %d, length %d: layer %d %s %s head %d block %d+%d off by %.3g", rb->case_name, pass, n,
                           l, r->spec.text, side_name(side), h, p0, np, d);
+                    int read = kv_cache_rows_t64(c, st, h, p0, np, cache_q_end, 1, kt_bf16);
+                    for (int i = 0; read && i < RB_DIM * 64; i++) d_bf16 = max_or_inf(d_bf16, fabs((double)kt_bf16[i] - kt[i]));
+                    int may_differ = st->transposed_rope && st->blocks;
+                    rb->bf16_differs += read && d_bf16 > 0;
+                    if (read && may_differ && largest > 0 && d_bf16 / largest > rb->bf16_worst) rb->bf16_worst = d_bf16 / largest;
+                    tally(&rb->t[T_ROWS_T64_BF16], read && (d_bf16 == 0 || (may_differ && d_bf16 <= BF16_KEYS * largest)),
+                          "%s: pass %d, length %d: layer %d %s %s head %d block %d+%d: %s, off by %.3g (largest |value| %.3g)",
+                          rb->case_name, pass, n, l, r->spec.text, side_name(side), h, p0, np,
+                          read ? "read for bf16" : "not read for bf16", d_bf16, largest);
                 }
         }
 }
@@ -490,7 +506,7 @@ static void run_case(ReadBack *rb, const char *text, int keys_ok, int values_ok)
     bad |= ref_bind(RB_PARTNER_VALUES, SIDE_V, &refs[1], why, sizeof why);
     bad |= ref_bind(RB_PARTNER_KEYS, SIDE_K, &refs[2], why, sizeof why);
     bad |= ref_bind(values_ok ? text : RB_PARTNER_VALUES, SIDE_V, &refs[3], why, sizeof why);
-    KvLayered k, v;
+    KvLayered k = {0}, v = {0};
     KvCache c;
     Error err;
     Calibration cal = {0};
@@ -530,6 +546,8 @@ static void check_base(ReadBack *rb, const char *base) {
         return;
     }
     memset(rb->t, 0, sizeof rb->t);
+    rb->bf16_differs = 0;
+    rb->bf16_worst = 0;
     long caches = 0;
     for (int mods = 0; mods < MOD_SETS; mods++) {
         spec_text(base, mods, text, sizeof text);
@@ -553,6 +571,7 @@ static void check_base(ReadBack *rb, const char *base) {
         "kv_cache_quantized_end follows SCHEMES.md 4 at every length",
         "kv_cache_rows at every length a query sees: quantized rows = encode->decode, the others the written row, bit for bit",
         "kv_cache_rows_t64, where the codec has it, = the quantized rows, bit for bit",
+        "kv_cache_rows_t64 for bf16 pairs = its exact read, or +prerope blocks in the block layout within 0.01 of the block's largest |value|",
         "kv_cache_read_key of quantized positions = the key scheme's encode->decode (+prerope: RoPE at its own position)",
         "kv_cache_read_key of sinks, residual window and incomplete groups = the written key",
         "kv_cache_read_value of quantized positions = the value scheme's encode->decode",
@@ -565,6 +584,13 @@ static void check_base(ReadBack *rb, const char *base) {
         snprintf(name, sizeof name, "kvcache read-back: %s and its modifiers: %s", base, what[i]);
         /* t64 passes on zero blocks for a codec without that path (the line below counts them) */
         check(rb->t[i].bad == 0, name, "%ld of %ld wrong; first: %s", rb->t[i].bad, rb->t[i].rows, rb->t[i].first);
+    }
+    if (strncmp(base, "pca", 3) == 0) {   /* its +prerope keys' bf16 reads take KV_BLOCK_DECODED_T64_BF16 */
+        char name[200];
+        snprintf(name, sizeof name, "kvcache read-back: %s: +prerope blocks read for bf16 pairs are decoded at bf16 precision", base);
+        check(rb->bf16_differs > 0, name, "no block's bf16 read differs from its exact one");
+        printf("     read-back: %s: %ld blocks' bf16 reads differ from the exact, by up to %.3g of the block's largest |value|\n",
+               base, rb->bf16_differs, rb->bf16_worst);
     }
     printf("     read-back: %s in %ld caches: %ld kv_cache_rows rows, %ld kv_cache_rows_t64 blocks, %ld + %ld rows of keys "
            "and %ld + %ld of values read (quantized + full precision)\n",

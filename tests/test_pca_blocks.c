@@ -10,17 +10,25 @@
  * against each component's sum in channel order, and the way back (pca_from_coefficients,
  * pca_sum_from_coefficients), 16 to 64 channels a step, against each channel's sum over the
  * stored components in order; and the encoder's nearest entries (pca_encode_row) against
- * lloyd_nearest's, on tables with repeated entries, a NaN and an infinity. */
+ * lloyd_nearest's, on tables with repeated entries, a NaN and an infinity. And blocks read at
+ * bf16 working precision (attention's bf16 path: KV_BLOCK_DECODED_T64_BF16) against that form's
+ * definition, written out here from the rows' codes, and against the exact decode. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "quant/codec.h"
+#include "quant/half.h"
 #include "quant/lloyd.h"
 #include "quant/pca.h"
 #include "tests/test.h"
 
 #define D 64
 #define ROWS 200   /* three blocks and 8 rows of a fourth */
+/* KV_BLOCK_DECODED_T64_BF16 against its definition and the exact decode, relative to |m| + the
+ * sum of the terms' magnitudes: 32 pairs' sums rounded to f32 (2^-24 each) once or twice a pair;
+ * each bf16 term within 2^-8 of the exact one, plus f32 roundings. */
+#define BF16_FROM_DEFINITION 4e-6
+#define BF16_FROM_EXACT (1.0 / 256 + 1e-5)
 
 typedef struct {
     KvBase base;
@@ -133,6 +141,62 @@ static double compare_with_roots(const Case *c) {
     return worst;
 }
 
+/* One channel of a block at bf16 working precision (KV_BLOCK_DECODED_T64_BF16), its definition
+ * (quant/codec_pca_blocks.c) written out here: r = 1 / sqrt(w) (0 where sqrt(w) is not > 0; 1
+ * without weights), m = mean r, v_i = U[i][c] r, then over the stored components i in pairs
+ * (a, b), ascending (an odd count's last b absent), acc + bf(y_b) bf(v_b), then + bf(y_a) bf(v_a),
+ * each rounded to f32. *scale: |m| + sum |y_i U[i][c] r|, the magnitude the differences are
+ * relative to. */
+static float bf16_definition(const PcaHead *h, const float *sqrt_w, const float *y, int c, double *scale) {
+    float r = !sqrt_w ? 1.0f : sqrt_w[c] > 0 ? 1.0f / sqrt_w[c] : 0.0f, acc = h->mean[c] * r;
+    int stored[D], count = 0;
+    for (int i = 0; i < D; i++)
+        if (h->bits[i] >= 1 && h->bits[i] <= 8) stored[count++] = i;   /* the stored components */
+    *scale = fabs((double)acc);
+    for (int k = 0; k < count; k += 2) {
+        int a = stored[k], b = k + 1 < count ? stored[k + 1] : -1;
+        if (b >= 0) acc = acc + bf16_to_f32(f32_to_bf16(y[b])) * bf16_to_f32(f32_to_bf16(h->basis[(size_t)b * D + c] * r));
+        acc = acc + bf16_to_f32(f32_to_bf16(y[a])) * bf16_to_f32(f32_to_bf16(h->basis[(size_t)a * D + c] * r));
+    }
+    for (int k = 0; k < count; k++) *scale += fabs((double)y[stored[k]] * h->basis[(size_t)stored[k] * D + c] * r);
+    return acc;
+}
+
+/* Every block read at bf16 working precision, for counts that leave 3, 2, 1 and 0 vectors of 16
+ * positions past the rows read: the largest difference from the definition (y from the rows'
+ * codes) and from the exact decoded block, each relative to its scale. */
+static void compare_bf16(const Case *c, double *from_definition, double *from_exact) {
+    static const int counts[] = {64, 49, 48, 33, 17, 16, 8, 1};
+    static float got[D * 64], exact[D * 64];
+    PcaHead h;
+    pca_head_view(c->table, D, &h);
+    float roots[D], y[64][D];
+    for (int i = 0; i < D; i++) roots[i] = sqrtf(c->weights[i]);
+    *from_definition = *from_exact = 0;
+    for (int r0 = 0; r0 < ROWS; r0 += 64) {
+        const unsigned char *block = c->blocks + (size_t)(r0 / 64) * 64 * c->unit_bytes;
+        for (int p = 0; p < 64 && r0 + p < ROWS; p++) {
+            unsigned short codes[D];
+            c->base.codec->codes(&c->base, c->units + (size_t)(r0 + p) * c->unit_bytes, D, codes);
+            for (int i = 0; i < D; i++) y[p][i] = h.tables[(size_t)i * PCA_TABLE_STRIDE + codes[i]];
+        }
+        for (int k = 0; k < (int)(sizeof counts / sizeof *counts); k++) {
+            int count = counts[k];
+            if (r0 + count > ROWS) continue;
+            c->base.codec->block_read(&c->base, block, D, count, KV_BLOCK_DECODED_T64_BF16, got);
+            c->base.codec->block_read(&c->base, block, D, count, KV_BLOCK_DECODED_T64, exact);
+            for (int i = 0; i < D; i++)
+                for (int p = 0; p < 64; p++) {
+                    double scale = 0, want = p < count ? bf16_definition(&h, c->base.weights ? roots : NULL, y[p], i, &scale) : 0;
+                    double g = got[i * 64 + p];
+                    if (scale == 0) scale = 1;   /* a channel of weight 0, or past count: 0 wanted, compared as it is */
+                    *from_definition = max_or_inf(*from_definition, fabs(g - want) / scale);
+                    *from_exact = max_or_inf(*from_exact, fabs(g - exact[i * 64 + p]) / scale);
+                }
+        }
+    }
+}
+
 static void check_case(const char *name, const char *label, float *table, int aw, uint64_t *seed) {
     Case c;
     char check_name[200];
@@ -150,6 +214,14 @@ static void check_case(const char *name, const char *label, float *table, int aw
     d = compare_with_rows(&c);
     snprintf(check_name, sizeof check_name, "pca blocks: %s: decoded transposed blocks of 64 down to 1 rows = the row decode, bit for bit", label);
     check(d == 0, check_name, "off by %.3g", d);
+    double from_exact;
+    compare_bf16(&c, &d, &from_exact);
+    snprintf(check_name, sizeof check_name,
+             "pca blocks: %s: bf16 blocks = their definition (%.0e of the terms' sum) and the exact decode (%.4f)",
+             label, BF16_FROM_DEFINITION, BF16_FROM_EXACT);
+    check(d <= BF16_FROM_DEFINITION && from_exact <= BF16_FROM_EXACT, check_name,
+          "%.3g from the definition, %.3g from the exact decode", d, from_exact);
+    printf("     %s: bf16 form %.3g from its definition, %.3g from the exact decode (of the terms' sum)\n", label, d, from_exact);
     /* rows 50..130 written again (a new window from position 50), their blocks updated */
     for (size_t i = 50 * c.unit_bytes; i < 130 * c.unit_bytes; i++) c.units[i] = (unsigned char)(rnd(seed) * 128 + 128);
     write_blocks(&c, 50, 130);
