@@ -29,7 +29,9 @@
  * of 0 bits reads 1 in every row and so carries sum(p): quant/pca.h's unit slot; 1 where there is none). That is O(d) a row
  * instead of decoding each at O(d^2) for every query step. +prerope pca keys cannot move the
  * query (RoPE turns it by the row's own position): they are decoded straight into transposed
- * blocks (the codec's decode_t64) and rotated there. Both read a codec's block layout where it
+ * blocks (the codec's decode_t64) and rotated there; for attention's bf16 pairs a block in the
+ * block layout is decoded at bf16 working precision (KV_BLOCK_DECODED_T64_BF16: twice the
+ * multiply-adds per instruction, for keys that are rounded to bf16 next). Both read a codec's block layout where it
  * has one (pca: each 64 rows' codes component by component, KvCodec.block_codes), a copy of the
  * units that kv_cache_commit keeps: twice the packed bytes, still a fraction of fp32's. */
 #ifndef KVQ_KVCACHE_H

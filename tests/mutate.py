@@ -393,8 +393,21 @@ MUTATIONS = [
           "#define CALIB_MAX_FITS 48", "#define CALIB_MAX_FITS 32",
           "tests/test_cli_calib.sh", "calibrate takes 32 --fit again (the bundled calibrations have 35)"),
     s54_m("kv-file-bytes-no-entropy", "tests/kv_file_bytes.h",
-          "NULL, entropy};", "NULL, 0};",
+          "NULL, entropy, NULL};", "NULL, 0, NULL};",
           "test_entropy_file", "the tests' compressed files made without the entropy flag they were asked for"),
+    # ---- issue 50 item 7: +prerope pca keys decoded at bf16 working precision for attention's bf16 path ----
+    i50_m("pca-bf16-read-exact", "model/kvcache.c",
+          "bf16 ? KV_BLOCK_DECODED_T64_BF16 : KV_BLOCK_DECODED_T64", "KV_BLOCK_DECODED_T64",
+          "test_kvcache", "kv_cache_rows_t64 reads +prerope blocks exactly for bf16 pairs too (the bf16 form never taken)"),
+    i50_m("pca-bf16-basis-pair-swapped", "quant/codec_pca_blocks.c",
+          "bf16_pairs16(v0, v1)", "bf16_pairs16(v1, v0)",
+          "test_pca_blocks", "the bf16 form pairs each component's coefficient with its partner's basis column"),
+    i50_m("pca-bf16-past-count", "quant/codec_pca_blocks.c",
+          "_mm512_maskz_mov_ps(left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u), acc[j][q])", "acc[j][q]",
+          "test_pca_blocks", "the bf16 form leaves positions past count at the mean instead of 0"),
+    i50_m("pca-bf16-no-weights", "quant/codec_pca_blocks.c",
+          "_mm512_maskz_div_ps(keep, _mm512_set1_ps(1.0f), root)", "_mm512_set1_ps(1.0f)",
+          "test_pca_blocks", "the bf16 form ignores +aw's 1 / sqrt(w)"),
 ]
 
 # ---- running ----
