@@ -2,8 +2,9 @@
  * SCHEMES.md §9). decode_t64 decodes rows straight into attention's transposed key blocks
  * (kt[c * 64 + p]: the same sums as the row decode, bit for bit, with the positions innermost);
  * block_codes copies 64 rows' codes component by component, which block_read turns into
- * coefficients or decoded rows without a gather. These are the hot reads of attention on a pca
- * cache: AVX-512 paths beside portable loops that give the same bits. */
+ * coefficients or decoded rows without a gather (or, for attention's bf16 path, decoded rows at
+ * bf16 working precision). These are the hot reads of attention on a pca cache: AVX-512 paths
+ * beside portable loops that give the same bits. */
 #include <stdint.h>
 #include <string.h>
 #include "quant/codec_pca_internal.h"
