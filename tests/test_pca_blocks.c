@@ -12,7 +12,8 @@
  * stored components in order; and the encoder's nearest entries (pca_encode_row) against
  * lloyd_nearest's, on tables with repeated entries, a NaN and an infinity. And blocks read at
  * bf16 working precision (attention's bf16 path: KV_BLOCK_DECODED_T64_BF16) against that form's
- * definition, written out here from the rows' codes, and against the exact decode. */
+ * definition, written out here from the rows' codes, and against the exact decode, also with an
+ * odd count of stored components (its last pair half empty). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,12 @@ int main(void) {
     check_case("pca4", "pca4+aw, widths 0..8 (252 of 256 bits)", table, 1, &seed);
     check_case("pca4", "pca4, no weights", table, 0, &seed);
     check_case("pca1", "pca1+aw, widths past the row's 64 bits (hostile)", table, 1, &seed);
+    /* component 1 stores nothing: 55 stored components, an odd count (the bf16 form's last pair
+     * takes 0 for its second) */
+    PcaHead head;
+    pca_head_view(table, D, &head);
+    ((float *)head.bits)[1] = 0.0f;
+    check_case("pca4", "pca4+aw, 55 stored components (an odd count)", table, 1, &seed);
     free(table);
     check_projections(64, &seed);
     check_projections(24, &seed);
