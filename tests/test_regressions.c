@@ -1,8 +1,12 @@
-/* tests/test_regressions.c: inputs the fuzzers (tests/fuzz/) or clang's static analyzer
- * found to break the library, kept as plain tests so `make test` guards the fixes without
+/* tests/test_regressions.c: inputs the fuzzers (tests/fuzz/), clang's static analyzer or a
+ * CI run found to break the library, kept as plain tests so `make test` guards the fixes without
  * clang or libFuzzer. Each case says what found it and what went wrong. */
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "model/config.h"
+#include "model/formats/fileio.h"
 #include "eval/report.h"
 #include "eval/sweep.h"
 #include "tests/test.h"
@@ -61,8 +65,63 @@ static void test_merge_nothing(void) {
           err.msg);
 }
 
+/* CI (stop 55's run of tests/test_cli_data_safety.sh): two sweeps started together on one new
+ * --out-dir both found no directory, and the one whose mkdir lost the race failed "cannot create the
+ * directory (File exists)" instead of reaching the lock that names the running sweep's pid.
+ * make_directory must succeed for every one of several processes released together on a fresh path. */
+enum { RACE_ROUNDS = 150, RACE_PROCESSES = 4 };
+
+static int race_one_round(const char *path) {
+    int gate[2];
+    if (pipe(gate) != 0) return -1;
+    pid_t kids[RACE_PROCESSES];
+    for (int i = 0; i < RACE_PROCESSES; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {   /* wait at the gate (EOF when the parent closes it), then race */
+            char byte;
+            close(gate[1]);
+            (void)!read(gate[0], &byte, 1);
+            Error err = {{0}};
+            _exit(make_directory(path, &err) == 0 ? 0 : 1);
+        }
+    }
+    close(gate[0]);
+    close(gate[1]);
+    int failed = 0;
+    for (int i = 0; i < RACE_PROCESSES; i++) {
+        int status = 0;
+        if (kids[i] < 0 || waitpid(kids[i], &status, 0) != kids[i] || !WIFEXITED(status) || WEXITSTATUS(status))
+            failed++;
+    }
+    return failed;
+}
+
+static void test_make_directory_race(void) {
+    char root[] = "/tmp/kvq-mkdir-race.XXXXXX";
+    if (!mkdtemp(root)) { check(0, "make_directory race: temp directory", "mkdtemp failed"); return; }
+    int failed = 0, rounds = 0;
+    for (; rounds < RACE_ROUNDS && !failed; rounds++) {
+        char path[64];
+        snprintf(path, sizeof path, "%s/d%d", root, rounds);
+        failed = race_one_round(path);
+        rmdir(path);
+    }
+    rmdir(root);
+    check(failed == 0, "make_directory: processes racing on one new path all succeed",
+          "%d of %d failed in round %d", failed, RACE_PROCESSES, rounds);
+    char file_path[] = "/tmp/kvq-mkdir-file.XXXXXX";
+    int fd = mkstemp(file_path);
+    Error err = {{0}};
+    int rc = fd >= 0 ? make_directory(file_path, &err) : 0;
+    if (fd >= 0) close(fd);
+    unlink(file_path);
+    check(rc != 0 && strstr(err.msg, "exists and is not a directory"), "make_directory refuses a file's path",
+          "rc %d '%s'", rc, err.msg);
+}
+
 int main(void) {
     test_config_float_range();
     test_merge_nothing();
+    test_make_directory_race();
     return test_exit_code();
 }

@@ -142,11 +142,15 @@ int same_file(const char *a, const char *b) {
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* mkdir first, stat second: two runs started together may both find no directory, and the one whose mkdir
+   loses the race (EEXIST) must go on to the lock, which tells the user who holds the directory. */
 int make_directory(const char *path, Error *err) {
+    if (mkdir(path, 0777) == 0) return 0;
+    int made_errno = errno;
     struct stat sb;
-    if (stat(path, &sb) == 0) return S_ISDIR(sb.st_mode) ? 0 : error_set(err, "%s: exists and is not a directory", path);
-    if (mkdir(path, 0777) != 0) return error_set(err, "%s: cannot create the directory (%s)", path, strerror(errno));
-    return 0;
+    if (made_errno == EEXIST && stat(path, &sb) == 0)
+        return S_ISDIR(sb.st_mode) ? 0 : error_set(err, "%s: exists and is not a directory", path);
+    return error_set(err, "%s: cannot create the directory (%s)", path, strerror(made_errno));
 }
 
 int append_record(const char *path, const char *text, size_t len, Error *err) {
